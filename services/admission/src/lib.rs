@@ -1,0 +1,531 @@
+//! The admission service.
+//!
+//! Owns: fleet links (remote bearer links today; only a token's SHA-256 is
+//! stored), per-request admission tickets, and the owner's fleet settings
+//! (`fleet.tools: connected | off`). Every fleet request is admitted here by
+//! one gRPC call, and every dispatch rechecks its ticket here immediately
+//! before effects: admission first, then the switch.
+//!
+//! Does not own: tool dispatch, accounts or receipts (mcp-host), kernel
+//! observation (the census helper, next).
+//!
+//! Fail-safe: an unreadable links file admits nobody; an unreadable settings
+//! file reads as `tools: off`. Neither file is overwritten while unreadable.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clankie_proto::admission::v1 as pb;
+use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
+use clankie_runtime::owner::{self, OwnerCheck};
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::state::{self, Loaded};
+use clankie_runtime::{ClankieError, ErrorCode, now_ms};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+/// The gRPC service name reported by tonic-health.
+pub const HEALTH_NAME: &str = "clankie.admission.v1.Admission";
+
+/// How long a ticket stays valid: longer than the 30 s request budget.
+pub const TICKET_TTL: Duration = Duration::from_secs(60);
+
+/// Fleet names: lowercase letters, digits and dashes, 1..=40 long.
+pub fn valid_fleet_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 40
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LinkRecord {
+    link_id: String,
+    fleet: String,
+    kind: String,
+    label: String,
+    token_sha256: String,
+    created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct LinksFile {
+    version: u32,
+    links: Vec<LinkRecord>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ToolsSetting {
+    Connected,
+    Off,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SettingsFile {
+    tools: ToolsSetting,
+    revision: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Settings {
+    file: SettingsFile,
+    /// Set when the file could not be read: reads as off, never saved over.
+    unreadable: bool,
+}
+
+impl Settings {
+    fn to_pb(&self) -> pb::FleetSettings {
+        let tools = if self.unreadable || self.file.tools == ToolsSetting::Off {
+            FleetTools::Off
+        } else {
+            FleetTools::Connected
+        };
+        pb::FleetSettings {
+            tools: tools as i32,
+            revision: self.file.revision,
+        }
+    }
+}
+
+struct Ticket {
+    link_id: String,
+    principal: Principal,
+    expires: Instant,
+}
+
+/// Options for the admission service.
+pub struct Options {
+    paths: StatePaths,
+}
+
+impl Options {
+    pub fn new(paths: StatePaths) -> Self {
+        Options { paths }
+    }
+
+    /// Loads state and the owner credential.
+    pub fn build(self) -> anyhow::Result<AdmissionService> {
+        let dir = self.paths.service_dir("admission");
+        state::private_dir(&dir)?;
+        let owner = OwnerCheck::load(&self.paths.owner_credential())?;
+        let links_path = dir.join("links.json");
+        let settings_path = dir.join("settings.json");
+        let (links, links_unreadable) = match state::load_json::<LinksFile>(&links_path) {
+            Loaded::Missing => (LinksFile::default(), false),
+            Loaded::Ok(l) => (l, false),
+            Loaded::Unreadable(e) => {
+                tracing::error!(error = %e, "fleet links unreadable; admitting no bearer links");
+                (LinksFile::default(), true)
+            }
+        };
+        let settings = match state::load_json::<SettingsFile>(&settings_path) {
+            Loaded::Missing => Settings {
+                file: SettingsFile {
+                    tools: ToolsSetting::Connected,
+                    revision: 1,
+                },
+                unreadable: false,
+            },
+            Loaded::Ok(file) => Settings {
+                file,
+                unreadable: false,
+            },
+            Loaded::Unreadable(e) => {
+                tracing::error!(error = %e, "fleet settings unreadable; fleet.tools reads as off");
+                Settings {
+                    file: SettingsFile {
+                        tools: ToolsSetting::Off,
+                        revision: 0,
+                    },
+                    unreadable: true,
+                }
+            }
+        };
+        let (settings_tx, _) = watch::channel(settings);
+        Ok(AdmissionService {
+            inner: Arc::new(Inner {
+                owner,
+                links_path,
+                settings_path,
+                links: Mutex::new((links, links_unreadable)),
+                settings: settings_tx,
+                tickets: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+}
+
+struct Inner {
+    owner: OwnerCheck,
+    links_path: PathBuf,
+    settings_path: PathBuf,
+    links: Mutex<(LinksFile, bool)>,
+    settings: watch::Sender<Settings>,
+    tickets: Mutex<HashMap<String, Ticket>>,
+}
+
+/// The admission service; cheap to clone.
+#[derive(Clone)]
+pub struct AdmissionService {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn refused(e: ClankieError) -> Status {
+    tracing::info!(reason = e.code.as_str(), "fleet.admission.refused");
+    e.into()
+}
+
+impl AdmissionService {
+    /// The tonic routes for this service.
+    pub fn routes(&self) -> tonic::service::Routes {
+        tonic::service::Routes::new(pb::admission_server::AdmissionServer::new(self.clone()))
+    }
+
+    fn admit_bearer(&self, bearer: &str) -> Result<(String, Principal), ClankieError> {
+        if bearer.is_empty() {
+            return Err(ErrorCode::FleetCredentialRequired
+                .err("a fleet bearer token is required (CLANKIE_FLEET_TOKEN)"));
+        }
+        let hash = owner::token_hash(bearer);
+        let (links, unreadable) = &*lock(&self.inner.links);
+        if *unreadable {
+            return Err(ErrorCode::FleetAdmissionUnavailable
+                .err("fleet links cannot be read; ask the owner to inspect admission"));
+        }
+        let link = links
+            .links
+            .iter()
+            .find(|l| owner::constant_time_eq(l.token_sha256.as_bytes(), hash.as_bytes()))
+            .ok_or_else(|| {
+                ErrorCode::FleetCredentialInvalid
+                    .err("this fleet token is not linked; ask the lead for admission")
+            })?;
+        Ok((
+            link.link_id.clone(),
+            Principal {
+                fleet_id: link.fleet.clone(),
+                pane_id: String::new(),
+                mode: AdmissionMode::Bearer as i32,
+                link_id: link.link_id.clone(),
+            },
+        ))
+    }
+
+    fn issue_ticket(&self, link_id: String, principal: Principal) -> String {
+        let ticket = owner::random_token("tkt");
+        let now = Instant::now();
+        let mut tickets = lock(&self.inner.tickets);
+        if tickets.len() > 4096 {
+            tickets.retain(|_, t| t.expires > now);
+        }
+        tickets.insert(
+            ticket.clone(),
+            Ticket {
+                link_id,
+                principal,
+                expires: now + TICKET_TTL,
+            },
+        );
+        ticket
+    }
+
+    fn recheck(&self, ticket: &str) -> Result<(Principal, pb::FleetSettings), ClankieError> {
+        let (link_id, principal) = {
+            let tickets = lock(&self.inner.tickets);
+            let t = tickets.get(ticket).ok_or_else(|| {
+                ErrorCode::FleetCredentialRequired
+                    .err("the request carries no valid admission ticket")
+            })?;
+            if t.expires <= Instant::now() {
+                return Err(ErrorCode::FleetCredentialRequired.err("the admission ticket expired"));
+            }
+            (t.link_id.clone(), t.principal.clone())
+        };
+        // Admission first: the link must still exist.
+        {
+            let (links, unreadable) = &*lock(&self.inner.links);
+            if *unreadable {
+                return Err(ErrorCode::FleetAdmissionUnavailable.err("fleet links cannot be read"));
+            }
+            if !links.links.iter().any(|l| l.link_id == link_id) {
+                return Err(ErrorCode::FleetAdmissionRevoked.err("this fleet link was removed"));
+            }
+        }
+        // Then the switch.
+        let settings = self.inner.settings.borrow().to_pb();
+        Ok((principal, settings))
+    }
+
+    fn save_links(&self, links: &LinksFile) -> Result<(), ClankieError> {
+        state::save_json(&self.inner.links_path, links)
+            .map_err(|e| ErrorCode::Internal.err(format!("could not save fleet links: {e}")))
+    }
+}
+
+type SettingsStream = Pin<Box<dyn Stream<Item = Result<pb::FleetSettings, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::admission_server::Admission for AdmissionService {
+    async fn admit(
+        &self,
+        request: Request<pb::AdmitRequest>,
+    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        let bearer = request.into_inner().bearer;
+        let (link_id, principal) = self.admit_bearer(&bearer).map_err(refused)?;
+        let ticket = self.issue_ticket(link_id, principal.clone());
+        let settings = self.inner.settings.borrow().to_pb();
+        Ok(Response::new(pb::AdmitResponse {
+            ticket,
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
+    async fn recheck(
+        &self,
+        request: Request<pb::RecheckRequest>,
+    ) -> Result<Response<pb::RecheckResponse>, Status> {
+        let (principal, settings) = self
+            .recheck(&request.into_inner().ticket)
+            .map_err(refused)?;
+        Ok(Response::new(pb::RecheckResponse {
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
+    async fn create_fleet_token(
+        &self,
+        request: Request<pb::CreateFleetTokenRequest>,
+    ) -> Result<Response<pb::CreateFleetTokenResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        if !valid_fleet_name(&req.fleet) {
+            return Err(ErrorCode::InvalidArgument
+                .err("fleet names use lowercase letters, digits and dashes (at most 40)")
+                .into());
+        }
+        let token = owner::random_token("clkf");
+        let record = LinkRecord {
+            link_id: format!("link-{}", &owner::random_token("x")[2..14]),
+            fleet: req.fleet,
+            kind: "bearer".into(),
+            label: req.label,
+            token_sha256: owner::token_hash(&token),
+            created_at_ms: now_ms(),
+        };
+        {
+            let mut guard = lock(&self.inner.links);
+            if guard.1 {
+                return Err(ErrorCode::FleetAdmissionUnavailable
+                    .err("fleet links cannot be read; not overwriting them")
+                    .into());
+            }
+            let mut next = guard.0.clone();
+            next.version = 1;
+            next.links.push(record.clone());
+            self.save_links(&next)?;
+            guard.0 = next;
+        }
+        tracing::info!(fleet = %record.fleet, link = %record.link_id, "fleet bearer link created");
+        Ok(Response::new(pb::CreateFleetTokenResponse {
+            token,
+            link: Some(link_pb(&record)),
+        }))
+    }
+
+    async fn revoke_fleet_link(
+        &self,
+        request: Request<pb::RevokeFleetLinkRequest>,
+    ) -> Result<Response<pb::RevokeFleetLinkResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let link_id = request.into_inner().link_id;
+        let revoked = {
+            let mut guard = lock(&self.inner.links);
+            if guard.1 {
+                return Err(ErrorCode::FleetAdmissionUnavailable
+                    .err("fleet links cannot be read; not overwriting them")
+                    .into());
+            }
+            let mut next = guard.0.clone();
+            let before = next.links.len();
+            next.links.retain(|l| l.link_id != link_id);
+            let revoked = next.links.len() != before;
+            if revoked {
+                self.save_links(&next)?;
+                guard.0 = next;
+            }
+            revoked
+        };
+        if revoked {
+            lock(&self.inner.tickets).retain(|_, t| t.link_id != link_id);
+        }
+        Ok(Response::new(pb::RevokeFleetLinkResponse { revoked }))
+    }
+
+    async fn fleet_status(
+        &self,
+        request: Request<pb::FleetStatusRequest>,
+    ) -> Result<Response<pb::FleetStatusResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        Ok(Response::new(self.status()))
+    }
+
+    async fn set_fleet_settings(
+        &self,
+        request: Request<pb::SetFleetSettingsRequest>,
+    ) -> Result<Response<pb::FleetStatusResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let tools = match FleetTools::try_from(request.into_inner().tools) {
+            Ok(FleetTools::Connected) => ToolsSetting::Connected,
+            Ok(FleetTools::Off) => ToolsSetting::Off,
+            _ => {
+                return Err(ErrorCode::InvalidArgument
+                    .err("tools must be connected or off")
+                    .into());
+            }
+        };
+        let current = self.inner.settings.borrow().clone();
+        if current.unreadable && tools == ToolsSetting::Connected {
+            // Turning tools on over an unreadable file would discard it; the
+            // owner must inspect it first. Turning off is always safe.
+            return Err(ErrorCode::Internal
+                .err("fleet settings file is unreadable; move it aside before turning tools on")
+                .into());
+        }
+        if current.unreadable || current.file.tools != tools {
+            let file = SettingsFile {
+                tools,
+                revision: current.file.revision + 1,
+            };
+            if current.unreadable {
+                let _ = state::move_aside(&self.inner.settings_path);
+            }
+            state::save_json(&self.inner.settings_path, &file).map_err(|e| {
+                ErrorCode::Internal.err(format!("could not save fleet settings: {e}"))
+            })?;
+            tracing::info!(tools = ?tools, "fleet.tools changed");
+            self.inner.settings.send_replace(Settings {
+                file,
+                unreadable: false,
+            });
+        }
+        Ok(Response::new(self.status()))
+    }
+
+    type WatchSettingsStream = SettingsStream;
+
+    async fn watch_settings(
+        &self,
+        _request: Request<pb::WatchSettingsRequest>,
+    ) -> Result<Response<Self::WatchSettingsStream>, Status> {
+        let rx = self.inner.settings.subscribe();
+        let stream = tokio_stream::wrappers::WatchStream::new(rx).map(|s| Ok(s.to_pb()));
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+use tokio_stream::StreamExt as _;
+
+impl AdmissionService {
+    fn status(&self) -> pb::FleetStatusResponse {
+        let settings = self.inner.settings.borrow().to_pb();
+        let links = lock(&self.inner.links)
+            .0
+            .links
+            .iter()
+            .map(link_pb)
+            .collect();
+        pb::FleetStatusResponse {
+            settings: Some(settings),
+            links,
+        }
+    }
+}
+
+fn link_pb(l: &LinkRecord) -> pb::FleetLink {
+    pb::FleetLink {
+        link_id: l.link_id.clone(),
+        fleet: l.fleet.clone(),
+        kind: l.kind.clone(),
+        label: l.label.clone(),
+        created_at_ms: l.created_at_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service() -> (tempfile::TempDir, AdmissionService) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = StatePaths::new(dir.path());
+        owner::ensure_owner_token(&paths.owner_credential()).expect("owner");
+        let svc = Options::new(paths).build().expect("build");
+        (dir, svc)
+    }
+
+    fn add_link(svc: &AdmissionService, token: &str) -> String {
+        let mut guard = lock(&svc.inner.links);
+        let id = format!("link-{}", guard.0.links.len());
+        guard.0.links.push(LinkRecord {
+            link_id: id.clone(),
+            fleet: "alpha".into(),
+            kind: "bearer".into(),
+            label: String::new(),
+            token_sha256: owner::token_hash(token),
+            created_at_ms: 0,
+        });
+        id
+    }
+
+    #[test]
+    fn bearer_admits_fleet_not_pane_and_revocation_ends_tickets() {
+        let (_d, svc) = service();
+        let link = add_link(&svc, "secret");
+        assert_eq!(
+            svc.admit_bearer("").expect_err("empty").code,
+            ErrorCode::FleetCredentialRequired
+        );
+        assert_eq!(
+            svc.admit_bearer("wrong").expect_err("wrong").code,
+            ErrorCode::FleetCredentialInvalid
+        );
+        let (link_id, p) = svc.admit_bearer("secret").expect("admit");
+        assert_eq!(p.fleet_id, "alpha");
+        assert!(p.pane_id.is_empty());
+        let ticket = svc.issue_ticket(link_id, p);
+        svc.recheck(&ticket).expect("recheck");
+        lock(&svc.inner.links).0.links.retain(|l| l.link_id != link);
+        assert_eq!(
+            svc.recheck(&ticket).expect_err("revoked").code,
+            ErrorCode::FleetAdmissionRevoked
+        );
+    }
+
+    #[test]
+    fn unreadable_settings_read_as_off() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = StatePaths::new(dir.path());
+        owner::ensure_owner_token(&paths.owner_credential()).expect("owner");
+        std::fs::create_dir_all(paths.service_dir("admission")).expect("dir");
+        std::fs::write(paths.service_dir("admission").join("settings.json"), b"{{").expect("w");
+        let svc = Options::new(paths).build().expect("build");
+        assert_eq!(
+            svc.inner.settings.borrow().to_pb().tools,
+            FleetTools::Off as i32
+        );
+    }
+}

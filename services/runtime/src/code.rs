@@ -1,0 +1,231 @@
+//! The one table of refusal reasons.
+//!
+//! Every refusal in the system carries one [`ErrorCode`]. The code travels on
+//! gRPC as the `x-clankie-reason` metadata entry beside the status, and the
+//! gateway maps it back to HTTP. Both maps are exhaustive matches with no
+//! catch-all arm, so a new code forces every edge to decide.
+
+use std::fmt;
+
+use http::StatusCode;
+use tonic::Code;
+
+/// Metadata key carrying the reason code on gRPC statuses.
+pub const REASON_KEY: &str = "x-clankie-reason";
+
+macro_rules! codes {
+    ($($variant:ident => $text:literal,)*) => {
+        /// A fixed refusal reason, spelled as the seeds spell it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode { $($variant,)* }
+
+        impl ErrorCode {
+            /// Every code, for tables and tests.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The wire spelling (`fleet_tools_off`, ...).
+            pub fn as_str(self) -> &'static str {
+                match self { $(ErrorCode::$variant => $text,)* }
+            }
+
+            /// Parses the wire spelling.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text { $($text => Some(ErrorCode::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    InvalidArgument => "invalid_argument",
+    MalformedRequest => "malformed_request",
+    PayloadTooLarge => "payload_too_large",
+    UnknownTool => "unknown_tool",
+    ArgumentsInvalid => "arguments_invalid",
+    FleetCredentialRequired => "fleet_credential_required",
+    FleetCredentialInvalid => "fleet_credential_invalid",
+    LocalProcessMembershipRequired => "local_process_membership_required",
+    FleetAdmissionUnavailable => "fleet_admission_unavailable",
+    FleetAdmissionRevoked => "fleet_admission_revoked",
+    FleetToolsOff => "fleet_tools_off",
+    OwnerCredentialRequired => "owner_credential_required",
+    OwnerCredentialInvalid => "owner_credential_invalid",
+    NotOwner => "not_owner",
+    RoleNotAllowed => "role_not_allowed",
+    AccountNotFound => "account_not_found",
+    AccountUnavailable => "account_unavailable",
+    AccountChanged => "account_changed",
+    AccountExists => "account_exists",
+    ReceiptNotFound => "receipt_not_found",
+    ReceiptConflict => "receipt_conflict",
+    ReceiptStoreCorrupt => "receipt_store_corrupt",
+    ReceiptStoreUnavailable => "receipt_store_unavailable",
+    UpstreamError => "upstream_error",
+    DeadlineExceeded => "deadline_exceeded",
+    RequestBudget => "tracker_request_budget",
+    ServiceUnavailable => "service_unavailable",
+    ShuttingDown => "shutting_down",
+    Internal => "internal",
+}
+
+impl ErrorCode {
+    /// The gRPC status code for this reason.
+    pub fn grpc(self) -> Code {
+        match self {
+            ErrorCode::InvalidArgument
+            | ErrorCode::MalformedRequest
+            | ErrorCode::UnknownTool
+            | ErrorCode::ArgumentsInvalid => Code::InvalidArgument,
+            ErrorCode::PayloadTooLarge => Code::OutOfRange,
+            ErrorCode::FleetCredentialRequired
+            | ErrorCode::FleetCredentialInvalid
+            | ErrorCode::OwnerCredentialRequired => Code::Unauthenticated,
+            ErrorCode::LocalProcessMembershipRequired
+            | ErrorCode::FleetAdmissionRevoked
+            | ErrorCode::FleetToolsOff
+            | ErrorCode::OwnerCredentialInvalid
+            | ErrorCode::NotOwner
+            | ErrorCode::RoleNotAllowed => Code::PermissionDenied,
+            ErrorCode::AccountNotFound | ErrorCode::ReceiptNotFound => Code::NotFound,
+            ErrorCode::AccountExists => Code::AlreadyExists,
+            ErrorCode::AccountChanged | ErrorCode::ReceiptConflict => Code::Aborted,
+            ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
+            ErrorCode::FleetAdmissionUnavailable
+            | ErrorCode::AccountUnavailable
+            | ErrorCode::ReceiptStoreUnavailable
+            | ErrorCode::ServiceUnavailable
+            | ErrorCode::ShuttingDown => Code::Unavailable,
+            ErrorCode::UpstreamError => Code::Unknown,
+            ErrorCode::DeadlineExceeded => Code::DeadlineExceeded,
+            ErrorCode::RequestBudget => Code::ResourceExhausted,
+            ErrorCode::Internal => Code::Internal,
+        }
+    }
+
+    /// The HTTP status for this reason.
+    pub fn http(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidArgument
+            | ErrorCode::MalformedRequest
+            | ErrorCode::UnknownTool
+            | ErrorCode::ArgumentsInvalid => StatusCode::BAD_REQUEST,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::FleetCredentialRequired
+            | ErrorCode::FleetCredentialInvalid
+            | ErrorCode::OwnerCredentialRequired => StatusCode::UNAUTHORIZED,
+            ErrorCode::LocalProcessMembershipRequired
+            | ErrorCode::FleetAdmissionRevoked
+            | ErrorCode::FleetToolsOff
+            | ErrorCode::OwnerCredentialInvalid
+            | ErrorCode::NotOwner
+            | ErrorCode::RoleNotAllowed => StatusCode::FORBIDDEN,
+            ErrorCode::AccountNotFound | ErrorCode::ReceiptNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::AccountExists | ErrorCode::AccountChanged | ErrorCode::ReceiptConflict => {
+                StatusCode::CONFLICT
+            }
+            ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            ErrorCode::FleetAdmissionUnavailable
+            | ErrorCode::AccountUnavailable
+            | ErrorCode::ReceiptStoreUnavailable
+            | ErrorCode::ServiceUnavailable
+            | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::UpstreamError => StatusCode::BAD_GATEWAY,
+            ErrorCode::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+            ErrorCode::RequestBudget => StatusCode::TOO_MANY_REQUESTS,
+        }
+    }
+
+    /// True when nothing was forwarded and the same request may be retried.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::FleetAdmissionUnavailable
+                | ErrorCode::ServiceUnavailable
+                | ErrorCode::ShuttingDown
+                | ErrorCode::AccountUnavailable
+        )
+    }
+
+    /// Builds the error with a message.
+    pub fn err(self, message: impl Into<String>) -> ClankieError {
+        ClankieError {
+            code: self,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: a fixed reason and a human message (no PIDs, paths or argv).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ClankieError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ClankieError {
+    /// Recovers the reason from a gRPC status, falling back on its code.
+    pub fn from_status(status: &tonic::Status) -> Self {
+        let code = status
+            .metadata()
+            .get(REASON_KEY)
+            .and_then(|v| v.to_str().ok())
+            .and_then(ErrorCode::parse)
+            .unwrap_or(match status.code() {
+                Code::Unavailable | Code::Cancelled => ErrorCode::ServiceUnavailable,
+                Code::DeadlineExceeded => ErrorCode::DeadlineExceeded,
+                Code::InvalidArgument => ErrorCode::InvalidArgument,
+                Code::Unauthenticated => ErrorCode::FleetCredentialRequired,
+                Code::PermissionDenied => ErrorCode::FleetCredentialInvalid,
+                Code::NotFound => ErrorCode::ReceiptNotFound,
+                Code::DataLoss => ErrorCode::ReceiptStoreCorrupt,
+                _ => ErrorCode::Internal,
+            });
+        ClankieError {
+            code,
+            message: status.message().to_string(),
+        }
+    }
+}
+
+impl From<ClankieError> for tonic::Status {
+    fn from(e: ClankieError) -> Self {
+        let mut status = tonic::Status::new(e.code.grpc(), e.message);
+        status.metadata_mut().insert(
+            REASON_KEY,
+            tonic::metadata::MetadataValue::from_static(e.code.as_str()),
+        );
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_through_grpc() {
+        for &code in ErrorCode::ALL {
+            let status: tonic::Status = code.err("m").into();
+            let back = ClankieError::from_status(&status);
+            assert_eq!(back.code, code);
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+            assert!(code.http().is_client_error() || code.http().is_server_error());
+        }
+    }
+
+    #[test]
+    fn refusal_statuses_are_distinct_for_auth() {
+        assert_eq!(ErrorCode::FleetCredentialRequired.http(), 401);
+        assert_eq!(ErrorCode::LocalProcessMembershipRequired.http(), 403);
+        assert_eq!(ErrorCode::FleetAdmissionUnavailable.http(), 503);
+    }
+}

@@ -1,0 +1,72 @@
+//! Where Clankie keeps its state and sockets.
+//!
+//! Everything lives under one state directory: `$CLANKIE_STATE`, or
+//! `~/.clankie` by default. Sockets live in its `run/` folder (0700).
+
+use std::path::{Path, PathBuf};
+
+/// Names of the processes `clankie up` runs, in start order.
+pub const SERVICES: &[&str] = &["admission", "mcp-host", "gateway"];
+
+/// The resolved layout of one state directory.
+#[derive(Debug, Clone)]
+pub struct StatePaths {
+    root: PathBuf,
+}
+
+impl StatePaths {
+    /// Resolves `$CLANKIE_STATE`, else `$HOME/.clankie`.
+    pub fn from_env() -> Self {
+        let root = std::env::var_os("CLANKIE_STATE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
+                PathBuf::from(home).join(".clankie")
+            });
+        Self::new(root)
+    }
+
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        StatePaths { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The socket directory.
+    pub fn run_dir(&self) -> PathBuf {
+        self.root.join("run")
+    }
+
+    /// The gRPC socket of a service (`admission`, `mcp-host`).
+    pub fn socket(&self, service: &str) -> PathBuf {
+        self.run_dir().join(format!("{service}.sock"))
+    }
+
+    /// The gateway's discovery file: where bridges find its address.
+    pub fn gateway_discovery(&self) -> PathBuf {
+        self.run_dir().join("gateway.json")
+    }
+
+    /// The owner credential (0600).
+    pub fn owner_credential(&self) -> PathBuf {
+        self.root.join("owner.token")
+    }
+
+    /// A service's private state folder.
+    pub fn service_dir(&self, service: &str) -> PathBuf {
+        self.root.join(service)
+    }
+
+    /// The connected-call receipts folder, as the seed names it.
+    pub fn receipts_dir(&self) -> PathBuf {
+        self.root.join("worker-grants").join("receipts")
+    }
+
+    /// Audit logs.
+    pub fn audit_dir(&self) -> PathBuf {
+        self.root.join("audit")
+    }
+}

@@ -1,0 +1,133 @@
+//! Durable state files: written by atomic rename after fsync.
+//!
+//! A reader never sees a torn file: the bytes go to a temporary sibling,
+//! which is synced, renamed over the target, and the directory is synced so
+//! the rename itself survives a crash.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use serde::{Serialize, de::DeserializeOwned};
+
+/// Creates a directory (and parents) with mode 0700.
+pub fn private_dir(path: &Path) -> io::Result<()> {
+    fs::create_dir_all(path)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o700))
+}
+
+/// Syncs a directory so renames and unlinks in it are durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Writes `bytes` to a temporary sibling, fsyncs it and renames it over `path`,
+/// then syncs the directory. The file is created 0600.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_synced_tmp(path, bytes)?;
+    let parent = parent_of(path);
+    sync_dir(parent)
+}
+
+/// Like [`atomic_write`] but leaves the directory sync to the caller, so a
+/// batch of renames in one directory pays for one directory sync.
+pub fn write_synced_tmp(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let parent = parent_of(path);
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "state path has no name"))?;
+    let tmp = parent.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// What reading a JSON state file found.
+#[derive(Debug)]
+pub enum Loaded<T> {
+    Missing,
+    Ok(T),
+    /// The file exists but cannot be read or parsed; callers take their
+    /// fail-safe path and never overwrite it silently.
+    Unreadable(String),
+}
+
+/// Reads a JSON state file.
+pub fn load_json<T: DeserializeOwned>(path: &Path) -> Loaded<T> {
+    match fs::read(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Loaded::Missing,
+        Err(e) => Loaded::Unreadable(e.to_string()),
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(v) => Loaded::Ok(v),
+            Err(e) => Loaded::Unreadable(e.to_string()),
+        },
+    }
+}
+
+/// Serializes and atomically writes a JSON state file.
+pub fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    atomic_write(path, &bytes)
+}
+
+/// Moves an unreadable file aside (`NAME.unreadable-<ms>`) so it is kept for
+/// inspection and a fresh one can start.
+pub fn move_aside(path: &Path) -> io::Result<std::path::PathBuf> {
+    let aside = path.with_extension(format!("unreadable-{}", crate::now_ms()));
+    fs::rename(path, &aside)?;
+    Ok(aside)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_is_private() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("s.json");
+        atomic_write(&p, b"one").expect("write");
+        atomic_write(&p, b"two").expect("write");
+        assert_eq!(fs::read(&p).expect("read"), b"two");
+        let mode = fs::metadata(&p).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .expect("ls")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn unreadable_json_is_reported_not_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("s.json");
+        fs::write(&p, b"{not json").expect("write");
+        match load_json::<serde_json::Value>(&p) {
+            Loaded::Unreadable(_) => {}
+            other => panic!("expected unreadable, got {other:?}"),
+        }
+        assert_eq!(fs::read(&p).expect("read"), b"{not json");
+    }
+}

@@ -1,0 +1,134 @@
+//! Telemetry: `tracing` to stderr, W3C trace context across every gRPC hop,
+//! and OTLP export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+
+use std::sync::OnceLock;
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+static PROVIDER: OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> = OnceLock::new();
+
+fn propagator() -> &'static TraceContextPropagator {
+    static P: OnceLock<TraceContextPropagator> = OnceLock::new();
+    P.get_or_init(TraceContextPropagator::new)
+}
+
+/// Installs the subscriber for a process named `service`. Logs go to stderr
+/// (filter with `RUST_LOG`, default `info`). Spans always carry an
+/// OpenTelemetry context so trace ids propagate even without an exporter.
+pub fn init(service: &'static str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_filter(filter);
+
+    let mut builder = opentelemetry_sdk::trace::SdkTracerProvider::builder().with_resource(
+        opentelemetry_sdk::Resource::builder()
+            .with_service_name(format!("clankie-{service}"))
+            .build(),
+    );
+    let exporting = std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    if exporting {
+        match opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .build()
+        {
+            Ok(exporter) => builder = builder.with_batch_exporter(exporter),
+            Err(e) => eprintln!("clankie-{service}: otlp exporter disabled: {e}"),
+        }
+    }
+    let provider = builder.build();
+    let tracer = provider.tracer(format!("clankie-{service}"));
+    let _ = PROVIDER.set(provider);
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(EnvFilter::new("info"));
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .try_init();
+}
+
+/// Flushes pending spans (call before exit).
+pub fn shutdown() {
+    if let Some(p) = PROVIDER.get() {
+        let _ = p.shutdown();
+    }
+}
+
+struct HeaderExtract<'a>(&'a http::HeaderMap);
+
+impl Extractor for HeaderExtract<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|k| k.as_str()).collect()
+    }
+}
+
+struct MetadataInject<'a>(&'a mut tonic::metadata::MetadataMap);
+
+impl Injector for MetadataInject<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(k), Ok(v)) = (
+            tonic::metadata::MetadataKey::from_bytes(key.as_bytes()),
+            value.parse(),
+        ) {
+            self.0.insert(k, v);
+        }
+    }
+}
+
+struct HeaderInject<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeaderInject<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(k, v);
+        }
+    }
+}
+
+/// The span for one inbound request, parented on the caller's trace context.
+pub fn server_span(path: &str, headers: &http::HeaderMap) -> tracing::Span {
+    let span = tracing::info_span!("grpc.request", rpc = %path, otel.kind = "server");
+    let parent = propagator().extract(&HeaderExtract(headers));
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// Parents `span` on the trace context in HTTP `headers` (gateway requests).
+pub fn adopt_http_parent(span: &tracing::Span, headers: &http::HeaderMap) {
+    let parent = propagator().extract(&HeaderExtract(headers));
+    let _ = span.set_parent(parent);
+}
+
+/// Writes the current span's trace context into outgoing gRPC metadata.
+pub fn inject_context(metadata: &mut tonic::metadata::MetadataMap) {
+    let cx = tracing::Span::current().context();
+    propagator().inject_context(&cx, &mut MetadataInject(metadata));
+}
+
+/// Writes the current span's trace context into outgoing HTTP headers.
+pub fn inject_http(headers: &mut http::HeaderMap) {
+    let cx = tracing::Span::current().context();
+    propagator().inject_context(&cx, &mut HeaderInject(headers));
+}
+
+/// The current span's trace id (hex), when one is sampled.
+pub fn current_trace_id() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt;
+    let cx = tracing::Span::current().context();
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then(|| sc.trace_id().to_string())
+}
