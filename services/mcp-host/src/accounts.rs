@@ -1,0 +1,694 @@
+//! Connected accounts: real upstream MCP servers, verified and supervised.
+//!
+//! Each account has one supervisor task that owns its one connection (one
+//! child process for stdio, one session for HTTP). Verification is: the
+//! server initializes and lists its tools; its `serverInfo` is recorded as the
+//! account's identity. A connection that dies is restarted with bounded
+//! exponential backoff; calls never spawn servers. An upstream
+//! `tools/list_changed` re-lists that account only. One failing account never
+//! removes another's tools.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clankie_proto::mcphost::v1 as pb;
+use clankie_runtime::state::{self, Loaded};
+use clankie_runtime::{ClankieError, ErrorCode, now_ms};
+use rmcp::model::{ClientConfig, ProtocolVersion};
+use rmcp::service::{NotificationContext, Peer, RoleClient};
+use rmcp::{ClientHandler, ServiceExt};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{AccountTools, Catalog, Rules};
+
+/// How long one connection attempt (initialize + list) may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Backoff between restarts: starts here, doubles, stops at [`MAX_BACKOFF`].
+pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How an account is reached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Transport {
+    Stdio {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        #[serde(default)]
+        cwd: Option<String>,
+    },
+    Http {
+        url: String,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+
+    /// A display target; header values are never shown.
+    fn target(&self) -> String {
+        match self {
+            Transport::Stdio { command, args, .. } => {
+                let mut s = command.clone();
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                s
+            }
+            Transport::Http { url, headers } => {
+                if headers.is_empty() {
+                    url.clone()
+                } else {
+                    let names: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
+                    format!("{url} (headers: {})", names.join(", "))
+                }
+            }
+        }
+    }
+
+    /// Validates a transport from the wire.
+    pub fn from_pb(t: Option<pb::connect_request::Transport>) -> Result<Self, ClankieError> {
+        match t {
+            Some(pb::connect_request::Transport::Stdio(s)) => {
+                if s.command.trim().is_empty() {
+                    return Err(ErrorCode::InvalidArgument.err("a stdio account needs a command"));
+                }
+                Ok(Transport::Stdio {
+                    command: s.command,
+                    args: s.args,
+                    env: s.env.into_iter().collect(),
+                    cwd: (!s.cwd.is_empty()).then_some(s.cwd),
+                })
+            }
+            Some(pb::connect_request::Transport::Http(h)) => {
+                let ok = h.url.starts_with("http://") || h.url.starts_with("https://");
+                if !ok {
+                    return Err(
+                        ErrorCode::InvalidArgument.err("an http account needs an http(s) URL")
+                    );
+                }
+                for (k, v) in &h.headers {
+                    if http::HeaderName::from_bytes(k.as_bytes()).is_err()
+                        || http::HeaderValue::from_str(v).is_err()
+                    {
+                        return Err(ErrorCode::InvalidArgument
+                            .err(format!("header {k} is not a valid HTTP header")));
+                    }
+                }
+                Ok(Transport::Http {
+                    url: h.url,
+                    headers: h.headers.into_iter().collect(),
+                })
+            }
+            None => Err(ErrorCode::InvalidArgument.err("choose a stdio command or an --url")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccountConfig {
+    name: String,
+    transport: Transport,
+    generation: u64,
+    created_at_ms: i64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct AccountsFile {
+    version: u32,
+    next_generation: u64,
+    accounts: Vec<AccountConfig>,
+}
+
+/// The live state of one account.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub state: pb::AccountState,
+    pub identity_name: String,
+    pub identity_version: String,
+    pub protocol_version: String,
+    pub tools: Arc<Vec<rmcp::model::Tool>>,
+    pub last_error: String,
+    pub restarts: u32,
+    pub verified_at_ms: i64,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live {
+            state: pb::AccountState::Verifying,
+            identity_name: String::new(),
+            identity_version: String::new(),
+            protocol_version: String::new(),
+            tools: Arc::new(Vec::new()),
+            last_error: String::new(),
+            restarts: 0,
+            verified_at_ms: 0,
+        }
+    }
+}
+
+/// One account: its configuration, live state and current connection.
+pub struct Slot {
+    config: AccountConfig,
+    live: watch::Sender<Live>,
+    peer: Mutex<Option<Peer<RoleClient>>>,
+    cancel: CancellationToken,
+    inflight: AtomicUsize,
+    idle: Notify,
+}
+
+impl Slot {
+    pub fn generation(&self) -> u64 {
+        self.config.generation
+    }
+
+    fn to_pb(&self) -> pb::Account {
+        let live = self.live.borrow();
+        pb::Account {
+            name: self.config.name.clone(),
+            transport: self.config.transport.kind().into(),
+            target: self.config.transport.target(),
+            state: live.state as i32,
+            identity_name: live.identity_name.clone(),
+            identity_version: live.identity_version.clone(),
+            protocol_version: live.protocol_version.clone(),
+            tool_count: live.tools.len() as u32,
+            last_error: live.last_error.clone(),
+            generation: self.config.generation,
+            restarts: live.restarts,
+            verified_at_ms: live.verified_at_ms,
+        }
+    }
+}
+
+/// Holds a slot's connection open while a dispatched call is in flight, so a
+/// replaced or removed account lets already dispatched calls settle.
+pub struct InflightGuard {
+    slot: Arc<Slot>,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if self.slot.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.slot.idle.notify_waiters();
+        }
+    }
+}
+
+struct Inner {
+    path: PathBuf,
+    /// Set when accounts.json could not be read: changes are refused so the
+    /// file is never overwritten.
+    unreadable: Option<String>,
+    file: Mutex<AccountsFile>,
+    slots: Mutex<BTreeMap<String, Arc<Slot>>>,
+    catalog: watch::Sender<Arc<Catalog>>,
+    rules: Rules,
+    shutdown: CancellationToken,
+}
+
+/// The account registry; cheap to clone.
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Registry {
+    /// Loads `accounts.json` from `dir` and starts a supervisor per account.
+    pub fn open(dir: PathBuf, shutdown: CancellationToken) -> std::io::Result<Self> {
+        state::private_dir(&dir)?;
+        let path = dir.join("accounts.json");
+        let (file, unreadable) = match state::load_json::<AccountsFile>(&path) {
+            Loaded::Missing => (AccountsFile::default(), None),
+            Loaded::Ok(f) => (f, None),
+            Loaded::Unreadable(e) => {
+                tracing::error!(error = %e, "accounts file unreadable; no account is connected and changes are refused");
+                (AccountsFile::default(), Some(e))
+            }
+        };
+        let (catalog, _) = watch::channel(Arc::new(Catalog::build(&[], &Rules::default())));
+        let registry = Registry {
+            inner: Arc::new(Inner {
+                path,
+                unreadable,
+                file: Mutex::new(AccountsFile {
+                    version: 1,
+                    next_generation: file.next_generation,
+                    accounts: Vec::new(),
+                }),
+                slots: Mutex::new(BTreeMap::new()),
+                catalog,
+                rules: Rules::default(),
+                shutdown,
+            }),
+        };
+        for config in file.accounts {
+            registry.start(config.clone());
+            lock(&registry.inner.file).accounts.push(config);
+        }
+        Ok(registry)
+    }
+
+    /// Subscribes to catalog snapshots.
+    pub fn catalog(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.inner.catalog.subscribe()
+    }
+
+    /// Lists accounts.
+    pub fn list(&self) -> Vec<pb::Account> {
+        lock(&self.inner.slots)
+            .values()
+            .map(|s| s.to_pb())
+            .collect()
+    }
+
+    /// Adds or replaces an account and starts verifying it.
+    pub async fn connect(
+        &self,
+        name: &str,
+        transport: Transport,
+        wait: Duration,
+    ) -> Result<pb::Account, ClankieError> {
+        if !crate::catalog::valid_account_name(name) {
+            return Err(ErrorCode::InvalidArgument.err(
+                "account names use lowercase letters, digits and dashes (no underscore), at most 40",
+            ));
+        }
+        self.refuse_if_unreadable()?;
+        let config = {
+            let mut file = lock(&self.inner.file);
+            file.next_generation += 1;
+            let config = AccountConfig {
+                name: name.to_string(),
+                transport,
+                generation: file.next_generation,
+                created_at_ms: now_ms(),
+            };
+            let mut next: Vec<AccountConfig> = file
+                .accounts
+                .iter()
+                .filter(|a| a.name != name)
+                .cloned()
+                .collect();
+            next.push(config.clone());
+            let snapshot = AccountsFile {
+                version: 1,
+                next_generation: file.next_generation,
+                accounts: next,
+            };
+            state::save_json(&self.inner.path, &snapshot)
+                .map_err(|e| ErrorCode::Internal.err(format!("could not save accounts: {e}")))?;
+            *file = snapshot;
+            config
+        };
+        tracing::info!(
+            account = name,
+            transport = config.transport.kind(),
+            "account connected"
+        );
+        let slot = self.start(config);
+        if !wait.is_zero() {
+            let mut rx = slot.live.subscribe();
+            let _ = tokio::time::timeout(wait, async {
+                loop {
+                    if rx.borrow_and_update().state != pb::AccountState::Verifying {
+                        break;
+                    }
+                    if rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
+        }
+        Ok(slot.to_pb())
+    }
+
+    /// Removes an account; its in-flight calls may still settle.
+    pub fn disconnect(&self, name: &str) -> Result<bool, ClankieError> {
+        self.refuse_if_unreadable()?;
+        {
+            let mut file = lock(&self.inner.file);
+            if !file.accounts.iter().any(|a| a.name == name) {
+                return Ok(false);
+            }
+            let snapshot = AccountsFile {
+                version: 1,
+                next_generation: file.next_generation,
+                accounts: file
+                    .accounts
+                    .iter()
+                    .filter(|a| a.name != name)
+                    .cloned()
+                    .collect(),
+            };
+            state::save_json(&self.inner.path, &snapshot)
+                .map_err(|e| ErrorCode::Internal.err(format!("could not save accounts: {e}")))?;
+            *file = snapshot;
+        }
+        if let Some(old) = lock(&self.inner.slots).remove(name) {
+            old.cancel.cancel();
+        }
+        self.rebuild();
+        tracing::info!(account = name, "account disconnected");
+        Ok(true)
+    }
+
+    fn refuse_if_unreadable(&self) -> Result<(), ClankieError> {
+        match &self.inner.unreadable {
+            Some(e) => Err(ErrorCode::Internal.err(format!(
+                "accounts.json is unreadable ({e}); move it aside before changing accounts"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The connection for `account` at `generation`, held open while the
+    /// guard lives. Refuses when the account changed or is not verified.
+    pub fn dispatch_handle(
+        &self,
+        account: &str,
+        generation: u64,
+    ) -> Result<(Peer<RoleClient>, InflightGuard), ClankieError> {
+        let slot = lock(&self.inner.slots)
+            .get(account)
+            .cloned()
+            .ok_or_else(|| {
+                ErrorCode::AccountChanged.err(format!("account {account} was disconnected"))
+            })?;
+        if slot.config.generation != generation {
+            return Err(ErrorCode::AccountChanged.err(format!(
+                "account {account} was reconfigured; search again with clankie_tools"
+            )));
+        }
+        if slot.live.borrow().state != pb::AccountState::Verified {
+            return Err(ErrorCode::AccountUnavailable.err(format!(
+                "account {account} is not verified right now; retry shortly"
+            )));
+        }
+        let peer = lock(&slot.peer).clone().ok_or_else(|| {
+            ErrorCode::AccountUnavailable.err(format!("account {account} has no live connection"))
+        })?;
+        slot.inflight.fetch_add(1, Ordering::AcqRel);
+        Ok((peer, InflightGuard { slot }))
+    }
+
+    fn start(&self, config: AccountConfig) -> Arc<Slot> {
+        let (live, _) = watch::channel(Live::default());
+        let slot = Arc::new(Slot {
+            config: config.clone(),
+            live,
+            peer: Mutex::new(None),
+            cancel: self.inner.shutdown.child_token(),
+            inflight: AtomicUsize::new(0),
+            idle: Notify::new(),
+        });
+        if let Some(old) = lock(&self.inner.slots).insert(config.name.clone(), slot.clone()) {
+            old.cancel.cancel();
+        }
+        self.rebuild();
+        tokio::spawn(supervise(self.clone(), slot.clone()));
+        slot
+    }
+
+    /// Rebuilds the catalog from every verified account.
+    fn rebuild(&self) {
+        let accounts: Vec<AccountTools> = lock(&self.inner.slots)
+            .values()
+            .filter_map(|s| {
+                let live = s.live.borrow();
+                (live.state == pb::AccountState::Verified).then(|| AccountTools {
+                    account: s.config.name.clone(),
+                    generation: s.config.generation,
+                    tools: live
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            (
+                                t.name.to_string(),
+                                t.description.as_deref().unwrap_or("").to_string(),
+                                t.input_schema.clone(),
+                            )
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        let next = Catalog::build(&accounts, &self.inner.rules);
+        self.inner.catalog.send_if_modified(|cur| {
+            if cur.revision == next.revision && cur.len() == next.len() {
+                false
+            } else {
+                *cur = Arc::new(next);
+                true
+            }
+        });
+    }
+
+    /// Waits until every supervisor has closed its connection.
+    pub async fn close(&self) {
+        let slots: Vec<Arc<Slot>> = lock(&self.inner.slots).values().cloned().collect();
+        for s in &slots {
+            s.cancel.cancel();
+        }
+        for s in slots {
+            let _ = tokio::time::timeout(Duration::from_secs(3), async {
+                while lock(&s.peer).is_some() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+            .await;
+        }
+    }
+}
+
+/// The MCP client side of one account: it hears `tools/list_changed`.
+struct Upstream {
+    relist: Arc<Notify>,
+}
+
+impl ClientHandler for Upstream {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info.client_info.name = "clankie-mcp-host".into();
+        info.client_info.version = env!("CARGO_PKG_VERSION").into();
+        info
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relist.notify_one();
+    }
+}
+
+type Running = rmcp::service::RunningService<RoleClient, Upstream>;
+
+async fn open_connection(config: &AccountConfig, relist: Arc<Notify>) -> Result<Running, String> {
+    let handler = Upstream { relist };
+    match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env).kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("could not start the server: {e}"))?;
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialize failed: {e}"))
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut custom = HashMap::new();
+            for (k, v) in headers {
+                if k.eq_ignore_ascii_case("authorization") {
+                    let token = v.strip_prefix("Bearer ").unwrap_or(v);
+                    cfg = cfg.auth_header(token.to_string());
+                } else if let (Ok(k), Ok(v)) = (
+                    http::HeaderName::from_bytes(k.as_bytes()),
+                    http::HeaderValue::from_str(v),
+                ) {
+                    custom.insert(k, v);
+                }
+            }
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+                cfg.custom_headers(custom),
+            );
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialize failed: {e}"))
+        }
+    }
+}
+
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
+    tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools())
+        .await
+        .map_err(|_| "tools/list timed out".to_string())?
+        .map_err(|e| format!("tools/list failed: {e}"))
+}
+
+async fn supervise(registry: Registry, slot: Arc<Slot>) {
+    let name = slot.config.name.clone();
+    let mut backoff = MIN_BACKOFF;
+    let mut restarts = 0u32;
+    loop {
+        if slot.cancel.is_cancelled() {
+            break;
+        }
+        slot.live.send_modify(|l| {
+            l.state = pb::AccountState::Verifying;
+            l.restarts = restarts;
+        });
+        let relist = Arc::new(Notify::new());
+        let attempt = tokio::select! {
+            r = tokio::time::timeout(CONNECT_TIMEOUT, open_connection(&slot.config, relist.clone())) => {
+                r.unwrap_or_else(|_| Err("initialize timed out".into()))
+            }
+            _ = slot.cancel.cancelled() => break,
+        };
+        let running = match attempt {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(account = %name, error = %e, "account unavailable");
+                slot.live.send_modify(|l| {
+                    l.state = pb::AccountState::Unavailable;
+                    l.last_error = e;
+                    l.tools = Arc::new(Vec::new());
+                });
+                registry.rebuild();
+                if !wait_backoff(&slot, &mut backoff).await {
+                    break;
+                }
+                restarts += 1;
+                continue;
+            }
+        };
+        let peer = running.peer().clone();
+        let info = peer.peer_info();
+        match list_tools(&peer).await {
+            Ok(tools) => {
+                slot.live.send_modify(|l| {
+                    l.state = pb::AccountState::Verified;
+                    l.tools = Arc::new(tools);
+                    l.last_error.clear();
+                    l.verified_at_ms = now_ms();
+                    if let Some(info) = &info {
+                        l.protocol_version = info.protocol_version.to_string();
+                        if let Some(s) = &info.server_info {
+                            l.identity_name = s.name.clone();
+                            l.identity_version = s.version.clone();
+                        }
+                    }
+                });
+                *lock(&slot.peer) = Some(peer.clone());
+                registry.rebuild();
+                tracing::info!(account = %name, tools = slot.live.borrow().tools.len(), "account verified");
+                backoff = MIN_BACKOFF;
+            }
+            Err(e) => {
+                slot.live.send_modify(|l| {
+                    l.state = pb::AccountState::Unavailable;
+                    l.last_error = e;
+                });
+                let _ = running.cancel().await;
+                registry.rebuild();
+                if !wait_backoff(&slot, &mut backoff).await {
+                    break;
+                }
+                restarts += 1;
+                continue;
+            }
+        }
+        let ct = running.cancellation_token();
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        let cancelled = loop {
+            tokio::select! {
+                _ = &mut waiting => break false,
+                _ = relist.notified() => {
+                    match list_tools(&peer).await {
+                        Ok(tools) => {
+                            slot.live.send_modify(|l| l.tools = Arc::new(tools));
+                            registry.rebuild();
+                            tracing::info!(account = %name, "account tools changed upstream");
+                        }
+                        Err(e) => tracing::warn!(account = %name, error = %e, "relist failed"),
+                    }
+                }
+                _ = slot.cancel.cancelled() => break true,
+            }
+        };
+        *lock(&slot.peer) = None;
+        if cancelled {
+            // Let already dispatched calls settle before closing.
+            let _ = tokio::time::timeout(crate::COMPLETION_LIFETIME, async {
+                while slot.inflight.load(Ordering::Acquire) > 0 {
+                    let idle = slot.idle.notified();
+                    if slot.inflight.load(Ordering::Acquire) == 0 {
+                        break;
+                    }
+                    idle.await;
+                }
+            })
+            .await;
+            ct.cancel();
+            let _ = waiting.await;
+            break;
+        }
+        tracing::warn!(account = %name, "account connection closed; restarting");
+        slot.live.send_modify(|l| {
+            l.state = pb::AccountState::Unavailable;
+            l.last_error = "the server closed the connection".into();
+            l.tools = Arc::new(Vec::new());
+        });
+        registry.rebuild();
+        if !wait_backoff(&slot, &mut backoff).await {
+            break;
+        }
+        restarts += 1;
+    }
+    *lock(&slot.peer) = None;
+}
+
+async fn wait_backoff(slot: &Slot, backoff: &mut Duration) -> bool {
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(MAX_BACKOFF);
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => true,
+        _ = slot.cancel.cancelled() => false,
+    }
+}

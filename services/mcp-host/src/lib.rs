@@ -1,0 +1,580 @@
+//! The mcp-host service.
+//!
+//! Owns: connected accounts (real upstream MCP servers), the catalog of
+//! qualified names and its revision, the bridge's search/describe/call, the
+//! durable connected-call receipts and the provider-call audit.
+//!
+//! Does not own: admission or the fleet switch. Before every dispatch it asks
+//! the admission service to recheck the request's ticket (admission, then the
+//! switch), then runs its own account/configuration fence, in that order,
+//! after every other await. A call already past those checks may still reach
+//! the provider after a change: the switch stops new calls (ADR 0217).
+
+pub mod accounts;
+pub mod audit;
+pub mod catalog;
+pub mod receipts;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::common::v1::{FleetTools, Principal};
+use clankie_proto::mcphost::v1 as pb;
+use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::owner::OwnerCheck;
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::{ClankieError, ErrorCode, now_ms};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::{oneshot, watch};
+use tokio_stream::Stream;
+use tokio_util::sync::CancellationToken;
+use tonic::{Request, Response, Status};
+
+use crate::accounts::{Registry, Transport};
+use crate::catalog::Catalog;
+use crate::receipts::{Begin, Outcome, ReceiptStore, Record};
+
+/// The gRPC service name reported by tonic-health.
+pub const HEALTH_NAME: &str = "clankie.mcphost.v1.McpHost";
+/// The total budget of a request when the caller sets none.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
+/// How long a dispatched call may still settle its receipt after its caller
+/// stopped waiting.
+pub const COMPLETION_LIFETIME: Duration = Duration::from_secs(600);
+/// Settled bodies kept before retention trims older ones.
+pub const DEFAULT_RETAINED_BODIES: usize = 10_000;
+/// Reply this long before the caller's deadline, so "uncertain" arrives.
+const REPLY_MARGIN: Duration = Duration::from_millis(300);
+
+/// Options for the mcp-host.
+pub struct Options {
+    pub paths: StatePaths,
+    pub retained_bodies: usize,
+}
+
+impl Options {
+    pub fn new(paths: StatePaths) -> Self {
+        Options {
+            paths,
+            retained_bodies: DEFAULT_RETAINED_BODIES,
+        }
+    }
+
+    /// Opens state and starts every account's supervisor.
+    pub async fn build(self, shutdown: CancellationToken) -> anyhow::Result<McpHost> {
+        let owner = OwnerCheck::load(&self.paths.owner_credential())?;
+        let receipts = ReceiptStore::open(&self.paths.receipts_dir(), self.retained_bodies)?;
+        if let Err(e) = receipts.health() {
+            tracing::error!(reason = e.code.as_str(), problem = %e.message, "receipt store refused");
+        }
+        let accounts = Registry::open(self.paths.service_dir("mcp-host"), shutdown)?;
+        let audit = audit::Audit::open(&self.paths.audit_dir())?;
+        let admission = apb::admission_client::AdmissionClient::new(grpc::client(
+            &self.paths.socket("admission"),
+            Meta::default(),
+        ));
+        Ok(McpHost {
+            inner: Arc::new(Inner {
+                owner,
+                catalog: accounts.catalog(),
+                accounts,
+                receipts,
+                audit,
+                admission,
+            }),
+        })
+    }
+}
+
+struct Inner {
+    owner: OwnerCheck,
+    accounts: Registry,
+    catalog: watch::Receiver<Arc<Catalog>>,
+    receipts: ReceiptStore,
+    audit: audit::Audit,
+    admission: apb::admission_client::AdmissionClient<Client>,
+}
+
+/// The mcp-host service; cheap to clone.
+#[derive(Clone)]
+pub struct McpHost {
+    inner: Arc<Inner>,
+}
+
+/// The audit principal: `fleet:ID:pane:PANE`, `pane:unverified` for bearers.
+pub fn audit_principal(p: &Principal) -> String {
+    let pane = if p.pane_id.is_empty() {
+        "unverified"
+    } else {
+        p.pane_id.as_str()
+    };
+    format!("fleet:{}:pane:{}", p.fleet_id, pane)
+}
+
+fn valid_receipt_id(id: &str) -> bool {
+    (8..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+fn arguments_hash(args: &Value) -> String {
+    hex::encode(Sha256::digest(serde_json::to_vec(args).unwrap_or_default()))
+}
+
+fn result_pb(r: &Record, from_receipt: bool) -> pb::CallResult {
+    pb::CallResult {
+        receipt_id: r.receipt_id.clone(),
+        outcome: r.visible_outcome().as_str().into(),
+        result_json: r.result.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+        name: r.name.clone(),
+        dispatched_at_ms: r.dispatched_at_ms,
+        settled_at_ms: r.settled_at_ms.unwrap_or(0),
+        from_receipt,
+        trimmed: r.trimmed,
+        detail: r.detail.clone().unwrap_or_default(),
+    }
+}
+
+impl McpHost {
+    /// The tonic routes for this service.
+    pub fn routes(&self) -> tonic::service::Routes {
+        tonic::service::Routes::new(
+            pb::mcp_host_server::McpHostServer::new(self.clone())
+                .max_decoding_message_size(8 << 20)
+                .max_encoding_message_size(16 << 20),
+        )
+    }
+
+    /// Closes every account connection (after in-flight calls settle).
+    pub async fn close(&self) {
+        self.inner.accounts.close().await;
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.inner.catalog.borrow().clone()
+    }
+
+    /// Admission, then the switch, for the ticket a request carries.
+    async fn recheck(&self, ticket: &str, need_tools: bool) -> Result<Principal, ClankieError> {
+        let mut req = Request::new(apb::RecheckRequest {
+            ticket: ticket.to_string(),
+        });
+        req.set_timeout(Duration::from_secs(5));
+        let resp = self
+            .inner
+            .admission
+            .clone()
+            .recheck(req)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner();
+        let principal = resp
+            .principal
+            .ok_or_else(|| ErrorCode::Internal.err("admission answered without a principal"))?;
+        let tools = resp.settings.map(|s| s.tools).unwrap_or_default();
+        if need_tools && tools != FleetTools::Connected as i32 {
+            return Err(ErrorCode::FleetToolsOff.err("the owner turned fleet tools off"));
+        }
+        Ok(principal)
+    }
+
+    fn ticket<T>(req: &Request<T>) -> Result<String, ClankieError> {
+        grpc::ticket(req.metadata())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
+            })
+    }
+
+    /// Dispatches one connected tool once. See the crate docs for the order
+    /// of checks.
+    pub async fn call(
+        &self,
+        ticket: &str,
+        req: pb::CallToolRequest,
+        budget: Duration,
+    ) -> Result<pb::CallResult, ClankieError> {
+        let started = Instant::now();
+        let args: Value = if req.arguments_json.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&req.arguments_json).map_err(|e| {
+                ErrorCode::InvalidArgument.err(format!("arguments are not valid JSON: {e}"))
+            })?
+        };
+        if !args.is_object() {
+            return Err(ErrorCode::InvalidArgument.err("arguments must be a JSON object"));
+        }
+        let receipt_id = if req.receipt_id.is_empty() {
+            format!("rcpt_{}", uuid::Uuid::new_v4().simple())
+        } else if valid_receipt_id(&req.receipt_id) {
+            req.receipt_id.clone()
+        } else {
+            return Err(ErrorCode::InvalidArgument
+                .err("receiptId must be 8-128 characters of letters, digits, - _ . :"));
+        };
+        let args_sha = arguments_hash(&args);
+        if let Some(existing) = self.inner.receipts.get(&receipt_id) {
+            // A repeated id reads its original and never dispatches.
+            let principal = self.recheck(ticket, false).await?;
+            return self.replay(existing, &principal, &req.name, &args_sha);
+        }
+        self.inner.receipts.health()?;
+        let catalog = self.catalog();
+        let entry = catalog.resolve(&req.name)?;
+        entry.validate(&args)?;
+        // The last awaits before effects: admission, then the switch ...
+        let principal = self.recheck(ticket, true).await?;
+        // ... then the account/configuration fence, with no await after it
+        // until the durable receipt.
+        if self
+            .catalog()
+            .get(&entry.qualified)
+            .map(|e| &e.definition_sha256)
+            != Some(&entry.definition_sha256)
+        {
+            return Err(ErrorCode::AccountChanged.err(format!(
+                "{} changed while the call was being checked; describe it again",
+                entry.qualified
+            )));
+        }
+        let (peer, guard) = self
+            .inner
+            .accounts
+            .dispatch_handle(&entry.account, entry.generation)?;
+        let principal_text = audit_principal(&principal);
+        let record = Record {
+            receipt_id: receipt_id.clone(),
+            seq: 0,
+            fleet: principal.fleet_id.clone(),
+            principal: principal_text.clone(),
+            name: entry.qualified.clone(),
+            account: entry.account.clone(),
+            account_generation: entry.generation,
+            arguments_sha256: args_sha.clone(),
+            background: req.background,
+            status: receipts::Status::Dispatched,
+            outcome: None,
+            result: None,
+            detail: None,
+            dispatched_at_ms: now_ms(),
+            settled_at_ms: None,
+            trimmed: false,
+        };
+        match self.inner.receipts.begin(record.clone()).await? {
+            Begin::Existing(existing) => {
+                return self.replay(existing, &principal, &req.name, &args_sha);
+            }
+            Begin::Durable => {}
+        }
+        self.inner.audit.record(&audit::Event {
+            event: "dispatch",
+            principal: &principal_text,
+            account: &entry.account,
+            tool: &entry.tool,
+            receipt_id: &receipt_id,
+            outcome: None,
+            trace_id: clankie_runtime::telemetry::current_trace_id(),
+        });
+        let (tx, rx) = oneshot::channel();
+        let store = self.inner.receipts.clone();
+        let audit = self.inner.audit.clone();
+        let tool = entry.tool.clone();
+        let account = entry.account.clone();
+        let rid = receipt_id.clone();
+        let params = {
+            let mut p = rmcp::model::CallToolRequestParams::new(tool.clone());
+            p.arguments = args.as_object().cloned();
+            p
+        };
+        // The call runs in its own task so it keeps its completion lifetime
+        // and settles the receipt even when the caller stops waiting.
+        tokio::spawn(async move {
+            let _guard = guard;
+            let answer = tokio::time::timeout(COMPLETION_LIFETIME, peer.call_tool(params)).await;
+            let (outcome, body, detail) = match answer {
+                Ok(Ok(result)) => {
+                    let outcome = if result.is_error == Some(true) {
+                        Outcome::Error
+                    } else {
+                        Outcome::Ok
+                    };
+                    (outcome, serde_json::to_value(&result).ok(), None)
+                }
+                Ok(Err(rmcp::ServiceError::McpError(e))) => (
+                    Outcome::Error,
+                    Some(
+                        serde_json::json!({ "error": { "code": e.code.0, "message": e.message } }),
+                    ),
+                    Some("the upstream answered with a protocol error".to_string()),
+                ),
+                Ok(Err(e)) => (
+                    Outcome::Uncertain,
+                    None,
+                    Some(format!(
+                        "the connection failed after dispatch ({e}); the call may have applied"
+                    )),
+                ),
+                Err(_) => (
+                    Outcome::Uncertain,
+                    None,
+                    Some(
+                        "no answer within the completion lifetime; the call may have applied"
+                            .into(),
+                    ),
+                ),
+            };
+            let settled = store.settle(&rid, outcome, body, detail).await;
+            audit.record(&audit::Event {
+                event: "settle",
+                principal: &principal_text,
+                account: &account,
+                tool: &tool,
+                receipt_id: &rid,
+                outcome: Some(outcome.as_str()),
+                trace_id: None,
+            });
+            let _ = tx.send(settled);
+        });
+        let wait = budget
+            .saturating_sub(started.elapsed())
+            .saturating_sub(REPLY_MARGIN);
+        match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(Ok(settled))) => Ok(result_pb(&settled, false)),
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) | Err(_) => {
+                let mut r = self.inner.receipts.get(&receipt_id).unwrap_or(record);
+                r.detail = Some(
+                    "the deadline passed after dispatch: the call may have applied; reconcile with clankie_call({receiptId})"
+                        .into(),
+                );
+                let mut out = result_pb(&r, false);
+                out.outcome = Outcome::Uncertain.as_str().into();
+                Ok(out)
+            }
+        }
+    }
+
+    fn replay(
+        &self,
+        existing: Record,
+        principal: &Principal,
+        name: &str,
+        args_sha: &str,
+    ) -> Result<pb::CallResult, ClankieError> {
+        if existing.fleet != principal.fleet_id {
+            return Err(ErrorCode::ReceiptConflict.err("this receipt id is taken"));
+        }
+        if existing.name != name || existing.arguments_sha256 != args_sha {
+            return Err(ErrorCode::ReceiptConflict.err(
+                "this receipt id belongs to a different call; reconcile it with clankie_call({receiptId}) or choose a new id",
+            ));
+        }
+        Ok(result_pb(&existing, true))
+    }
+
+    /// Reads a receipt for the fleet that owns it; never dispatches.
+    pub async fn receipt(
+        &self,
+        ticket: &str,
+        receipt_id: &str,
+    ) -> Result<pb::CallResult, ClankieError> {
+        let principal = self.recheck(ticket, false).await?;
+        match self.inner.receipts.get(receipt_id) {
+            Some(r) if r.fleet == principal.fleet_id => Ok(result_pb(&r, true)),
+            _ => {
+                Err(ErrorCode::ReceiptNotFound
+                    .err(format!("no receipt {receipt_id} for this fleet")))
+            }
+        }
+    }
+
+    fn catalog_info(c: &Catalog) -> pb::CatalogInfo {
+        pb::CatalogInfo {
+            revision: c.revision,
+            connected: c.connected.clone(),
+            tool_count: c.len() as u32,
+        }
+    }
+
+    /// The catalog a fleet request may see: empty while tools are off.
+    async fn fleet_catalog<T>(&self, req: &Request<T>) -> Result<Arc<Catalog>, ClankieError> {
+        let ticket = Self::ticket(req)?;
+        self.recheck(&ticket, true).await?;
+        Ok(self.catalog())
+    }
+}
+
+type CatalogStream = Pin<Box<dyn Stream<Item = Result<pb::CatalogInfo, Status>> + Send>>;
+
+fn refuse(e: ClankieError) -> Status {
+    tracing::info!(reason = e.code.as_str(), "mcp_host.refused");
+    e.into()
+}
+
+#[tonic::async_trait]
+impl pb::mcp_host_server::McpHost for McpHost {
+    async fn connect_account(
+        &self,
+        request: Request<pb::ConnectRequest>,
+    ) -> Result<Response<pb::ConnectResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        let transport = Transport::from_pb(req.transport).map_err(refuse)?;
+        let wait = Duration::from_millis(u64::from(req.wait_verified_ms.min(60_000)));
+        let account = self
+            .inner
+            .accounts
+            .connect(&req.name, transport, wait)
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(pb::ConnectResponse {
+            account: Some(account),
+        }))
+    }
+
+    async fn disconnect_account(
+        &self,
+        request: Request<pb::DisconnectRequest>,
+    ) -> Result<Response<pb::DisconnectResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let removed = self
+            .inner
+            .accounts
+            .disconnect(&request.into_inner().name)
+            .map_err(refuse)?;
+        Ok(Response::new(pb::DisconnectResponse { removed }))
+    }
+
+    async fn list_accounts(
+        &self,
+        request: Request<pb::ListAccountsRequest>,
+    ) -> Result<Response<pb::ListAccountsResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        Ok(Response::new(pb::ListAccountsResponse {
+            accounts: self.inner.accounts.list(),
+            revision: self.catalog().revision,
+        }))
+    }
+
+    async fn receipt_stats(
+        &self,
+        request: Request<pb::ReceiptStatsRequest>,
+    ) -> Result<Response<pb::ReceiptStatsResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let s = self.inner.receipts.stats();
+        Ok(Response::new(pb::ReceiptStatsResponse {
+            healthy: s.problem.is_none(),
+            problem: s.problem.unwrap_or_default(),
+            records: s.records,
+            uncertain: s.uncertain,
+            pending: s.pending,
+            trimmed: s.trimmed,
+            buckets: s.buckets,
+            commits: s.commits,
+            synced_writes: s.synced_writes,
+        }))
+    }
+
+    async fn catalog(
+        &self,
+        request: Request<pb::CatalogRequest>,
+    ) -> Result<Response<pb::CatalogInfo>, Status> {
+        let ticket = Self::ticket(&request).map_err(refuse)?;
+        self.recheck(&ticket, false).await.map_err(refuse)?;
+        Ok(Response::new(Self::catalog_info(&self.catalog())))
+    }
+
+    type WatchCatalogStream = CatalogStream;
+
+    async fn watch_catalog(
+        &self,
+        _request: Request<pb::CatalogRequest>,
+    ) -> Result<Response<Self::WatchCatalogStream>, Status> {
+        use tokio_stream::StreamExt as _;
+        let rx = self.inner.catalog.clone();
+        let stream =
+            tokio_stream::wrappers::WatchStream::new(rx).map(|c| Ok(Self::catalog_info(&c)));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn search_tools(
+        &self,
+        request: Request<pb::SearchToolsRequest>,
+    ) -> Result<Response<pb::SearchToolsResponse>, Status> {
+        let catalog = self.fleet_catalog(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        if req.query.len() > 1024 {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("query is longer than 1024 bytes"),
+            ));
+        }
+        let limit = if req.limit == 0 {
+            catalog::MAX_SEARCH
+        } else {
+            req.limit as usize
+        };
+        let (hits, total) = catalog.search(&req.query, limit);
+        Ok(Response::new(pb::SearchToolsResponse {
+            tools: hits
+                .iter()
+                .map(|e| pb::ToolSummary {
+                    name: e.qualified.clone(),
+                    description: e.one_line(),
+                })
+                .collect(),
+            revision: catalog.revision,
+            total_matches: total as u32,
+        }))
+    }
+
+    async fn describe_tools(
+        &self,
+        request: Request<pb::DescribeToolsRequest>,
+    ) -> Result<Response<pb::DescribeToolsResponse>, Status> {
+        let catalog = self.fleet_catalog(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        Ok(Response::new(pb::DescribeToolsResponse {
+            tools: catalog
+                .describe(&req.names)
+                .iter()
+                .map(|e| pb::ToolDescription {
+                    name: e.qualified.clone(),
+                    description: e.description.clone(),
+                    input_schema_json: Value::Object((*e.schema).clone()).to_string(),
+                })
+                .collect(),
+            revision: catalog.revision,
+        }))
+    }
+
+    async fn call_tool(
+        &self,
+        request: Request<pb::CallToolRequest>,
+    ) -> Result<Response<pb::CallResult>, Status> {
+        let ticket = Self::ticket(&request).map_err(refuse)?;
+        let budget = grpc::deadline(request.metadata())
+            .unwrap_or(DEFAULT_BUDGET)
+            .min(DEFAULT_BUDGET);
+        let result = self
+            .call(&ticket, request.into_inner(), budget)
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(result))
+    }
+
+    async fn get_receipt(
+        &self,
+        request: Request<pb::GetReceiptRequest>,
+    ) -> Result<Response<pb::CallResult>, Status> {
+        let ticket = Self::ticket(&request).map_err(refuse)?;
+        let id = request.into_inner().receipt_id;
+        let result = self.receipt(&ticket, &id).await.map_err(refuse)?;
+        Ok(Response::new(result))
+    }
+}

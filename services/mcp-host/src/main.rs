@@ -1,0 +1,45 @@
+//! `clankie-mcp-host`: serves connected accounts, the catalog and connected
+//! calls over gRPC on its Unix socket.
+
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clap::Parser;
+
+/// Serves the mcp-host over gRPC on a Unix socket.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// State directory (default: $CLANKIE_STATE or ~/.clankie).
+    #[arg(long, env = "CLANKIE_STATE")]
+    state: Option<std::path::PathBuf>,
+    /// Settled receipt bodies kept before retention trims older ones.
+    #[arg(long, env = "CLANKIE_RECEIPT_BODIES", default_value_t = clankie_mcp_host::DEFAULT_RETAINED_BODIES)]
+    retained_bodies: usize,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    telemetry::init("mcp-host");
+    let args = Args::parse();
+    let paths = args
+        .state
+        .map(StatePaths::new)
+        .unwrap_or_else(StatePaths::from_env);
+    let shutdown = shutdown::on_signals();
+    let mut options = clankie_mcp_host::Options::new(paths.clone());
+    options.retained_bodies = args.retained_bodies;
+    let host = options.build(shutdown.clone()).await?;
+    let socket = paths.socket("mcp-host");
+    let listener = uds::bind(&socket).await?;
+    let _guard = uds::SocketGuard(socket);
+    tracing::info!("mcp-host serving");
+    grpc::serve(
+        listener,
+        clankie_mcp_host::HEALTH_NAME,
+        host.routes(),
+        shutdown.clone(),
+    )
+    .await?;
+    host.close().await;
+    telemetry::shutdown();
+    Ok(())
+}
