@@ -29,7 +29,7 @@ async fn main() -> anyhow::Result<()> {
     grpc::serve(
         listener,
         clankie_admission::HEALTH_NAME,
-        service.routes(),
+        Some(service.routes()),
         shutdown,
     )
     .await?;

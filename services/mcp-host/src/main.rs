@@ -18,6 +18,7 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     telemetry::init("mcp-host");
     let args = Args::parse();
     let paths = args
@@ -35,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
     grpc::serve(
         listener,
         clankie_mcp_host::HEALTH_NAME,
-        host.routes(),
+        Some(host.routes()),
         shutdown.clone(),
     )
     .await?;

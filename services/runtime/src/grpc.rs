@@ -31,7 +31,7 @@ pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 pub async fn serve(
     listener: UnixListener,
     health_name: &'static str,
-    routes: Routes,
+    routes: Option<Routes>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let (reporter, health_service) = tonic_health::server::health_reporter();
@@ -60,13 +60,17 @@ pub async fn serve(
         }
     };
 
-    let server = Server::builder()
+    let mut builder = Server::builder()
         .trace_fn(|req| telemetry::server_span(req.uri().path(), req.headers()))
-        .http2_keepalive_interval(Some(Duration::from_secs(30)))
-        .add_routes(routes)
-        .add_service(health_service)
-        .add_service(reflection)
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), drain);
+        .http2_keepalive_interval(Some(Duration::from_secs(30)));
+    let router = match routes {
+        Some(routes) => builder
+            .add_routes(routes)
+            .add_service(health_service)
+            .add_service(reflection),
+        None => builder.add_service(health_service).add_service(reflection),
+    };
+    let server = router.serve_with_incoming_shutdown(UnixListenerStream::new(listener), drain);
     tokio::pin!(server);
     tokio::select! {
         r = &mut server => r?,

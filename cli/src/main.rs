@@ -1,0 +1,90 @@
+//! `clankie`: the command line of the Clankie fleet backbone.
+//!
+//! `up` runs the gateway and every service as separate processes and
+//! supervises them; owner commands speak gRPC to the services over their Unix
+//! sockets with the owner credential; `mcp --fleet` is the stdio MCP bridge a
+//! worker pane registers in its harness.
+
+mod fleet_bridge;
+mod owner_cmds;
+mod up;
+
+use std::path::PathBuf;
+
+use clankie_runtime::paths::StatePaths;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "clankie", version, about = "The Clankie fleet backbone")]
+struct Cli {
+    /// State directory (default: $CLANKIE_STATE or ~/.clankie).
+    #[arg(long, global = true, env = "CLANKIE_STATE")]
+    state: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway and every service, each as its own process, until Ctrl-C.
+    Up(up::UpArgs),
+    /// Show each service's health.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Connect an MCP account: `connect NAME -- CMD ARGS...` or `connect NAME --url URL`.
+    Connect(owner_cmds::ConnectArgs),
+    /// Remove a connected account.
+    Disconnect { name: String },
+    /// List connected accounts with verification state and identity.
+    Accounts {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fleet links and switches.
+    Fleet {
+        #[command(subcommand)]
+        command: owner_cmds::FleetCommand,
+    },
+    /// Serve MCP on stdio for a harness.
+    Mcp(fleet_bridge::McpArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    let paths = cli
+        .state
+        .clone()
+        .map(StatePaths::new)
+        .unwrap_or_else(StatePaths::from_env);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("clankie: cannot start: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Up(args) => up::run(paths, args).await,
+            Command::Status { json } => up::status(paths, json).await,
+            Command::Connect(args) => owner_cmds::connect(paths, args).await,
+            Command::Disconnect { name } => owner_cmds::disconnect(paths, name).await,
+            Command::Accounts { json } => owner_cmds::accounts(paths, json).await,
+            Command::Fleet { command } => owner_cmds::fleet(paths, command).await,
+            Command::Mcp(args) => fleet_bridge::run(paths, args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("clankie: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! `clankie up` and `clankie status`.
+//!
+//! `up` starts the admission service, the mcp-host and the gateway as
+//! separate processes (their own binaries), each in its own process group so
+//! a terminal's Ctrl-C reaches only the supervisor, which then stops them in
+//! order: gateway first (no new requests), then the services. A service that
+//! dies is restarted with exponential backoff and the supervisor says so.
+//! Each service's log goes to `$CLANKIE_STATE/logs/<service>.log`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clankie_runtime::paths::{SERVICES, StatePaths};
+use clankie_runtime::{grpc, owner, state};
+use clap::Args;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+#[derive(Args)]
+pub struct UpArgs {
+    /// Gateway listen address (port 0 picks a free port).
+    #[arg(long, env = "CLANKIE_GATEWAY_ADDR", default_value = "127.0.0.1:7755")]
+    pub listen: String,
+    /// Folder holding the service binaries (default: beside `clankie`).
+    #[arg(long, env = "CLANKIE_BIN_DIR")]
+    pub bin_dir: Option<PathBuf>,
+}
+
+const HEALTH_NAMES: &[(&str, &str)] = &[
+    ("admission", "clankie.admission.v1.Admission"),
+    ("mcp-host", "clankie.mcphost.v1.McpHost"),
+    ("gateway", "clankie.gateway.v1.Gateway"),
+];
+
+const MIN_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A service up this long has its backoff reset.
+const STABLE: Duration = Duration::from_secs(60);
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+fn health_name(service: &str) -> &'static str {
+    HEALTH_NAMES
+        .iter()
+        .find(|(n, _)| *n == service)
+        .map(|(_, h)| *h)
+        .unwrap_or("")
+}
+
+/// Finds the service binaries: `--bin-dir`, else beside this executable.
+/// From a source checkout, missing binaries are built first.
+fn locate_binaries(args: &UpArgs) -> anyhow::Result<PathBuf> {
+    let dir = match &args.bin_dir {
+        Some(d) => d.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("the clankie executable has no folder")?
+            .to_path_buf(),
+    };
+    let missing: Vec<&str> = SERVICES
+        .iter()
+        .copied()
+        .filter(|s| !dir.join(format!("clankie-{s}")).exists())
+        .collect();
+    if missing.is_empty() {
+        return Ok(dir);
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    if args.bin_dir.is_some() || !manifest.exists() {
+        bail!(
+            "missing service binaries in {}: {}",
+            dir.display(),
+            missing.join(", ")
+        );
+    }
+    eprintln!("building service binaries ({}) ...", missing.join(", "));
+    let mut cmd =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.arg("build").arg("--manifest-path").arg(&manifest);
+    if !cfg!(debug_assertions) {
+        cmd.arg("--release");
+    }
+    for s in SERVICES {
+        cmd.arg("-p").arg(format!("clankie-{s}"));
+    }
+    let status = cmd.status().context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build of the service binaries failed");
+    }
+    Ok(dir)
+}
+
+struct Service {
+    name: &'static str,
+    child: Option<Child>,
+    started: Instant,
+    backoff: Duration,
+    restart_at: Option<Instant>,
+}
+
+fn spawn(bin_dir: &Path, paths: &StatePaths, name: &str, args: &UpArgs) -> anyhow::Result<Child> {
+    let logs = paths.root().join("logs");
+    state::private_dir(&logs)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs.join(format!("{name}.log")))?;
+    let mut cmd = Command::new(bin_dir.join(format!("clankie-{name}")));
+    cmd.env("CLANKIE_STATE", paths.root())
+        .env("CLANKIE_PARENT_PID", std::process::id().to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .kill_on_drop(true);
+    if name == "gateway" {
+        cmd.arg("--listen").arg(&args.listen);
+    }
+    cmd.spawn()
+        .with_context(|| format!("starting clankie-{name}"))
+}
+
+async fn wait_healthy(paths: &StatePaths, name: &str, child: &mut Child) -> anyhow::Result<()> {
+    let socket = paths.socket(name);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            bail!("clankie-{name} exited during start ({status}); see logs/{name}.log");
+        }
+        if grpc::health(&socket, health_name(name))
+            .await
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("clankie-{name} did not become healthy in 30 s; see logs/{name}.log");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn signal(child: &Child, sig: Signal) {
+    if let Some(pid) = child.id() {
+        let _ = kill(Pid::from_raw(pid as i32), sig);
+    }
+}
+
+pub async fn run(paths: StatePaths, args: UpArgs) -> anyhow::Result<ExitCode> {
+    state::private_dir(paths.root())?;
+    owner::ensure_owner_token(&paths.owner_credential())
+        .context("creating the owner credential")?;
+    if grpc::health(&paths.socket("admission"), health_name("admission"))
+        .await
+        .unwrap_or(false)
+    {
+        bail!(
+            "clankie is already running for {} (see `clankie status`)",
+            paths.root().display()
+        );
+    }
+    let bin_dir = locate_binaries(&args)?;
+    let shutdown = clankie_runtime::shutdown::on_signals();
+    let mut services: Vec<Service> = Vec::new();
+    for &name in SERVICES {
+        let mut child = spawn(&bin_dir, &paths, name, &args)?;
+        if let Err(e) = wait_healthy(&paths, name, &mut child).await {
+            for s in services.iter_mut().rev() {
+                if let Some(c) = &mut s.child {
+                    stop(c).await;
+                }
+            }
+            stop(&mut child).await;
+            return Err(e);
+        }
+        services.push(Service {
+            name,
+            child: Some(child),
+            started: Instant::now(),
+            backoff: MIN_BACKOFF,
+            restart_at: None,
+        });
+    }
+    let gateway = read_gateway(&paths).unwrap_or_default();
+    println!("clankie is up");
+    println!("  gateway: {} (MCP at {}/mcp)", gateway, gateway);
+    println!("  state:   {}", paths.root().display());
+    println!("  stop with Ctrl-C");
+
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        for s in services.iter_mut() {
+            if let Some(child) = &mut s.child
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                if s.started.elapsed() > STABLE {
+                    s.backoff = MIN_BACKOFF;
+                }
+                println!(
+                    "{} exited ({}); restarting in {} ms",
+                    s.name,
+                    status,
+                    s.backoff.as_millis()
+                );
+                s.child = None;
+                s.restart_at = Some(Instant::now() + s.backoff);
+                s.backoff = (s.backoff * 2).min(MAX_BACKOFF);
+            }
+            if s.child.is_none() && s.restart_at.is_some_and(|t| Instant::now() >= t) {
+                s.restart_at = None;
+                match spawn(&bin_dir, &paths, s.name, &args) {
+                    Ok(mut child) => match wait_healthy(&paths, s.name, &mut child).await {
+                        Ok(()) => {
+                            println!("{} restarted", s.name);
+                            s.child = Some(child);
+                            s.started = Instant::now();
+                        }
+                        Err(e) => {
+                            println!("{} failed to restart: {e:#}", s.name);
+                            stop(&mut child).await;
+                            s.restart_at = Some(Instant::now() + s.backoff);
+                            s.backoff = (s.backoff * 2).min(MAX_BACKOFF);
+                        }
+                    },
+                    Err(e) => {
+                        println!("{} failed to restart: {e:#}", s.name);
+                        s.restart_at = Some(Instant::now() + s.backoff);
+                        s.backoff = (s.backoff * 2).min(MAX_BACKOFF);
+                    }
+                }
+            }
+        }
+    }
+    println!("stopping");
+    for s in services.iter_mut().rev() {
+        if let Some(c) = &mut s.child {
+            stop(c).await;
+        }
+    }
+    println!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGTERM, wait for the drain, SIGKILL after the grace period.
+async fn stop(child: &mut Child) {
+    signal(child, Signal::SIGTERM);
+    if tokio::time::timeout(STOP_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        signal(child, Signal::SIGKILL);
+        let _ = child.wait().await;
+    }
+}
+
+fn read_gateway(paths: &StatePaths) -> Option<String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(paths.gateway_discovery()).ok()?).ok()?;
+    v.get("url")?.as_str().map(str::to_string)
+}
+
+pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
+    let mut health = HashMap::new();
+    let mut all = true;
+    for &name in SERVICES {
+        let ok = grpc::health(&paths.socket(name), health_name(name))
+            .await
+            .unwrap_or(false);
+        all &= ok;
+        health.insert(name, ok);
+    }
+    let gateway = read_gateway(&paths);
+    if json {
+        let services: serde_json::Map<_, _> = SERVICES
+            .iter()
+            .map(|n| {
+                (
+                    n.to_string(),
+                    serde_json::json!(if health[n] { "serving" } else { "down" }),
+                )
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "state": paths.root(),
+                "gateway": gateway,
+                "services": services,
+                "healthy": all,
+            })
+        );
+    } else {
+        println!("state:   {}", paths.root().display());
+        println!("gateway: {}", gateway.as_deref().unwrap_or("(not running)"));
+        for &name in SERVICES {
+            println!(
+                "  {:<10} {}",
+                name,
+                if health[name] { "serving" } else { "down" }
+            );
+        }
+    }
+    Ok(if all {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}

@@ -1,0 +1,495 @@
+//! The two-tool bridge served to fleet members: `clankie_tools` and
+//! `clankie_call`. Each MCP request was admitted by the HTTP middleware; the
+//! handler forwards it to mcp-host with the admission ticket and the
+//! request's remaining budget as the gRPC deadline.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_stream::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use crate::{Admitted, REQUEST_BUDGET, Shared};
+
+pub const TOOLS: &str = "clankie_tools";
+pub const CALL: &str = "clankie_call";
+
+#[derive(Clone)]
+pub struct Bridge {
+    shared: Arc<Shared>,
+}
+
+impl Bridge {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Bridge { shared }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsArgs {
+    query: Option<String>,
+    names: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CallArgs {
+    name: Option<String>,
+    arguments: Option<Value>,
+    receipt_id: Option<String>,
+    #[serde(default)]
+    background: bool,
+}
+
+/// The two tool definitions; `connected` names the accounts verified now.
+pub fn tool_definitions(connected: &[String]) -> Vec<Tool> {
+    let now = if connected.is_empty() {
+        "none".to_string()
+    } else {
+        connected.join(", ")
+    };
+    let tools = json!([
+        {
+            "name": TOOLS,
+            "description": format!(
+                "Search Clankie's connected MCP tools. {{query}} returns at most 20 qualified names \
+                 (<account>_<tool>) with one-line descriptions; {{names}} returns at most 10 full \
+                 input schemas. Discover a schema before calling it with clankie_call. \
+                 Connected now: {now}."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string", "description": "Words to search names and descriptions for; omit for the first page." },
+                    "names": { "type": "array", "items": { "type": "string" }, "maxItems": 10, "description": "Qualified names whose full input schemas to return." }
+                },
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": CALL,
+            "description": "Call one connected tool by its qualified name with arguments matching its schema, \
+                or reconcile an earlier call with {receiptId} alone (never dispatches). Results carry a \
+                receiptId and an outcome: ok, error, or uncertain (the deadline passed after dispatch: the \
+                call may have applied; reconcile by receiptId, never repeat it).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string", "description": "Qualified tool name from clankie_tools." },
+                    "arguments": { "type": "object", "description": "Arguments matching the tool's input schema." },
+                    "receiptId": { "type": "string", "description": "Alone: read that receipt. With name: use this id for the new call's receipt." },
+                    "background": { "type": "boolean", "description": "Marks a call made outside an interactive turn." }
+                },
+                "anyOf": [ { "required": ["name"] }, { "required": ["receiptId"] } ],
+                "additionalProperties": false
+            }
+        }
+    ]);
+    serde_json::from_value(tools).unwrap_or_default()
+}
+
+fn refused(e: &ClankieError) -> CallToolResult {
+    tracing::info!(reason = e.code.as_str(), "bridge.refused");
+    CallToolResult::structured_error(json!({
+        "error": {
+            "code": e.code.as_str(),
+            "message": e.message,
+            "retryable": e.code.retryable(),
+        }
+    }))
+}
+
+fn admitted(
+    context: &RequestContext<RoleServer>,
+) -> Result<(Admitted, http::HeaderMap), ErrorData> {
+    let parts = context
+        .extensions
+        .get::<http::request::Parts>()
+        .ok_or_else(|| ErrorData::internal_error("the request carried no HTTP context", None))?;
+    let admitted = parts
+        .extensions
+        .get::<Admitted>()
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the request was not admitted", None))?;
+    Ok((admitted, parts.headers.clone()))
+}
+
+struct Budget(Instant);
+
+impl Budget {
+    fn request<T>(&self, msg: T, ticket: &str) -> Result<tonic::Request<T>, ClankieError> {
+        let left = REQUEST_BUDGET.saturating_sub(self.0.elapsed());
+        if left < Duration::from_millis(50) {
+            return Err(ErrorCode::DeadlineExceeded.err("the request's 30 s budget is spent"));
+        }
+        let mut req = tonic::Request::new(msg);
+        req.set_timeout(left);
+        grpc::set_ticket(&mut req, ticket);
+        Ok(req)
+    }
+}
+
+fn status(s: tonic::Status) -> ClankieError {
+    let e = ClankieError::from_status(&s);
+    if s.code() == tonic::Code::Unavailable
+        && !s.metadata().contains_key(clankie_runtime::code::REASON_KEY)
+    {
+        return ErrorCode::ServiceUnavailable
+            .err("the tool host is unavailable right now; retry shortly");
+    }
+    e
+}
+
+impl Bridge {
+    async fn tools(
+        &self,
+        a: &Admitted,
+        budget: &Budget,
+        args: ToolsArgs,
+    ) -> Result<Value, ClankieError> {
+        let mut mcp = self.shared.mcp.clone();
+        if let Some(names) = args.names.filter(|n| !n.is_empty()) {
+            if names.len() > 10 {
+                return Err(ErrorCode::InvalidArgument.err("names selects at most 10 tools"));
+            }
+            let resp = mcp
+                .describe_tools(budget.request(mpb::DescribeToolsRequest { names }, &a.ticket)?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            let tools: Vec<Value> = resp
+                .tools
+                .into_iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "inputSchema": serde_json::from_str::<Value>(&t.input_schema_json).unwrap_or(Value::Null),
+                    })
+                })
+                .collect();
+            return Ok(json!({ "revision": resp.revision.to_string(), "tools": tools }));
+        }
+        let query = args.query.unwrap_or_default();
+        let resp = mcp
+            .search_tools(budget.request(mpb::SearchToolsRequest { query, limit: 0 }, &a.ticket)?)
+            .await
+            .map_err(status)?
+            .into_inner();
+        let tools: Vec<Value> = resp
+            .tools
+            .into_iter()
+            .map(|t| json!({ "name": t.name, "description": t.description }))
+            .collect();
+        Ok(json!({
+            "revision": resp.revision.to_string(),
+            "tools": tools,
+            "totalMatches": resp.total_matches,
+        }))
+    }
+
+    async fn call(
+        &self,
+        a: &Admitted,
+        budget: &Budget,
+        args: CallArgs,
+    ) -> Result<CallToolResult, ClankieError> {
+        let mut mcp = self.shared.mcp.clone();
+        let result = match (args.name, args.receipt_id) {
+            (Some(name), receipt_id) => {
+                let arguments = args.arguments.unwrap_or_else(|| json!({}));
+                if !arguments.is_object() {
+                    return Err(ErrorCode::InvalidArgument.err("arguments must be an object"));
+                }
+                let req = mpb::CallToolRequest {
+                    name,
+                    arguments_json: arguments.to_string(),
+                    receipt_id: receipt_id.unwrap_or_default(),
+                    background: args.background,
+                };
+                mcp.call_tool(budget.request(req, &a.ticket)?).await
+            }
+            (None, Some(receipt_id)) => {
+                mcp.get_receipt(budget.request(mpb::GetReceiptRequest { receipt_id }, &a.ticket)?)
+                    .await
+            }
+            (None, None) => {
+                return Err(
+                    ErrorCode::InvalidArgument.err("give a tool name, or a receiptId to reconcile")
+                );
+            }
+        }
+        .map_err(status)?
+        .into_inner();
+        let upstream: Value = if result.result_json.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&result.result_json).unwrap_or(Value::Null)
+        };
+        let mut body = json!({
+            "receiptId": result.receipt_id,
+            "outcome": result.outcome,
+            "name": result.name,
+            "result": upstream,
+            "fromReceipt": result.from_receipt,
+        });
+        if !result.detail.is_empty() {
+            body["detail"] = json!(result.detail);
+        }
+        if result.trimmed {
+            body["trimmed"] = json!(true);
+        }
+        Ok(if result.outcome == "error" {
+            CallToolResult::structured_error(body)
+        } else {
+            CallToolResult::structured(body)
+        })
+    }
+
+    async fn connected_now(&self, a: &Admitted, budget: &Budget) -> Vec<String> {
+        let req = match budget.request(mpb::CatalogRequest {}, &a.ticket) {
+            Ok(r) => r,
+            Err(_) => return self.shared.catalog.borrow().connected.clone(),
+        };
+        match self.shared.mcp.clone().catalog(req).await {
+            Ok(c) => c.into_inner().connected,
+            Err(_) => self.shared.catalog.borrow().connected.clone(),
+        }
+    }
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        let mut implementation = Implementation::from_build_env();
+        implementation.name = "clankie".into();
+        implementation.version = env!("CARGO_PKG_VERSION").into();
+        info.server_info = implementation;
+        let connected = self.shared.catalog.borrow().connected.clone();
+        info.instructions = Some(format!(
+            "Clankie's connected MCP accounts are reachable through clankie_tools (search, then \
+             describe) and clankie_call. Connected now: {}.",
+            if connected.is_empty() {
+                "none".into()
+            } else {
+                connected.join(", ")
+            }
+        ));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (a, headers) = admitted(&context)?;
+        let span = tracing::info_span!("bridge.list_tools");
+        clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        async move {
+            let tools = if a.tools_on {
+                let budget = Budget(Instant::now());
+                tool_definitions(&self.connected_now(&a, &budget).await)
+            } else {
+                Vec::new()
+            };
+            serde_json::from_value(json!({ "tools": tools }))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (a, headers) = admitted(&context)?;
+        let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
+        clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        let budget = Budget(Instant::now());
+        async move {
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            let result = match request.name.as_ref() {
+                TOOLS => {
+                    match serde_json::from_value::<ToolsArgs>(args) {
+                        Ok(args) => self
+                            .tools(&a, &budget, args)
+                            .await
+                            .map(CallToolResult::structured),
+                        Err(e) => Err(ErrorCode::ArgumentsInvalid
+                            .err(format!("clankie_tools arguments: {e}"))),
+                    }
+                }
+                CALL => match serde_json::from_value::<CallArgs>(args) {
+                    Ok(args) => self.call(&a, &budget, args).await,
+                    Err(e) => {
+                        Err(ErrorCode::ArgumentsInvalid.err(format!("clankie_call arguments: {e}")))
+                    }
+                },
+                other => {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "unknown tool {other}: this server has clankie_tools and clankie_call"
+                        ),
+                        None,
+                    ));
+                }
+            };
+            Ok(match result {
+                Ok(r) => r,
+                Err(e) => refused(&e),
+            }
+            .into())
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut peers = self.shared.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        if requested.tools_list_changed == Some(true) {
+            accepted.tools_list_changed = Some(true);
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let mut catalog = self.shared.catalog.subscribe();
+        let mut settings = self.shared.settings.subscribe();
+        catalog.borrow_and_update();
+        settings.borrow_and_update();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                r = catalog.changed() => if r.is_err() { return Ok(()) },
+                r = settings.changed() => if r.is_err() { return Ok(()) },
+            }
+            if context.sink().notify_tool_list_changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Sends `notifications/tools/list_changed` to every session still open.
+async fn notify_all(shared: &Shared) {
+    let peers: Vec<_> = {
+        let mut peers = shared.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.clone()
+    };
+    for peer in peers {
+        if let Err(e) = peer.notify_tool_list_changed().await {
+            tracing::debug!(error = %e, "list_changed not delivered");
+        }
+    }
+}
+
+/// Follows mcp-host's catalog stream, reconnecting with backoff, and tells
+/// every session when the revision changes.
+pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let stream = shared
+            .mcp
+            .clone()
+            .watch_catalog(mpb::CatalogRequest {})
+            .await;
+        if let Ok(stream) = stream {
+            backoff = Duration::from_millis(100);
+            let mut stream = stream.into_inner();
+            loop {
+                let item = tokio::select! {
+                    i = stream.next() => i,
+                    _ = shutdown.cancelled() => return,
+                };
+                let Some(Ok(info)) = item else { break };
+                let changed = shared.catalog.send_if_modified(|cur| {
+                    if cur.revision != info.revision || cur.connected != info.connected {
+                        *cur = info;
+                        true
+                    } else {
+                        false
+                    }
+                });
+                if changed {
+                    notify_all(&shared).await;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(3));
+    }
+}
+
+/// Follows the admission service's settings stream; a change of fleet.tools
+/// changes what sessions list, so they are told.
+pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
+    use clankie_proto::admission::v1 as apb;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        if let Ok(stream) = shared
+            .admission
+            .clone()
+            .watch_settings(apb::WatchSettingsRequest {})
+            .await
+        {
+            backoff = Duration::from_millis(100);
+            let mut stream = stream.into_inner();
+            loop {
+                let item = tokio::select! {
+                    i = stream.next() => i,
+                    _ = shutdown.cancelled() => return,
+                };
+                let Some(Ok(s)) = item else { break };
+                let changed = shared.settings.send_if_modified(|cur| {
+                    if cur.tools != s.tools {
+                        *cur = s;
+                        true
+                    } else {
+                        false
+                    }
+                });
+                if changed {
+                    notify_all(&shared).await;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(3));
+    }
+}

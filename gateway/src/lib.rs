@@ -1,0 +1,280 @@
+//! The gateway: the HTTP and MCP front door.
+//!
+//! Owns: the HTTP listener, the MCP streamable-HTTP endpoint (`/mcp`) that
+//! serves the two-tool bridge to fleet members, `/healthz` and `/readyz`, and
+//! the discovery file bridges read. Every request to `/mcp` is admitted by one
+//! gRPC call to the admission service before anything else happens; the
+//! admission ticket then rides on every gRPC call the request makes, with the
+//! request's remaining budget (30 s in total) as the gRPC deadline.
+//!
+//! Does not own: any state, accounts, receipts or settings.
+
+mod bridge;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::common::v1::{FleetTools, Principal};
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::{ClankieError, ErrorCode};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// The gRPC service name the gateway reports through tonic-health.
+pub const HEALTH_NAME: &str = "clankie.gateway.v1.Gateway";
+/// The default listen address.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7755";
+/// The total budget of one request.
+pub const REQUEST_BUDGET: Duration = Duration::from_secs(30);
+/// Largest request body accepted on `/mcp`.
+pub const MAX_BODY: usize = 4 << 20;
+/// Idle MCP sessions expire after this long; clients reconnect.
+pub const SESSION_IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// What admission proved for one HTTP request.
+#[derive(Clone, Debug)]
+pub struct Admitted {
+    pub ticket: String,
+    pub principal: Principal,
+    pub tools_on: bool,
+}
+
+/// Gateway options.
+pub struct Options {
+    pub paths: StatePaths,
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Shared state behind every handler.
+pub(crate) struct Shared {
+    pub(crate) paths: StatePaths,
+    pub(crate) admission: apb::admission_client::AdmissionClient<Client>,
+    pub(crate) mcp: mpb::mcp_host_client::McpHostClient<Client>,
+    /// The newest catalog info seen from mcp-host (revision 0: unknown).
+    pub(crate) catalog: watch::Sender<mpb::CatalogInfo>,
+    /// The newest fleet settings seen from admission.
+    pub(crate) settings: watch::Sender<apb::FleetSettings>,
+    pub(crate) peers: std::sync::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
+    allowed_hosts: Vec<String>,
+}
+
+/// The gateway; cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+impl Options {
+    /// Builds the gateway and starts watching catalog and settings.
+    pub fn build(self, shutdown: CancellationToken) -> Gateway {
+        let admission = apb::admission_client::AdmissionClient::new(grpc::client(
+            &self.paths.socket("admission"),
+            Meta::default(),
+        ));
+        let mcp = mpb::mcp_host_client::McpHostClient::new(grpc::client(
+            &self.paths.socket("mcp-host"),
+            Meta::default(),
+        ))
+        .max_decoding_message_size(16 << 20);
+        let (catalog, _) = watch::channel(mpb::CatalogInfo::default());
+        let (settings, _) = watch::channel(apb::FleetSettings::default());
+        let gateway = Gateway {
+            shared: Arc::new(Shared {
+                paths: self.paths,
+                admission,
+                mcp,
+                catalog,
+                settings,
+                peers: std::sync::Mutex::new(Vec::new()),
+                allowed_hosts: self.allowed_hosts,
+            }),
+        };
+        tokio::spawn(bridge::watch_catalog(
+            gateway.shared.clone(),
+            shutdown.clone(),
+        ));
+        tokio::spawn(bridge::watch_settings(gateway.shared.clone(), shutdown));
+        gateway
+    }
+}
+
+impl Gateway {
+    /// Writes `run/gateway.json` so bridges and the CLI find the gateway.
+    pub fn write_discovery(&self, addr: SocketAddr) -> std::io::Result<()> {
+        let body = json!({
+            "url": format!("http://{addr}"),
+            "mcp": format!("http://{addr}/mcp"),
+            "pid": std::process::id(),
+        });
+        clankie_runtime::state::save_json(&self.shared.paths.gateway_discovery(), &body)
+    }
+
+    /// The axum router.
+    pub fn router(&self, shutdown: CancellationToken) -> Router {
+        let shared = self.shared.clone();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(shutdown.child_token())
+            .with_max_request_body_bytes(MAX_BODY);
+        if !self.shared.allowed_hosts.is_empty() {
+            let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+            hosts.extend(self.shared.allowed_hosts.iter().cloned());
+            config = config.with_allowed_hosts(hosts);
+        }
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(SESSION_IDLE);
+        let factory_shared = shared.clone();
+        let mcp = StreamableHttpService::new(
+            move || Ok(bridge::Bridge::new(factory_shared.clone())),
+            Arc::new(sessions),
+            config,
+        );
+        Router::new()
+            .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
+            .route("/healthz", axum::routing::get(healthz))
+            .route("/readyz", axum::routing::get(readyz))
+            .with_state(shared)
+    }
+
+    /// Serves HTTP on `listener` until `shutdown`.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let router = self.router(shutdown.clone());
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await?;
+        Ok(())
+    }
+}
+
+/// The JSON body of a refusal: `{"error": {"code", "message", "retryable"}}`.
+pub fn refusal(e: &ClankieError) -> Response {
+    let mut resp = (
+        e.code.http(),
+        axum::Json(json!({
+            "error": {
+                "code": e.code.as_str(),
+                "message": e.message,
+                "retryable": e.code.retryable(),
+            }
+        })),
+    )
+        .into_response();
+    if e.code.http() == http::StatusCode::UNAUTHORIZED
+        && let Ok(v) = http::HeaderValue::from_str(&format!("Bearer error=\"{}\"", e.code.as_str()))
+    {
+        resp.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
+    }
+    resp
+}
+
+/// Admits every `/mcp` request before it reaches the MCP service.
+async fn admit(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!("gateway.request", method = %req.method(), otel.kind = "server");
+    clankie_runtime::telemetry::adopt_http_parent(&span, req.headers());
+    admit_inner(shared, req, next).instrument(span).await
+}
+
+async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Response {
+    let too_big = req
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > MAX_BODY);
+    if too_big {
+        return refusal(&ErrorCode::PayloadTooLarge.err("the request body is larger than 4 MiB"));
+    }
+    let bearer = req
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default();
+    if bearer.is_empty() {
+        let e = ErrorCode::FleetCredentialRequired
+            .err("a fleet bearer token is required; ask the lead for a fleet link");
+        tracing::info!(reason = e.code.as_str(), "fleet.admission.refused");
+        return refusal(&e);
+    }
+    let mut call = tonic::Request::new(apb::AdmitRequest { bearer });
+    call.set_timeout(Duration::from_secs(5));
+    let admitted = shared.admission.clone().admit(call).await;
+    match admitted {
+        Ok(resp) => {
+            let resp = resp.into_inner();
+            let tools_on = resp
+                .settings
+                .as_ref()
+                .is_some_and(|s| s.tools == FleetTools::Connected as i32);
+            req.extensions_mut().insert(Admitted {
+                ticket: resp.ticket,
+                principal: resp.principal.unwrap_or_default(),
+                tools_on,
+            });
+            next.run(req).await
+        }
+        Err(status) => {
+            let mut e = ClankieError::from_status(&status);
+            if matches!(
+                status.code(),
+                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+            ) && !status
+                .metadata()
+                .contains_key(clankie_runtime::code::REASON_KEY)
+            {
+                e = ErrorCode::FleetAdmissionUnavailable
+                    .err("fleet admission is unavailable right now; nothing was forwarded, retry shortly");
+            }
+            refusal(&e)
+        }
+    }
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(json!({ "status": "ok" }))
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let mut services = serde_json::Map::new();
+    let mut ready = true;
+    for (name, health) in [
+        ("admission", "clankie.admission.v1.Admission"),
+        ("mcp-host", "clankie.mcphost.v1.McpHost"),
+    ] {
+        let ok = grpc::health(&shared.paths.socket(name), health)
+            .await
+            .unwrap_or(false);
+        ready &= ok;
+        services.insert(
+            name.into(),
+            json!(if ok { "serving" } else { "not_serving" }),
+        );
+    }
+    let status = if ready {
+        http::StatusCode::OK
+    } else {
+        http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        axum::Json(json!({ "ready": ready, "services": services })),
+    )
+        .into_response()
+}

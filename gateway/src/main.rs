@@ -1,0 +1,53 @@
+//! `clankie-gateway`: the HTTP and MCP front door.
+
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clap::Parser;
+
+/// Serves MCP over streamable HTTP for fleet members, plus /healthz and /readyz.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// State directory (default: $CLANKIE_STATE or ~/.clankie).
+    #[arg(long, env = "CLANKIE_STATE")]
+    state: Option<std::path::PathBuf>,
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "CLANKIE_GATEWAY_ADDR", default_value = clankie_gateway::DEFAULT_ADDR)]
+    listen: std::net::SocketAddr,
+    /// Extra Host names accepted besides loopback (for remote bearer links).
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    telemetry::init("gateway");
+    let args = Args::parse();
+    let paths = args
+        .state
+        .map(StatePaths::new)
+        .unwrap_or_else(StatePaths::from_env);
+    let shutdown = shutdown::on_signals();
+    let tcp = tokio::net::TcpListener::bind(args.listen).await?;
+    let socket = paths.socket("gateway");
+    let grpc_listener = uds::bind(&socket).await?;
+    let _guard = uds::SocketGuard(socket);
+    let gateway = clankie_gateway::Options {
+        paths: paths.clone(),
+        allowed_hosts: args.allowed_hosts,
+    }
+    .build(shutdown.clone());
+    let addr = tcp.local_addr()?;
+    gateway.write_discovery(addr)?;
+    tracing::info!(%addr, "gateway serving");
+    let health = tokio::spawn(grpc::serve(
+        grpc_listener,
+        clankie_gateway::HEALTH_NAME,
+        None,
+        shutdown.clone(),
+    ));
+    gateway.serve(tcp, shutdown.clone()).await?;
+    let _ = std::fs::remove_file(paths.gateway_discovery());
+    let _ = health.await;
+    telemetry::shutdown();
+    Ok(())
+}
