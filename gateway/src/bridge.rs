@@ -20,7 +20,7 @@ use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::{Admitted, REQUEST_BUDGET, Shared};
+use crate::{Admitted, Shared};
 
 pub const TOOLS: &str = "clankie_tools";
 pub const CALL: &str = "clankie_call";
@@ -53,8 +53,12 @@ struct CallArgs {
     background: bool,
 }
 
+/// The `_meta` key carrying the catalog revision on `clankie_tools`, so a
+/// bridge sees a changed definition whenever the revision changes.
+pub const REVISION_META: &str = "clankie/catalogRevision";
+
 /// The two tool definitions; `connected` names the accounts verified now.
-pub fn tool_definitions(connected: &[String]) -> Vec<Tool> {
+pub fn tool_definitions(connected: &[String], revision: u64) -> Vec<Tool> {
     let now = if connected.is_empty() {
         "none".to_string()
     } else {
@@ -63,6 +67,7 @@ pub fn tool_definitions(connected: &[String]) -> Vec<Tool> {
     let tools = json!([
         {
             "name": TOOLS,
+            "_meta": { (REVISION_META): revision.to_string() },
             "description": format!(
                 "Search Clankie's connected MCP tools. {{query}} returns at most 20 qualified names \
                  (<account>_<tool>) with one-line descriptions; {{names}} returns at most 10 full \
@@ -126,13 +131,13 @@ fn admitted(
     Ok((admitted, parts.headers.clone()))
 }
 
-struct Budget(Instant);
+struct Budget(Instant, Duration);
 
 impl Budget {
     fn request<T>(&self, msg: T, ticket: &str) -> Result<tonic::Request<T>, ClankieError> {
-        let left = REQUEST_BUDGET.saturating_sub(self.0.elapsed());
+        let left = self.1.saturating_sub(self.0.elapsed());
         if left < Duration::from_millis(50) {
-            return Err(ErrorCode::DeadlineExceeded.err("the request's 30 s budget is spent"));
+            return Err(ErrorCode::DeadlineExceeded.err("the request's budget is spent"));
         }
         let mut req = tonic::Request::new(msg);
         req.set_timeout(left);
@@ -258,14 +263,16 @@ impl Bridge {
         })
     }
 
-    async fn connected_now(&self, a: &Admitted, budget: &Budget) -> Vec<String> {
+    /// The catalog's revision and connected accounts right now (the last
+    /// seen ones if mcp-host cannot answer).
+    async fn catalog_now(&self, a: &Admitted, budget: &Budget) -> mpb::CatalogInfo {
         let req = match budget.request(mpb::CatalogRequest {}, &a.ticket) {
             Ok(r) => r,
-            Err(_) => return self.shared.catalog.borrow().connected.clone(),
+            Err(_) => return self.shared.catalog.borrow().clone(),
         };
         match self.shared.mcp.clone().catalog(req).await {
-            Ok(c) => c.into_inner().connected,
-            Err(_) => self.shared.catalog.borrow().connected.clone(),
+            Ok(c) => c.into_inner(),
+            Err(_) => self.shared.catalog.borrow().clone(),
         }
     }
 }
@@ -305,8 +312,9 @@ impl ServerHandler for Bridge {
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
         async move {
             let tools = if a.tools_on {
-                let budget = Budget(Instant::now());
-                tool_definitions(&self.connected_now(&a, &budget).await)
+                let budget = Budget(Instant::now(), self.shared.request_budget);
+                let info = self.catalog_now(&a, &budget).await;
+                tool_definitions(&info.connected, info.revision)
             } else {
                 Vec::new()
             };
@@ -325,7 +333,7 @@ impl ServerHandler for Bridge {
         let (a, headers) = admitted(&context)?;
         let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
-        let budget = Budget(Instant::now());
+        let budget = Budget(Instant::now(), self.shared.request_budget);
         async move {
             let args = Value::Object(request.arguments.unwrap_or_default());
             let result = match request.name.as_ref() {

@@ -54,6 +54,8 @@ pub struct Admitted {
 pub struct Options {
     pub paths: StatePaths,
     pub allowed_hosts: Vec<String>,
+    /// The total budget of one request (default 30 s).
+    pub request_budget: Duration,
 }
 
 /// Shared state behind every handler.
@@ -66,6 +68,7 @@ pub(crate) struct Shared {
     /// The newest fleet settings seen from admission.
     pub(crate) settings: watch::Sender<apb::FleetSettings>,
     pub(crate) peers: std::sync::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
+    pub(crate) request_budget: Duration,
     allowed_hosts: Vec<String>,
 }
 
@@ -97,6 +100,7 @@ impl Options {
                 catalog,
                 settings,
                 peers: std::sync::Mutex::new(Vec::new()),
+                request_budget: self.request_budget.min(REQUEST_BUDGET),
                 allowed_hosts: self.allowed_hosts,
             }),
         };

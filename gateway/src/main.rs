@@ -16,6 +16,9 @@ struct Args {
     /// Extra Host names accepted besides loopback (for remote bearer links).
     #[arg(long = "allowed-host")]
     allowed_hosts: Vec<String>,
+    /// Total budget of one request in milliseconds (at most 30000).
+    #[arg(long, env = "CLANKIE_REQUEST_BUDGET_MS", default_value_t = 30_000)]
+    request_budget_ms: u64,
 }
 
 #[tokio::main]
@@ -34,6 +37,7 @@ async fn main() -> anyhow::Result<()> {
     let gateway = clankie_gateway::Options {
         paths: paths.clone(),
         allowed_hosts: args.allowed_hosts,
+        request_budget: std::time::Duration::from_millis(args.request_budget_ms),
     }
     .build(shutdown.clone());
     let addr = tcp.local_addr()?;

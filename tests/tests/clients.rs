@@ -1,0 +1,159 @@
+//! Real MCP clients: the MCP Inspector CLI against the gateway, and the
+//! Python MCP SDK against `clankie mcp --fleet` over stdio.
+
+use std::process::Command;
+
+use clankie_tests::{Stack, bin_dir, edge_server, peer_path, python, repo_root};
+use serde_json::Value;
+
+fn inspector(stack: &Stack, token: &str, args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new("mcp-inspector")
+        .arg("--cli")
+        .arg(&stack.mcp_url)
+        .args(["--transport", "http", "--header"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .args(args)
+        .env("PATH", peer_path())
+        .output()
+        .expect("run mcp-inspector");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inspector_cli_searches_describes_and_calls_through_the_gateway() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+
+    let (code, list, err) = inspector(&stack, &token, &["--method", "tools/list"]);
+    assert_eq!(code, 0, "{err}");
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["clankie_tools", "clankie_call"]);
+
+    let (code, found, err) = inspector(
+        &stack,
+        &token,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "clankie_tools",
+            "--tool-arg",
+            "query=convert time",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        found["structuredContent"]["tools"][0]["name"],
+        "time_convert_time"
+    );
+
+    let (code, called, err) = inspector(
+        &stack,
+        &token,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "clankie_call",
+            "--tool-arg",
+            "name=time_get_current_time",
+            r#"arguments={"timezone":"Europe/Paris"}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(called["structuredContent"]["outcome"], "ok");
+    assert_eq!(
+        called["structuredContent"]["result"]["structuredContent"]["timezone"],
+        "Europe/Paris"
+    );
+
+    // An unknown tool on the gateway itself: the Inspector's tool-not-found exit.
+    let (code, _, _) = inspector(
+        &stack,
+        &token,
+        &["--method", "tools/call", "--tool-name", "no_such_tool"],
+    );
+    assert_eq!(code, 5);
+
+    // No credentials: the Inspector cannot even list.
+    let out = Command::new("mcp-inspector")
+        .args([
+            "--cli",
+            &stack.mcp_url,
+            "--transport",
+            "http",
+            "--method",
+            "tools/list",
+        ])
+        .env("PATH", peer_path())
+        .output()
+        .expect("run mcp-inspector");
+    assert!(!out.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_through_the_stdio_fleet_bridge() {
+    let stack = Stack::start().await.expect("stack");
+    let edge = edge_server();
+    let py = python();
+    stack.connect_stdio(
+        "edge",
+        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
+        &[],
+    );
+    let token = stack.token("alpha");
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/clients/fleet_session.py"))
+        .arg(bin_dir().join("clankie"))
+        .env("PATH", peer_path())
+        .env("CLANKIE_FLEET_URL", &stack.mcp_url)
+        .env("CLANKIE_FLEET_TOKEN", &token)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run the python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("json");
+    assert_eq!(seen["server"], "clankie-fleet");
+    assert_eq!(
+        seen["tools"],
+        serde_json::json!(["clankie_call", "clankie_tools"])
+    );
+    assert_eq!(seen["search"][0], "edge_slow");
+    assert_eq!(seen["call"]["outcome"], "ok");
+    assert!(
+        seen["call"]["receiptId"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("rcpt_"),
+        "the bridge chose the receipt id: {seen}"
+    );
+    assert_eq!(seen["reconcile"]["fromReceipt"], true);
+    assert_eq!(seen["add_tool"], "ok");
+    assert!(seen["list_changed"].as_u64().unwrap_or(0) >= 1, "{seen}");
+    assert!(
+        seen["after"]
+            .as_array()
+            .expect("after")
+            .iter()
+            .any(|n| n == "edge_fresh")
+    );
+    assert_eq!(seen["unknown"]["isError"], true);
+    assert_eq!(seen["unknown"]["code"], "unknown_tool");
+}

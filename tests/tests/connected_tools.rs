@@ -1,0 +1,334 @@
+//! The connected-tools path end to end: real `clankie up`, real upstream MCP
+//! servers (mcp-server-time, server-everything over stdio and streamable
+//! HTTP, our edge server) and real MCP clients.
+
+use std::time::Duration;
+
+use clankie_tests::{Stack, call, edge_server, file_lines, peer_path, python, structured};
+use serde_json::json;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Starts server-everything over streamable HTTP; killed on drop.
+struct EverythingHttp {
+    child: std::process::Child,
+    url: String,
+}
+
+impl EverythingHttp {
+    fn start() -> Self {
+        let port = free_port();
+        let child = std::process::Command::new("mcp-server-everything")
+            .arg("streamableHttp")
+            .env("PATH", peer_path())
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start server-everything");
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        EverythingHttp { child, url }
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn error_code(r: &rmcp::model::CallToolResult) -> String {
+    structured(r)["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_describe_call_across_stdio_and_http_upstreams() {
+    let mut stack = Stack::start().await.expect("stack");
+    let everything_http = EverythingHttp::start();
+    let out = stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    assert!(
+        out.contains("verified") && out.contains("mcp-time"),
+        "{out}"
+    );
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    stack.clankie_ok(&["connect", "evhttp", "--url", &everything_http.url]);
+    let accounts: serde_json::Value =
+        serde_json::from_str(&stack.clankie_ok(&["accounts", "--json"])).expect("json");
+    let list = accounts["accounts"].as_array().expect("accounts");
+    assert_eq!(list.len(), 3);
+    for a in list {
+        assert_eq!(a["state"], "verified", "{a}");
+        assert!(
+            !a["identity"]["name"].as_str().unwrap_or("").is_empty(),
+            "{a}"
+        );
+    }
+
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    let tools = client.list_all_tools().await.expect("list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["clankie_tools", "clankie_call"]);
+    let description = tools[0].description.as_deref().unwrap_or("");
+    assert!(
+        description.contains("Connected now: everything, evhttp, time"),
+        "{description}"
+    );
+
+    // Search: ranked, bounded, qualified names.
+    let r = call(&client, "clankie_tools", json!({"query": "current time"}))
+        .await
+        .expect("search");
+    let hits = structured(&r)["tools"].as_array().cloned().expect("tools");
+    assert_eq!(hits[0]["name"], "time_get_current_time");
+    let r = call(&client, "clankie_tools", json!({}))
+        .await
+        .expect("page");
+    let page = structured(&r)["tools"].as_array().cloned().expect("tools");
+    assert!(page.len() <= 20 && !page.is_empty());
+    assert!(structured(&r)["totalMatches"].as_u64().unwrap_or(0) > 20);
+
+    // Describe: full schemas, unknown names omitted.
+    let r = call(
+        &client,
+        "clankie_tools",
+        json!({"names": ["time_get_current_time", "time_nope"]}),
+    )
+    .await
+    .expect("describe");
+    let described = structured(&r)["tools"].as_array().cloned().expect("tools");
+    assert_eq!(described.len(), 1);
+    assert_eq!(described[0]["inputSchema"]["required"], json!(["timezone"]));
+
+    // Calls over stdio and over streamable HTTP.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("time");
+    let body = structured(&r);
+    assert_eq!(body["outcome"], "ok", "{body}");
+    assert_eq!(body["result"]["structuredContent"]["timezone"], "Etc/UTC");
+    let receipt = body["receiptId"].as_str().expect("receipt").to_string();
+
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "everything_echo", "arguments": {"message": "hello fleet"}}),
+    )
+    .await
+    .expect("echo");
+    assert!(structured(&r)["result"].to_string().contains("hello fleet"));
+
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "evhttp_get-sum", "arguments": {"a": 2, "b": 3}}),
+    )
+    .await
+    .expect("sum");
+    assert_eq!(structured(&r)["outcome"], "ok");
+    assert!(structured(&r)["result"].to_string().contains('5'));
+
+    // An upstream isError result is an error outcome with its receipt.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Bad/Zone"}}),
+    )
+    .await
+    .expect("bad zone");
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(structured(&r)["outcome"], "error");
+    assert_eq!(structured(&r)["result"]["isError"], true);
+
+    // Refusals before dispatch carry fixed reason codes.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_nope", "arguments": {}}),
+    )
+    .await
+    .expect("unknown");
+    assert_eq!(error_code(&r), "unknown_tool");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": 5}}),
+    )
+    .await
+    .expect("schema");
+    assert_eq!(error_code(&r), "arguments_invalid");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time"}),
+    )
+    .await
+    .expect("missing");
+    assert_eq!(error_code(&r), "arguments_invalid");
+    let r = call(&client, "clankie_call", json!({"bogus": 1}))
+        .await
+        .expect("bogus");
+    assert_eq!(error_code(&r), "arguments_invalid");
+
+    // Reconcile by receipt: the original, never a new dispatch.
+    let r = call(&client, "clankie_call", json!({"receiptId": receipt}))
+        .await
+        .expect("receipt");
+    assert_eq!(structured(&r)["fromReceipt"], true);
+    assert_eq!(structured(&r)["outcome"], "ok");
+
+    // Every provider call is audited with its principal.
+    let audit = file_lines(&stack.state.path().join("audit/connected-calls.jsonl"));
+    assert!(
+        audit
+            .iter()
+            .any(|l| l.contains("fleet:alpha:pane:unverified")
+                && l.contains("\"dispatch\"")
+                && l.contains(&receipt))
+    );
+
+    // A bad token never reaches the MCP service.
+    assert!(stack.client("clkf_nope").await.is_err());
+
+    client.cancel().await.expect("cancel");
+    assert!(stack.stop(), "clankie up exits cleanly on SIGTERM");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_off_lists_nothing_and_refuses_stale_catalogs() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    assert_eq!(client.list_all_tools().await.expect("list").len(), 2);
+
+    let out = stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    assert!(out.contains("fleet.tools: off"), "{out}");
+    assert!(client.list_all_tools().await.expect("list").is_empty());
+    // The catalog the client already holds is stale: calls are refused.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(error_code(&r), "fleet_tools_off");
+    let r = call(&client, "clankie_tools", json!({"query": "time"}))
+        .await
+        .expect("search");
+    assert_eq!(error_code(&r), "fleet_tools_off");
+    assert!(
+        file_lines(&stack.state.path().join("audit/connected-calls.jsonl")).is_empty(),
+        "nothing was dispatched"
+    );
+
+    stack.clankie_ok(&["fleet", "set", "--tools", "connected"]);
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(structured(&r)["outcome"], "ok");
+
+    // Revoking the link ends its admission at once.
+    let status: serde_json::Value =
+        serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).expect("json");
+    let link = status["links"][0]["linkId"]
+        .as_str()
+        .expect("link")
+        .to_string();
+    stack.clankie_ok(&["fleet", "token", "revoke", &link]);
+    assert!(client.list_all_tools().await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_upstream_killed_leaves_the_others_working_and_restarts() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let edge = edge_server();
+    let py = python();
+    stack.connect_stdio(
+        "edge",
+        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
+        &[],
+    );
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+
+    let host = stack.service_pid("mcp-host").expect("mcp-host pid");
+    let time = Stack::children_matching(host, "mcp-server-time");
+    assert_eq!(time.len(), 1, "one time server process, not one per call");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(time[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill time server");
+
+    // The other account keeps working while time is down.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "edge_slow", "arguments": {"seconds": 0, "tag": "x"}}),
+    )
+    .await
+    .expect("edge");
+    assert_eq!(structured(&r)["outcome"], "ok");
+
+    // The dead server is restarted with backoff and verifies again.
+    let mut back = false;
+    for _ in 0..200 {
+        let accounts: serde_json::Value =
+            serde_json::from_str(&stack.clankie_ok(&["accounts", "--json"])).expect("json");
+        let t = accounts["accounts"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["name"] == "time").cloned())
+            .expect("time account");
+        if t["state"] == "verified" && t["restarts"].as_u64().unwrap_or(0) >= 1 {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(back, "time account verified again after restart");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("time again");
+    assert_eq!(structured(&r)["outcome"], "ok");
+    assert_eq!(Stack::children_matching(host, "mcp-server-time").len(), 1);
+
+    // Disconnecting removes the account's tools from the catalog.
+    stack.clankie_ok(&["disconnect", "time"]);
+    let r = call(&client, "clankie_tools", json!({"query": "time"}))
+        .await
+        .expect("search");
+    assert!(structured(&r)["tools"].as_array().is_some_and(|t| {
+        t.iter()
+            .all(|t| !t["name"].as_str().unwrap_or("").starts_with("time_"))
+    }));
+}

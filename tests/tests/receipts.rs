@@ -1,0 +1,255 @@
+//! Receipts never lie and never replay: deadlines after dispatch, a host
+//! killed mid-call, and a damaged receipt store.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use clankie_tests::{Stack, StackOptions, call, edge_server, file_lines, python, structured};
+use serde_json::json;
+
+fn connect_edge(stack: &Stack, log: &std::path::Path) {
+    let edge = edge_server();
+    let py = python();
+    stack.connect_stdio(
+        "edge",
+        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
+        &[("EDGE_LOG", log.to_str().expect("utf8"))],
+    );
+}
+
+fn count(log: &std::path::Path, tag: &str) -> usize {
+    file_lines(log).iter().filter(|l| l.as_str() == tag).count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deadline_after_dispatch_is_uncertain_and_reconciles_to_the_settled_result() {
+    let stack = Stack::start_with(StackOptions {
+        request_budget_ms: Some(2_000),
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let log = stack.state.path().join("edge.log");
+    connect_edge(&stack, &log);
+    let client = stack.client(&stack.token("alpha")).await.expect("client");
+
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "edge_slow", "arguments": {"seconds": 4, "tag": "slow-1"}}),
+    )
+    .await
+    .expect("call");
+    let body = structured(&r);
+    assert_eq!(body["outcome"], "uncertain", "{body}");
+    let receipt = body["receiptId"].as_str().expect("receipt").to_string();
+
+    // Later, reconciling by receipt shows the settled result.
+    let mut settled = None;
+    for _ in 0..100 {
+        let r = call(&client, "clankie_call", json!({"receiptId": receipt}))
+            .await
+            .expect("reconcile");
+        let b = structured(&r);
+        assert_eq!(b["fromReceipt"], true);
+        if b["outcome"] == "ok" {
+            settled = Some(b);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let settled = settled.expect("the receipt settles");
+    assert!(settled["result"].to_string().contains("slow-1"));
+
+    // Repeating the same call with the same receipt id reads the original.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "edge_slow", "arguments": {"seconds": 4, "tag": "slow-1"}, "receiptId": receipt}),
+    )
+    .await
+    .expect("repeat");
+    assert_eq!(structured(&r)["fromReceipt"], true);
+    // The same id with different arguments is a conflict, not a dispatch.
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "edge_slow", "arguments": {"seconds": 0, "tag": "other"}, "receiptId": receipt}),
+    )
+    .await
+    .expect("conflict");
+    assert_eq!(structured(&r)["error"]["code"], "receipt_conflict");
+    assert_eq!(count(&log, "slow-1"), 1, "the tool ran exactly once");
+    assert_eq!(count(&log, "other"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_of_the_host_mid_calls_loses_and_replays_nothing() {
+    let stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    connect_edge(&stack, &log);
+    let token = stack.token("alpha");
+    let client = std::sync::Arc::new(stack.client(&token).await.expect("client"));
+
+    let ids: Vec<String> = (0..12).map(|i| format!("kill-test-{i:02}")).collect();
+    let mut tasks = Vec::new();
+    for id in &ids {
+        let client = client.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = call(
+                &client,
+                "clankie_call",
+                json!({"name": "edge_slow", "arguments": {"seconds": 1.5, "tag": id}, "receiptId": id}),
+            )
+            .await;
+            (id, r.ok().map(|r| structured(&r)))
+        }));
+    }
+    // Kill the host while the calls are in flight.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let host = stack.service_pid("mcp-host").expect("mcp-host pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill -9");
+    let mut first_answers = HashMap::new();
+    for t in tasks {
+        let (id, r) = t.await.expect("join");
+        first_answers.insert(id, r);
+    }
+    assert!(
+        stack
+            .wait_line("mcp-host restarted", Duration::from_secs(30))
+            .await,
+        "clankie up restarts the host and says so: {:?}",
+        stack.lines()
+    );
+    assert!(stack.lines().iter().any(|l| l.contains("mcp-host exited")));
+
+    let client = stack.client(&token).await.expect("new client");
+    // Wait for the edge account to verify again.
+    for _ in 0..100 {
+        let r = call(&client, "clankie_tools", json!({"names": ["edge_slow"]}))
+            .await
+            .expect("describe");
+        if structured(&r)["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let mut found = 0;
+    for id in &ids {
+        let r = call(&client, "clankie_call", json!({"receiptId": id}))
+            .await
+            .expect("reconcile");
+        let b = structured(&r);
+        let ran = count(&log, id);
+        assert!(ran <= 1, "{id} ran {ran} times");
+        if b["error"]["code"] == "receipt_not_found" {
+            // No durable receipt means it was never dispatched.
+            assert_eq!(ran, 0, "{id} ran without a receipt");
+        } else {
+            found += 1;
+            let outcome = b["outcome"].as_str().unwrap_or_default();
+            assert!(["ok", "uncertain"].contains(&outcome), "{id}: {b}");
+            if outcome == "ok" {
+                assert_eq!(ran, 1);
+            }
+            if let Some(Some(first)) = first_answers.get(id)
+                && first["outcome"] == "ok"
+            {
+                assert_eq!(outcome, "ok", "a settled answer never turns uncertain");
+            }
+        }
+    }
+    assert!(found > 0, "the calls in flight have durable receipts");
+
+    // Retrying every call with its receipt id never dispatches a second time.
+    for id in &ids {
+        let before = count(&log, id);
+        let r = call(
+            &client,
+            "clankie_call",
+            json!({"name": "edge_slow", "arguments": {"seconds": 0.1, "tag": id}, "receiptId": id}),
+        )
+        .await
+        .expect("retry");
+        let b = structured(&r);
+        if before == 1 || b["fromReceipt"] == true {
+            assert_eq!(count(&log, id), before, "{id} dispatched twice: {b}");
+        }
+        assert!(count(&log, id) <= 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_committed_shard_refuses_dispatch_and_stays_in_place() {
+    let mut stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    {
+        let client = stack.client(&token).await.expect("client");
+        let r = call(
+            &client,
+            "clankie_call",
+            json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+        )
+        .await
+        .expect("call");
+        assert_eq!(structured(&r)["outcome"], "ok");
+        client.cancel().await.expect("cancel");
+    }
+    assert!(stack.stop());
+    let shards = stack
+        .state
+        .path()
+        .join("worker-grants/receipts/connected-calls.json.d");
+    let shard = std::fs::read_dir(&shards)
+        .expect("shards")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a committed shard");
+    let mut bytes = std::fs::read(&shard).expect("read");
+    bytes.extend_from_slice(b" ");
+    std::fs::write(&shard, &bytes).expect("tamper");
+
+    let state = std::mem::replace(
+        &mut stack.state,
+        tempfile::Builder::new()
+            .prefix("ck")
+            .tempdir_in("/tmp")
+            .expect("tmp"),
+    );
+    let stack = Stack::start_in(state, StackOptions::default())
+        .await
+        .expect("restart");
+    let client = stack.client(&token).await.expect("client");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("call");
+    let body = structured(&r);
+    assert_eq!(body["error"]["code"], "receipt_store_corrupt", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("left in place")
+    );
+    assert_eq!(std::fs::read(&shard).expect("still there"), bytes);
+    assert_eq!(
+        std::fs::read_dir(&shards).expect("shards").count(),
+        1,
+        "nothing was rewritten or deleted"
+    );
+}
