@@ -149,7 +149,7 @@ fn signal(child: &Child, sig: Signal) {
     }
 }
 
-pub async fn run(paths: StatePaths, args: UpArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode> {
     state::private_dir(paths.root())?;
     owner::ensure_owner_token(&paths.owner_credential())
         .context("creating the owner credential")?;
@@ -185,6 +185,11 @@ pub async fn run(paths: StatePaths, args: UpArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let gateway = read_gateway(&paths).unwrap_or_default();
+    // A restarted gateway keeps the address bridges already know, even when
+    // the first one picked a free port.
+    if let Some(addr) = gateway.strip_prefix("http://") {
+        args.listen = addr.to_string();
+    }
     println!("clankie is up");
     println!("  gateway: {} (MCP at {}/mcp)", gateway, gateway);
     println!("  state:   {}", paths.root().display());

@@ -232,7 +232,11 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
                 principal: resp.principal.unwrap_or_default(),
                 tools_on,
             });
-            next.run(req).await
+            let req = match checked_body(req).await {
+                Ok(req) => req,
+                Err(resp) => return resp,
+            };
+            jsonrpc_errors(next.run(req).await).await
         }
         Err(status) => {
             let mut e = ClankieError::from_status(&status);
@@ -249,6 +253,58 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
             refusal(&e)
         }
     }
+}
+
+/// A JSON-RPC error response (`id: null`) with an HTTP status.
+fn jsonrpc_error(status: http::StatusCode, code: i64, message: String) -> Response {
+    (
+        status,
+        axum::Json(json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": { "code": code, "message": message },
+        })),
+    )
+        .into_response()
+}
+
+/// Buffers a POST body (bounded) and answers a body that is not JSON with a
+/// JSON-RPC parse error, before the MCP service sees it.
+async fn checked_body(req: Request) -> Result<Request, Response> {
+    if req.method() != http::Method::POST {
+        return Ok(req);
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        refusal(&ErrorCode::PayloadTooLarge.err("the request body is larger than 4 MiB"))
+    })?;
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return Err(jsonrpc_error(
+            http::StatusCode::BAD_REQUEST,
+            -32700,
+            format!("parse error: {e}"),
+        ));
+    }
+    Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+}
+
+/// Turns a plain-text client error from the MCP service into a JSON-RPC
+/// error, so every malformed request gets one.
+async fn jsonrpc_errors(resp: Response) -> Response {
+    let is_json = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if !resp.status().is_client_error() || is_json {
+        return resp;
+    }
+    let status = resp.status();
+    let text = axum::body::to_bytes(resp.into_body(), 64 << 10)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    jsonrpc_error(status, -32600, format!("invalid request: {text}"))
 }
 
 async fn healthz() -> impl IntoResponse {

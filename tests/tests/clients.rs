@@ -157,3 +157,67 @@ async fn python_sdk_through_the_stdio_fleet_bridge() {
     assert_eq!(seen["unknown"]["isError"], true);
     assert_eq!(seen["unknown"]["code"], "unknown_tool");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
+    use rmcp::ServiceExt as _;
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let mut cmd = tokio::process::Command::new(bin_dir().join("clankie"));
+    cmd.args(["mcp", "--fleet"])
+        .env("CLANKIE_STATE", stack.state.path())
+        .env("CLANKIE_FLEET_TOKEN", &token)
+        .env("RUST_LOG", "warn");
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("bridge");
+    let bridge = ().serve(transport).await.expect("serve");
+    assert_eq!(bridge.list_all_tools().await.expect("list").len(), 2);
+
+    let gateway = stack.service_pid("gateway").expect("gateway pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(gateway),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill gateway");
+    // While the gateway is down the verified catalog stays published.
+    assert_eq!(bridge.list_all_tools().await.expect("cached list").len(), 2);
+    assert!(
+        stack
+            .wait_line("gateway restarted", std::time::Duration::from_secs(30))
+            .await
+    );
+
+    // Calls work again through the restarted gateway, at the same address.
+    let mut ok = false;
+    for _ in 0..50 {
+        let r = clankie_tests::call(
+            &bridge,
+            "clankie_call",
+            serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+        )
+        .await
+        .expect("call");
+        let body = clankie_tests::structured(&r);
+        if body["outcome"] == "ok" {
+            assert!(
+                body["receiptId"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("rcpt_")
+            );
+            ok = true;
+            break;
+        }
+        // Before the gateway is back: refused before forwarding, never uncertain
+        // for a call that could not be sent.
+        assert!(
+            body["error"]["code"].is_string() || body["outcome"] == "uncertain",
+            "{body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(ok, "the bridge reconnects to the restarted gateway");
+}

@@ -1,0 +1,250 @@
+//! The gateway's wire behaviour: protocol versions, malformed JSON-RPC,
+//! credentials, health, and the stateless 2026-07-28 revision.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use clankie_tests::{Stack, call, structured};
+use rmcp::ClientServiceExt;
+use serde_json::{Value, json};
+
+/// One HTTP/1.1 exchange over a fresh connection: (status, body).
+fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest
+        .split_once('/')
+        .map(|(h, p)| (h, format!("/{p}")))
+        .unwrap_or((rest, "/".into()));
+    let mut s = std::net::TcpStream::connect(host).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    // The server may answer (413) and close before reading everything.
+    let _ = s.write_all(req.as_bytes());
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The first JSON-RPC message in a JSON or SSE (possibly chunked) body.
+fn first_message(body: &str) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(body.trim()) {
+        return v;
+    }
+    for line in body.lines() {
+        if let Some(data) = line.strip_prefix("data:")
+            && let Ok(v) = serde_json::from_str::<Value>(data.trim())
+        {
+            return v;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(line.trim())
+            && v.is_object()
+        {
+            return v;
+        }
+    }
+    Value::Null
+}
+
+fn initialize(version: &str) -> String {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}
+        }
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn versions_credentials_and_malformed_requests() {
+    let stack = Stack::start().await.expect("stack");
+    let token = stack.token("alpha");
+    let auth = format!("Bearer {token}");
+    let mcp = stack.mcp_url.clone();
+    let base = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut h = base.to_vec();
+        h.push(("Authorization", &auth));
+        let (status, body) = http(&mcp, "POST", &h, &initialize(version));
+        assert_eq!(status, 200, "{body}");
+        let msg = first_message(&body);
+        assert_eq!(msg["result"]["protocolVersion"], version, "{body}");
+        assert_eq!(msg["result"]["serverInfo"]["name"], "clankie");
+        assert!(
+            msg["result"]["capabilities"]["tools"]["listChanged"] == true,
+            "{body}"
+        );
+    }
+
+    // Missing and bad credentials: 401 with a reason code, before any MCP.
+    let (status, body) = http(&mcp, "POST", &base, &initialize("2025-11-25"));
+    assert_eq!(status, 401);
+    assert_eq!(
+        first_message(&body)["error"]["code"],
+        "fleet_credential_required"
+    );
+    let mut h = base.to_vec();
+    h.push(("Authorization", "Bearer clkf_wrong"));
+    let (status, body) = http(&mcp, "POST", &h, &initialize("2025-11-25"));
+    assert_eq!(status, 401);
+    assert_eq!(
+        first_message(&body)["error"]["code"],
+        "fleet_credential_invalid"
+    );
+    let mut h = base.to_vec();
+    h.push(("Authorization", "Basic abc"));
+    let (status, _) = http(&mcp, "POST", &h, &initialize("2025-11-25"));
+    assert_eq!(status, 401);
+
+    // Malformed JSON-RPC gets a JSON-RPC error, never a crash.
+    let mut h = base.to_vec();
+    h.push(("Authorization", &auth));
+    for garbage in [
+        "{not json",
+        "[]",
+        "{\"jsonrpc\":\"2.0\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":42}",
+        "\u{0}\u{1}\u{2}",
+        "{\"jsonrpc\":\"1.0\",\"id\":null,\"method\":\"tools/list\"}",
+    ] {
+        let (status, body) = http(&mcp, "POST", &h, garbage);
+        assert!(
+            (400..500).contains(&status),
+            "{garbage:?} → {status} {body}"
+        );
+        let msg = first_message(&body);
+        assert!(msg.get("error").is_some(), "{garbage:?} → {body}");
+    }
+    // Random bodies (a seeded fuzz at the real boundary): every answer is a
+    // 4xx, and the gateway stays healthy.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let alphabet = b"{}[]\":,0123456789-.eEtrufalsn \\\n\xffjsonrpcmethodidparams";
+    for _ in 0..150 {
+        let len = (next() % 300) as usize;
+        let mut body = String::new();
+        for _ in 0..len {
+            body.push(alphabet[(next() % alphabet.len() as u64) as usize] as char);
+        }
+        let (status, _) = http(&mcp, "POST", &h, &body);
+        assert!((400..500).contains(&status), "{body:?} → {status}");
+    }
+
+    // Oversized bodies are refused with a reason.
+    let big = "x".repeat(5 << 20);
+    let (status, body) = http(&mcp, "POST", &h, &big);
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(first_message(&body)["error"]["code"], "payload_too_large");
+
+    // Health: the process, and every service behind it.
+    let (status, _) = http(&format!("{}/healthz", stack.url), "GET", &[], "");
+    assert_eq!(status, 200);
+    let (status, body) = http(&format!("{}/readyz", stack.url), "GET", &[], "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(first_message(&body)["services"]["mcp-host"], "serving");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stateless_2026_07_28_clients_list_and_call() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(stack.mcp_url.as_str()).auth_header(token),
+    );
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("discover");
+    let info = client.peer_info().expect("peer info");
+    assert_eq!(
+        info.protocol_version,
+        rmcp::model::ProtocolVersion::V_2026_07_28
+    );
+    assert_eq!(client.list_all_tools().await.expect("list").len(), 2);
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(structured(&r)["outcome"], "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_context_is_carried_from_the_client_through_every_hop() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let mut headers = std::collections::HashMap::new();
+    headers.insert(
+        http::HeaderName::from_static("traceparent"),
+        http::HeaderValue::from_str(&format!("00-{trace_id}-00f067aa0ba902b7-01")).expect("header"),
+    );
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(stack.mcp_url.as_str())
+            .auth_header(token)
+            .custom_headers(headers),
+    );
+    let client = ().serve(transport).await.expect("client");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(structured(&r)["outcome"], "ok");
+    // The mcp-host recorded the dispatch under the caller's trace.
+    let audit = clankie_tests::file_lines(&stack.state.path().join("audit/connected-calls.jsonl"));
+    let dispatch: Value = serde_json::from_str(
+        audit
+            .iter()
+            .find(|l| l.contains("\"dispatch\""))
+            .expect("dispatch line"),
+    )
+    .expect("json");
+    assert_eq!(dispatch["traceId"], trace_id);
+}
