@@ -421,17 +421,21 @@ async fn notify_all(shared: &Shared) {
     }
 }
 
-/// Follows mcp-host's catalog stream, reconnecting with backoff, and tells
-/// every session when the revision changes.
-pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
+/// Follows a server stream, reconnecting with backoff, until shutdown.
+/// `apply` stores an item and says whether sessions must hear that their
+/// tool list changed.
+async fn follow<T, C, Fut>(
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+    connect: C,
+    apply: impl Fn(&Shared, T) -> bool,
+) where
+    C: Fn(Arc<Shared>) -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<tonic::Streaming<T>>, tonic::Status>>,
+{
     let mut backoff = Duration::from_millis(100);
     loop {
-        let stream = shared
-            .mcp
-            .clone()
-            .watch_catalog(mpb::CatalogRequest {})
-            .await;
-        if let Ok(stream) = stream {
+        if let Ok(stream) = connect(shared.clone()).await {
             backoff = Duration::from_millis(100);
             let mut stream = stream.into_inner();
             loop {
@@ -439,16 +443,8 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
                     i = stream.next() => i,
                     _ = shutdown.cancelled() => return,
                 };
-                let Some(Ok(info)) = item else { break };
-                let changed = shared.catalog.send_if_modified(|cur| {
-                    if cur.revision != info.revision || cur.connected != info.connected {
-                        *cur = info;
-                        true
-                    } else {
-                        false
-                    }
-                });
-                if changed {
+                let Some(Ok(item)) = item else { break };
+                if apply(&shared, item) {
                     notify_all(&shared).await;
                 }
             }
@@ -461,43 +457,47 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
     }
 }
 
-/// Follows the admission service's settings stream; a change of fleet.tools
-/// changes what sessions list, so they are told.
+/// Follows mcp-host's catalog: a new revision or connected set is news.
+pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
+    follow(
+        shared,
+        shutdown,
+        |s| async move { s.mcp.clone().watch_catalog(mpb::CatalogRequest {}).await },
+        |s, info: mpb::CatalogInfo| {
+            s.catalog.send_if_modified(|cur| {
+                let changed = cur.revision != info.revision || cur.connected != info.connected;
+                if changed {
+                    *cur = info;
+                }
+                changed
+            })
+        },
+    )
+    .await
+}
+
+/// Follows the admission service's settings: fleet.tools changes what every
+/// session lists.
 pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
     use clankie_proto::admission::v1 as apb;
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        if let Ok(stream) = shared
-            .admission
-            .clone()
-            .watch_settings(apb::WatchSettingsRequest {})
-            .await
-        {
-            backoff = Duration::from_millis(100);
-            let mut stream = stream.into_inner();
-            loop {
-                let item = tokio::select! {
-                    i = stream.next() => i,
-                    _ = shutdown.cancelled() => return,
-                };
-                let Some(Ok(s)) = item else { break };
-                let changed = shared.settings.send_if_modified(|cur| {
-                    if cur.tools != s.tools {
-                        *cur = s;
-                        true
-                    } else {
-                        false
-                    }
-                });
+    follow(
+        shared,
+        shutdown,
+        |s| async move {
+            s.admission
+                .clone()
+                .watch_settings(apb::WatchSettingsRequest {})
+                .await
+        },
+        |s, settings: apb::FleetSettings| {
+            s.settings.send_if_modified(|cur| {
+                let changed = cur.tools != settings.tools;
                 if changed {
-                    notify_all(&shared).await;
+                    *cur = settings;
                 }
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = shutdown.cancelled() => return,
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(3));
-    }
+                changed
+            })
+        },
+    )
+    .await
 }

@@ -223,6 +223,15 @@ async fn bench_receipts(calls: usize) -> anyhow::Result<()> {
         store.settle(&id, Outcome::Ok, Some(body), None).await?;
         Ok::<(), clankie_runtime::ClankieError>(())
     };
+    // The floor on this disk: one small file written and fsync'd, then its
+    // directory fsync'd (a commit does about two of these).
+    let mut floor = Vec::new();
+    for i in 0..calls {
+        let t = Instant::now();
+        clankie_runtime::state::atomic_write(&base.path().join(format!("floor-{}", i % 4)), b"x")?;
+        floor.push(t.elapsed());
+    }
+    line("baseline: one atomic_write", &summarize(floor));
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for i in 0..calls {
         let t = Instant::now();

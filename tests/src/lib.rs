@@ -233,6 +233,17 @@ impl Stack {
         mcp_client(&self.mcp_url, token).await
     }
 
+    /// The parent pid of a process, from `/proc/PID/stat`.
+    fn ppid(proc_dir: &Path) -> i32 {
+        let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
+        // The command name may hold spaces and parentheses: fields start after the last ") ".
+        stat.rsplit(") ")
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// The pid of a service process (`mcp-host`, ...) under this stack.
     pub fn service_pid(&self, name: &str) -> Option<i32> {
         let exe = bin_dir().join(format!("clankie-{name}"));
@@ -248,13 +259,7 @@ impl Stack {
             if path != exe {
                 continue;
             }
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            let ppid: i32 = stat
-                .rsplit(") ")
-                .next()
-                .and_then(|rest| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
+            let ppid = Self::ppid(&entry.path());
             let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
             let mine = env
                 .split(|b| *b == 0)
@@ -276,13 +281,7 @@ impl Stack {
             let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
             };
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            let ppid: i32 = stat
-                .rsplit(") ")
-                .next()
-                .and_then(|rest| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
+            let ppid = Self::ppid(&entry.path());
             let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
             if ppid == parent && String::from_utf8_lossy(&cmdline).contains(needle) {
                 out.push(pid);

@@ -6,7 +6,7 @@
 //! it changes exactly when a definition is added, removed or changed, and
 //! stays the same across restarts when nothing did.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use clankie_runtime::{ClankieError, ErrorCode};
@@ -39,8 +39,6 @@ pub struct Entry {
     pub generation: u64,
     /// Hash of the definition, for the pre-dispatch configuration fence.
     pub definition_sha256: String,
-    search_name: String,
-    search_text: String,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
@@ -60,8 +58,6 @@ impl Entry {
         h.update([0]);
         h.update(serde_json::to_vec(&*schema).unwrap_or_default());
         Entry {
-            search_name: qualified.to_lowercase(),
-            search_text: description.to_lowercase(),
             qualified,
             account: account.to_string(),
             tool: tool.to_string(),
@@ -146,13 +142,56 @@ impl Rules {
     }
 }
 
+/// Where a search token was found.
+const IN_NAME: u8 = 1;
+const IN_TEXT: u8 = 2;
+
+/// An inverted index over the words of names and descriptions, built once
+/// per snapshot, so a query touches only the entries that match it.
+#[derive(Default)]
+struct Index {
+    /// word → (entry position, IN_NAME | IN_TEXT)
+    postings: HashMap<Box<str>, Vec<(u32, u8)>>,
+}
+
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+impl Index {
+    fn build(entries: &[Arc<Entry>]) -> Index {
+        let mut postings: HashMap<Box<str>, Vec<(u32, u8)>> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            let mut mine: HashMap<String, u8> = HashMap::new();
+            for w in words(&e.qualified) {
+                *mine.entry(w).or_default() |= IN_NAME;
+            }
+            for w in words(&e.description) {
+                *mine.entry(w).or_default() |= IN_TEXT;
+            }
+            for (w, flags) in mine {
+                postings
+                    .entry(w.into_boxed_str())
+                    .or_default()
+                    .push((i as u32, flags));
+            }
+        }
+        Index { postings }
+    }
+}
+
 /// An immutable catalog snapshot.
 #[derive(Default)]
 pub struct Catalog {
     pub revision: u64,
     /// Verified accounts, sorted.
     pub connected: Vec<String>,
-    entries: BTreeMap<String, Arc<Entry>>,
+    by_name: BTreeMap<String, Arc<Entry>>,
+    /// The same entries in name order, for the index's positions.
+    ordered: Vec<Arc<Entry>>,
+    index: Index,
 }
 
 /// One account's contribution to a catalog.
@@ -190,29 +229,32 @@ impl Catalog {
         let digest = h.finalize();
         let mut rev = [0u8; 8];
         rev.copy_from_slice(&digest[..8]);
+        let ordered: Vec<Arc<Entry>> = entries.values().cloned().collect();
         Catalog {
             // Zero means "no revision known" to bridges; never produce it.
             revision: u64::from_be_bytes(rev).max(1),
             connected,
-            entries,
+            index: Index::build(&ordered),
+            ordered,
+            by_name: entries,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.ordered.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.ordered.is_empty()
     }
 
     pub fn get(&self, qualified: &str) -> Option<&Arc<Entry>> {
-        self.entries.get(qualified)
+        self.by_name.get(qualified)
     }
 
     /// Resolves a qualified name for dispatch.
     pub fn resolve(&self, qualified: &str) -> Result<Arc<Entry>, ClankieError> {
-        self.entries.get(qualified).cloned().ok_or_else(|| {
+        self.by_name.get(qualified).cloned().ok_or_else(|| {
             ErrorCode::UnknownTool.err(format!(
                 "{qualified} is not in the current catalog; search with clankie_tools"
             ))
@@ -221,35 +263,63 @@ impl Catalog {
 
     /// Ranks entries against `query`; returns at most `limit` (<= 20) and the
     /// number that matched. An empty query returns the first page by name.
+    ///
+    /// Per query word, an entry scores the best of: a whole word of its name
+    /// (6), part of a word of its name (4), a word or part of a word of its
+    /// description (1). Entries matching every query word rank first; ties go
+    /// by name.
     pub fn search(&self, query: &str, limit: usize) -> (Vec<Arc<Entry>>, usize) {
         let limit = limit.clamp(1, MAX_SEARCH);
-        let terms: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|t| !t.is_empty())
-            .map(|t| t.to_lowercase())
-            .take(16)
-            .collect();
+        let mut terms: Vec<String> = words(query).take(16).collect();
+        terms.dedup();
         if terms.is_empty() {
-            let page: Vec<_> = self.entries.values().take(limit).cloned().collect();
-            return (page, self.entries.len());
+            let page: Vec<_> = self.ordered.iter().take(limit).cloned().collect();
+            return (page, self.ordered.len());
         }
-        // Keep the best `limit` in a small sorted buffer: O(n log limit).
-        let mut best: Vec<(u32, &Arc<Entry>)> = Vec::with_capacity(limit + 1);
-        let mut matched = 0usize;
-        for e in self.entries.values() {
-            let score = score(e, &terms);
-            if score == 0 {
-                continue;
+        // (score, hits) per touched entry.
+        let mut scores: HashMap<u32, (u32, u32)> = HashMap::new();
+        for term in &terms {
+            let mut best: HashMap<u32, u32> = HashMap::new();
+            for (word, postings) in &self.index.postings {
+                let exact = &**word == term.as_str();
+                if !exact && !word.contains(term.as_str()) {
+                    continue;
+                }
+                for &(i, flags) in postings {
+                    let w = if flags & IN_NAME != 0 {
+                        if exact { 6 } else { 4 }
+                    } else {
+                        1
+                    };
+                    let b = best.entry(i).or_default();
+                    *b = (*b).max(w);
+                }
             }
-            matched += 1;
-            if best.len() == limit && best.last().is_some_and(|(s, _)| *s >= score) {
-                continue;
+            for (i, w) in best {
+                let s = scores.entry(i).or_default();
+                s.0 += w;
+                s.1 += 1;
             }
-            let pos = best.partition_point(|(s, _)| *s >= score);
-            best.insert(pos, (score, e));
-            best.truncate(limit);
         }
-        (best.into_iter().map(|(_, e)| e.clone()).collect(), matched)
+        let all = terms.len() as u32;
+        let mut ranked: Vec<(u32, u32)> = scores
+            .into_iter()
+            .map(|(i, (score, hits))| (score + if hits == all { 100 } else { 0 }, i))
+            .collect();
+        let matched = ranked.len();
+        let cmp = |a: &(u32, u32), b: &(u32, u32)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+        if ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit - 1, cmp);
+            ranked.truncate(limit);
+        }
+        ranked.sort_unstable_by(cmp);
+        (
+            ranked
+                .into_iter()
+                .map(|(_, i)| self.ordered[i as usize].clone())
+                .collect(),
+            matched,
+        )
     }
 
     /// Returns at most 10 entries for `names`, omitting unavailable ones.
@@ -258,39 +328,10 @@ impl Catalog {
         names
             .iter()
             .filter(|n| seen.insert(n.as_str()))
-            .filter_map(|n| self.entries.get(n.as_str()).cloned())
+            .filter_map(|n| self.by_name.get(n.as_str()).cloned())
             .take(MAX_DESCRIBE)
             .collect()
     }
-}
-
-fn score(e: &Entry, terms: &[String]) -> u32 {
-    let mut total = 0;
-    let mut hits = 0;
-    for t in terms {
-        let in_name = e
-            .search_name
-            .split('_')
-            .any(|part| part == t.as_str() || part.split('-').any(|p| p == t.as_str()));
-        let s = if in_name {
-            6
-        } else if e.search_name.contains(t.as_str()) {
-            4
-        } else if e.search_text.contains(t.as_str()) {
-            1
-        } else {
-            0
-        };
-        if s > 0 {
-            hits += 1;
-        }
-        total += s;
-    }
-    if hits == 0 {
-        return 0;
-    }
-    // Entries matching every term rank above any partial match.
-    total + if hits == terms.len() { 100 } else { 0 }
 }
 
 #[cfg(test)]
