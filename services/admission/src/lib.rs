@@ -12,6 +12,9 @@
 //! Fail-safe: an unreadable links file admits nobody; an unreadable settings
 //! file reads as `tools: off`. Neither file is overwritten while unreadable.
 
+pub mod helper;
+pub mod panes;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::pin::Pin;

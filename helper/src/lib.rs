@@ -1,0 +1,99 @@
+//! The census helper's library: the pipe frame codec shared with the
+//! admission service, the job handlers, and the `sys` module that reads
+//! kernel facts.
+//!
+//! Owns: fresh observations of processes and socket holders, one job at a
+//! time, with no state carried between jobs. Does not own: any admission
+//! decision, cache or listener.
+
+pub mod census;
+pub mod frame;
+pub mod sys;
+
+use clankie_proto::helper::v1 as pb;
+
+/// Largest request frame the helper reads.
+pub const MAX_REQUEST: usize = 64 << 10;
+/// Largest reply frame the helper writes; larger answers become an error.
+pub const MAX_REPLY: usize = 1 << 20;
+
+/// Answers one request with fresh observations.
+pub fn handle(req: pb::Request) -> pb::Reply {
+    use pb::reply::Result as R;
+    use pb::request::Job;
+    let result = match req.job {
+        Some(Job::Ping(_)) => R::Pong(pb::Pong {
+            version: env!("CARGO_PKG_VERSION").into(),
+        }),
+        Some(Job::Observe(o)) => observe(&o),
+        Some(Job::SocketHolders(s)) => match census::socket_holders(s.inode, s.uid) {
+            Ok(h) => R::Holders(pb::SocketHolders {
+                pids: h.pids,
+                attempts: h.attempts,
+                unreadable: h.unreadable,
+            }),
+            Err(reason) => R::Error(pb::HelperError {
+                reason: reason.into(),
+                errno: 0,
+            }),
+        },
+        None => R::Error(pb::HelperError {
+            reason: "unknown_job".into(),
+            errno: 0,
+        }),
+    };
+    let mut reply = pb::Reply {
+        id: req.id,
+        result: Some(result),
+    };
+    if prost::Message::encoded_len(&reply) > MAX_REPLY {
+        reply.result = Some(R::Error(pb::HelperError {
+            reason: "reply_too_large".into(),
+            errno: 0,
+        }));
+    }
+    reply
+}
+
+fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {
+    use pb::reply::Result as R;
+    if o.pids.len() > 256 {
+        return R::Error(pb::HelperError {
+            reason: "too_many_pids".into(),
+            errno: 0,
+        });
+    }
+    let mut facts = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &pid in &o.pids {
+        let mut next = Some(pid);
+        let mut hops = 0;
+        while let Some(p) = next {
+            if p <= 0 || !seen.insert(p) || hops > 64 {
+                break;
+            }
+            hops += 1;
+            match sys::observe(p) {
+                Ok(f) => {
+                    next = (o.with_ancestry && f.ppid > 0).then_some(f.ppid);
+                    facts.push(f.into());
+                }
+                Err(e) => {
+                    facts.push(pb::ProcessFact {
+                        pid: p,
+                        exited: matches!(e, sys::ObsError::Gone),
+                        ..Default::default()
+                    });
+                    if !matches!(e, sys::ObsError::Gone) {
+                        return R::Error(pb::HelperError {
+                            reason: e.reason().into(),
+                            errno: e.errno(),
+                        });
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    R::Observation(pb::Observation { processes: facts })
+}

@@ -1,0 +1,277 @@
+//! The admission service's side of the census helper: one live helper
+//! process on private pipes, and the bounded job queue in front of it.
+//!
+//! The rules, as the seed sets them:
+//! - one live helper; a later request after a failure starts a fresh one;
+//! - at most 128 queued jobs; beyond that a request is refused as
+//!   unavailable;
+//! - each active job has a 1 s transport timeout that starts when it becomes
+//!   active (queue wait does not count), 10 s for a fresh helper's first reply;
+//! - cancelling a queued job removes only it; cancelling an active job still
+//!   drains and discards its reply before the next job uses the pipe;
+//! - a malformed reply, an active timeout or the helper's exit refuses every
+//!   pending observation and closes that helper;
+//! - shutdown closes only this service's own helper.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clankie_proto::helper::v1 as pb;
+use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{Notify, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Queue depth beyond which requests are refused.
+pub const MAX_QUEUE: usize = 128;
+/// Transport timeout of an active job.
+pub const ACTIVE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Timeout of a fresh helper's first reply (it pays for its start).
+pub const FIRST_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest reply accepted from the helper.
+pub const MAX_REPLY: usize = 1 << 20;
+
+/// Why a job got no observation. Fixed vocabulary: no PIDs, paths or argv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    QueueFull,
+    SpawnFailed,
+    Timeout,
+    Malformed,
+    Exited,
+    ShuttingDown,
+}
+
+impl Failure {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Failure::QueueFull => "helper_queue_full",
+            Failure::SpawnFailed => "helper_spawn_failed",
+            Failure::Timeout => "helper_timeout",
+            Failure::Malformed => "helper_malformed_reply",
+            Failure::Exited => "helper_exited",
+            Failure::ShuttingDown => "helper_shutting_down",
+        }
+    }
+}
+
+struct Job {
+    job: pb::request::Job,
+    reply: oneshot::Sender<Result<pb::Reply, Failure>>,
+}
+
+struct Shared {
+    queue: Mutex<VecDeque<Job>>,
+    ready: Notify,
+}
+
+/// A cheap handle to the helper queue.
+#[derive(Clone)]
+pub struct HelperClient {
+    shared: Arc<Shared>,
+}
+
+/// Counters for diagnostics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counters {
+    pub spawned: u64,
+    pub served: u64,
+    pub failed: u64,
+}
+
+impl HelperClient {
+    /// Starts the queue driver; `command` is the helper program and its
+    /// arguments. The helper itself starts on the first job.
+    pub fn start(command: Vec<String>, shutdown: CancellationToken) -> Self {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Notify::new(),
+        });
+        tokio::spawn(drive(shared.clone(), command, shutdown));
+        HelperClient { shared }
+    }
+
+    /// Runs one job. Dropping the returned future cancels it: a queued job is
+    /// removed, an active one is drained and discarded.
+    pub async fn run(&self, job: pb::request::Job) -> Result<pb::Reply, Failure> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.retain(|j| !j.reply.is_closed());
+            if q.len() >= MAX_QUEUE {
+                return Err(Failure::QueueFull);
+            }
+            q.push_back(Job { job, reply: tx });
+        }
+        self.shared.ready.notify_one();
+        rx.await.unwrap_or(Err(Failure::ShuttingDown))
+    }
+
+    /// Jobs waiting (cancelled ones excluded).
+    pub fn queued(&self) -> usize {
+        let q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.iter().filter(|j| !j.reply.is_closed()).count()
+    }
+}
+
+struct Live {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    fresh: bool,
+}
+
+fn spawn(command: &[String]) -> Option<Live> {
+    let (program, args) = command.split_first()?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let stdin = child.stdin.take()?;
+    let stdout = BufReader::new(child.stdout.take()?);
+    Some(Live {
+        child,
+        stdin,
+        stdout,
+        fresh: true,
+    })
+}
+
+async fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<pb::Reply, Failure> {
+    let mut prefix = Vec::with_capacity(10);
+    let len = loop {
+        let b = stdout.read_u8().await.map_err(|_| Failure::Exited)?;
+        prefix.push(b);
+        let mut value: u64 = 0;
+        let mut done = None;
+        for (i, &b) in prefix.iter().enumerate() {
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                done = Some(value as usize);
+                break;
+            }
+        }
+        if let Some(len) = done {
+            break len;
+        }
+        if prefix.len() >= 10 {
+            return Err(Failure::Malformed);
+        }
+    };
+    if len > MAX_REPLY {
+        return Err(Failure::Malformed);
+    }
+    let mut body = vec![0u8; len];
+    stdout
+        .read_exact(&mut body)
+        .await
+        .map_err(|_| Failure::Exited)?;
+    pb::Reply::decode(body.as_slice()).map_err(|_| Failure::Malformed)
+}
+
+fn next_job(shared: &Shared) -> Option<Job> {
+    let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    while let Some(job) = q.pop_front() {
+        // A job cancelled while queued is simply dropped.
+        if !job.reply.is_closed() {
+            return Some(job);
+        }
+    }
+    None
+}
+
+fn fail_all(shared: &Shared, failure: Failure) {
+    let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    for job in q.drain(..) {
+        let _ = job.reply.send(Err(failure));
+    }
+}
+
+async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: CancellationToken) {
+    let mut live: Option<Live> = None;
+    let mut next_id: u64 = 0;
+    loop {
+        let job = loop {
+            if let Some(job) = next_job(&shared) {
+                break job;
+            }
+            tokio::select! {
+                _ = shared.ready.notified() => {}
+                _ = shutdown.cancelled() => {
+                    fail_all(&shared, Failure::ShuttingDown);
+                    // Dropping closes only our own helper (kill_on_drop).
+                    drop(live);
+                    return;
+                }
+            }
+        };
+        if live.is_none() {
+            live = spawn(&command);
+            if live.is_none() {
+                tracing::warn!(
+                    reason = Failure::SpawnFailed.reason(),
+                    "fleet.local_proof.diagnostic"
+                );
+                let _ = job.reply.send(Err(Failure::SpawnFailed));
+                fail_all(&shared, Failure::SpawnFailed);
+                continue;
+            }
+        }
+        let Some(helper) = live.as_mut() else {
+            continue;
+        };
+        next_id += 1;
+        let id = next_id;
+        let frame = pb::Request {
+            id,
+            job: Some(job.job),
+        }
+        .encode_length_delimited_to_vec();
+        // The timeout starts now that the job is active.
+        let limit = if helper.fresh {
+            FIRST_REPLY_TIMEOUT
+        } else {
+            ACTIVE_TIMEOUT
+        };
+        let exchange = async {
+            helper
+                .stdin
+                .write_all(&frame)
+                .await
+                .map_err(|_| Failure::Exited)?;
+            helper.stdin.flush().await.map_err(|_| Failure::Exited)?;
+            let reply = read_reply(&mut helper.stdout).await?;
+            if reply.id != id {
+                return Err(Failure::Malformed);
+            }
+            Ok(reply)
+        };
+        let outcome = match tokio::time::timeout(limit, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout),
+        };
+        match outcome {
+            Ok(reply) => {
+                helper.fresh = false;
+                // A cancelled caller's reply is drained here and discarded.
+                let _ = job.reply.send(Ok(reply));
+            }
+            Err(failure) => {
+                tracing::warn!(reason = failure.reason(), "fleet.local_proof.diagnostic");
+                let _ = job.reply.send(Err(failure));
+                fail_all(&shared, failure);
+                if let Some(mut dead) = live.take() {
+                    let _ = dead.child.start_kill();
+                    let _ = dead.child.wait().await;
+                }
+            }
+        }
+    }
+}

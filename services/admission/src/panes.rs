@@ -1,0 +1,267 @@
+//! Pane hosts: the multiplexers whose panes can be admitted. One trait, two
+//! backends.
+//!
+//! - **tmux**, against a given server socket (`tmux -S SOCKET`): pane id,
+//!   `pane_pid` (the pane's shell) and the foreground command.
+//! - **Herdr**, over its newline-delimited JSON socket API: `pane.get`,
+//!   `pane.process_info` (`shell_pid`), `pane_not_found`. Reads go straight to
+//!   the socket, never through a CLI process.
+//!
+//! What a pane host reports is a claim to be bracketed by kernel
+//! observations; environment hints inside panes (`HERDR_PANE_ID`, `TMUX_PANE`)
+//! are never trusted.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// How long one pane-host read may take.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One pane as its host reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pane {
+    pub pane_id: String,
+    pub session: String,
+    pub shell_pid: i32,
+    pub command: String,
+}
+
+/// Why a pane host could not answer. Fixed vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaneError {
+    /// The host answered that the pane does not exist.
+    NotFound,
+    /// The host could not be reached or answered nonsense.
+    Unavailable(&'static str),
+}
+
+/// A multiplexer that can name a pane's shell.
+pub trait PaneHost: Send + Sync {
+    /// Reads one pane fresh.
+    fn pane(
+        &self,
+        pane_id: &str,
+    ) -> impl std::future::Future<Output = Result<Pane, PaneError>> + Send;
+    /// Reads every pane of the linked session fresh.
+    fn panes(&self) -> impl std::future::Future<Output = Result<Vec<Pane>, PaneError>> + Send;
+}
+
+/// A tmux server, optionally narrowed to one session.
+#[derive(Debug, Clone)]
+pub struct Tmux {
+    pub socket: PathBuf,
+    pub session: Option<String>,
+}
+
+const TMUX_FORMAT: &str = "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_current_command}";
+
+fn parse_tmux(line: &str) -> Option<Pane> {
+    let mut f = line.split('\t');
+    let session = f.next()?.to_string();
+    let pane_id = f.next()?.to_string();
+    let shell_pid = f.next()?.parse().ok()?;
+    let command = f.next().unwrap_or("").to_string();
+    pane_id.starts_with('%').then_some(Pane {
+        pane_id,
+        session,
+        shell_pid,
+        command,
+    })
+}
+
+impl Tmux {
+    async fn list(&self, target: Option<&str>) -> Result<Vec<Pane>, PaneError> {
+        let mut cmd = tokio::process::Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket).arg("list-panes");
+        match (target, &self.session) {
+            (Some(t), _) => cmd.args(["-t", t]),
+            (None, Some(s)) => cmd.args(["-s", "-t", s]),
+            (None, None) => cmd.arg("-a"),
+        };
+        cmd.args(["-F", TMUX_FORMAT])
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(READ_TIMEOUT, cmd.output())
+            .await
+            .map_err(|_| PaneError::Unavailable("tmux_timeout"))?
+            .map_err(|_| PaneError::Unavailable("tmux_unavailable"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            if target.is_some() && (err.contains("can't find") || err.contains("not found")) {
+                return Err(PaneError::NotFound);
+            }
+            return Err(PaneError::Unavailable("tmux_failed"));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(parse_tmux)
+            .filter(|p| self.session.as_ref().is_none_or(|s| &p.session == s))
+            .collect())
+    }
+}
+
+impl PaneHost for Tmux {
+    async fn pane(&self, pane_id: &str) -> Result<Pane, PaneError> {
+        if !pane_id.starts_with('%') || pane_id.len() > 16 {
+            return Err(PaneError::NotFound);
+        }
+        let panes = self.list(Some(pane_id)).await?;
+        panes
+            .into_iter()
+            .find(|p| p.pane_id == pane_id)
+            .ok_or(PaneError::NotFound)
+    }
+
+    async fn panes(&self) -> Result<Vec<Pane>, PaneError> {
+        self.list(None).await
+    }
+}
+
+/// A Herdr server's socket API.
+#[derive(Debug, Clone)]
+pub struct Herdr {
+    pub socket: PathBuf,
+}
+
+impl Herdr {
+    /// The socket path in Herdr's own order: `HERDR_SOCKET_PATH`,
+    /// `$XDG_RUNTIME_DIR/herdr.sock`, `$XDG_CONFIG_HOME/herdr/herdr.sock`,
+    /// `~/.config/herdr/herdr.sock`, `/tmp/herdr.sock` (the first that exists).
+    pub fn discover() -> Option<PathBuf> {
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let mut candidates = Vec::new();
+        if let Some(p) = env("HERDR_SOCKET_PATH") {
+            candidates.push(p);
+        }
+        if let Some(d) = env("XDG_RUNTIME_DIR") {
+            candidates.push(d.join("herdr.sock"));
+        }
+        if let Some(d) = env("XDG_CONFIG_HOME") {
+            candidates.push(d.join("herdr/herdr.sock"));
+        }
+        if let Some(h) = env("HOME") {
+            candidates.push(h.join(".config/herdr/herdr.sock"));
+        }
+        candidates.push(PathBuf::from("/tmp/herdr.sock"));
+        candidates.into_iter().find(|p| p.exists())
+    }
+
+    /// Sends one request and reads its response line.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, PaneError> {
+        let exchange = async {
+            let stream = tokio::net::UnixStream::connect(&self.socket)
+                .await
+                .map_err(|_| PaneError::Unavailable("herdr_unavailable"))?;
+            let (read, mut write) = stream.into_split();
+            let id = format!("clankie_{}", std::process::id());
+            let mut line = json!({ "id": id, "method": method, "params": params }).to_string();
+            line.push('\n');
+            write
+                .write_all(line.as_bytes())
+                .await
+                .map_err(|_| PaneError::Unavailable("herdr_write_failed"))?;
+            let mut reader = BufReader::new(read).take(1 << 20);
+            let mut answer = String::new();
+            reader
+                .read_line(&mut answer)
+                .await
+                .map_err(|_| PaneError::Unavailable("herdr_read_failed"))?;
+            let v: Value = serde_json::from_str(&answer)
+                .map_err(|_| PaneError::Unavailable("herdr_malformed"))?;
+            if v["id"] != json!(id) {
+                return Err(PaneError::Unavailable("herdr_malformed"));
+            }
+            if let Some(err) = v.get("error") {
+                if err["code"] == "pane_not_found" {
+                    return Err(PaneError::NotFound);
+                }
+                return Err(PaneError::Unavailable("herdr_error"));
+            }
+            Ok(v["result"].clone())
+        };
+        tokio::time::timeout(READ_TIMEOUT, exchange)
+            .await
+            .map_err(|_| PaneError::Unavailable("herdr_timeout"))?
+    }
+}
+
+use tokio::io::AsyncReadExt as _;
+
+impl PaneHost for Herdr {
+    async fn pane(&self, pane_id: &str) -> Result<Pane, PaneError> {
+        let info = self
+            .request("pane.get", json!({ "pane_id": pane_id }))
+            .await?;
+        let session = info["pane"]["workspace_id"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let proc = self
+            .request("pane.process_info", json!({ "pane_id": pane_id }))
+            .await?;
+        let p = &proc["process_info"];
+        let shell_pid = p["shell_pid"]
+            .as_i64()
+            .and_then(|v| i32::try_from(v).ok())
+            .ok_or(PaneError::Unavailable("herdr_malformed"))?;
+        let command = p["foreground_processes"][0]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        Ok(Pane {
+            pane_id: pane_id.to_string(),
+            session,
+            shell_pid,
+            command,
+        })
+    }
+
+    async fn panes(&self) -> Result<Vec<Pane>, PaneError> {
+        let list = self.request("pane.list", json!({})).await?;
+        let ids: Vec<String> = list["panes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p["pane_id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.pane(&id).await {
+                Ok(p) => out.push(p),
+                Err(PaneError::NotFound) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmux_lines_parse_and_reject_junk() {
+        assert_eq!(
+            parse_tmux("work\t%3\t4242\tbash"),
+            Some(Pane {
+                pane_id: "%3".into(),
+                session: "work".into(),
+                shell_pid: 4242,
+                command: "bash".into(),
+            })
+        );
+        assert_eq!(parse_tmux("work\t3\t4242\tbash"), None);
+        assert_eq!(parse_tmux("work\t%3\tx\tbash"), None);
+        assert_eq!(parse_tmux(""), None);
+    }
+}

@@ -1,0 +1,186 @@
+//! The census helper, real and deliberately broken, behind the admission
+//! service's queue.
+
+use std::time::{Duration, Instant};
+
+use clankie_admission::helper::{Failure, HelperClient, MAX_QUEUE};
+use clankie_proto::helper::v1 as pb;
+use clankie_tests::{bin_dir, file_lines, python, repo_root};
+use tokio_util::sync::CancellationToken;
+
+fn real() -> Vec<String> {
+    vec![bin_dir().join("clankie-helper").display().to_string()]
+}
+
+fn fake(args: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        python().display().to_string(),
+        repo_root()
+            .join("tests/peers/fake_helper.py")
+            .display()
+            .to_string(),
+    ];
+    v.extend(args.iter().map(|s| s.to_string()));
+    v
+}
+
+fn ping() -> pb::request::Job {
+    pb::request::Job::Ping(pb::Ping {})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_real_helper_observes_processes_and_socket_holders() {
+    let client = HelperClient::start(real(), CancellationToken::new());
+    let reply = client.run(ping()).await.expect("ping");
+    assert!(matches!(reply.result, Some(pb::reply::Result::Pong(_))));
+
+    let me = std::process::id() as i32;
+    let reply = client
+        .run(pb::request::Job::Observe(pb::ObserveProcesses {
+            pids: vec![me],
+            with_ancestry: true,
+        }))
+        .await
+        .expect("observe");
+    let Some(pb::reply::Result::Observation(obs)) = reply.result else {
+        panic!("observation expected: {reply:?}");
+    };
+    assert_eq!(obs.processes[0].pid, me);
+    assert!(obs.processes[0].pidfs_id > 0);
+    assert!(!obs.processes[0].executable.is_empty());
+    assert!(obs.processes.len() >= 2, "the ancestry reaches init");
+    assert_eq!(obs.processes.last().map(|p| p.ppid), Some(0));
+
+    let (a, _b) = std::os::unix::net::UnixStream::pair().expect("pair");
+    let inode = {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(format!("/proc/self/fd/{}", a.as_raw_fd()))
+            .expect("fd")
+            .ino()
+    };
+    let reply = client
+        .run(pb::request::Job::SocketHolders(pb::FindSocketHolders {
+            inode,
+            uid: None,
+        }))
+        .await
+        .expect("census");
+    let Some(pb::reply::Result::Holders(h)) = reply.result else {
+        panic!("holders expected: {reply:?}");
+    };
+    assert_eq!(h.pids, vec![me]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn garbage_and_wrong_ids_refuse_and_a_later_request_starts_a_fresh_helper() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("starts");
+    let mut cmd = fake(&["garbage"]);
+    cmd.insert(0, "env".into());
+    cmd.insert(1, format!("FAKE_HELPER_LOG={}", log.display()));
+    let client = HelperClient::start(cmd, CancellationToken::new());
+    assert_eq!(client.run(ping()).await.err(), Some(Failure::Malformed));
+    assert_eq!(client.run(ping()).await.err(), Some(Failure::Malformed));
+    assert_eq!(
+        file_lines(&log).len(),
+        2,
+        "each failure closes the helper; the next job starts one"
+    );
+
+    let client = HelperClient::start(fake(&["wrong-id"]), CancellationToken::new());
+    assert_eq!(client.run(ping()).await.err(), Some(Failure::Malformed));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_helper_killed_mid_job_refuses_then_a_fresh_helper_serves() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let marker = dir.path().join("second");
+    // The first helper never answers (to be killed); the next is the real one.
+    let script = format!(
+        "if [ -e {m} ]; then exec {real}; else touch {m}; exec sleep 30; fi",
+        m = marker.display(),
+        real = real()[0]
+    );
+    let client = HelperClient::start(
+        vec!["sh".into(), "-c".into(), script],
+        CancellationToken::new(),
+    );
+    let job = tokio::spawn({
+        let client = client.clone();
+        async move { client.run(ping()).await }
+    });
+    // Find the silent helper and kill it.
+    let mut killed = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let me = std::process::id() as i32;
+        // Only once `sh` has become `sleep 30` (argv "sleep\030"), so the
+        // marker exists and the next start runs the real helper.
+        for pid in clankie_tests::Stack::children_matching(me, "sleep\u{0}30") {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            killed = true;
+        }
+        if killed {
+            break;
+        }
+    }
+    assert!(killed);
+    let started = Instant::now();
+    assert_eq!(job.await.expect("join").err(), Some(Failure::Exited));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "exit is noticed at once"
+    );
+    let reply = client.run(ping()).await.expect("fresh helper");
+    assert!(matches!(reply.result, Some(pb::reply::Result::Pong(_))));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_queue_is_bounded_and_cancelling_removes_only_that_job() {
+    // A helper that never answers keeps the first job active for its 10 s.
+    let client = HelperClient::start(fake(&["silent"]), CancellationToken::new());
+    let mut jobs = Vec::new();
+    for _ in 0..(MAX_QUEUE + 40) {
+        let c = client.clone();
+        jobs.push(tokio::spawn(async move { c.run(ping()).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(client.queued(), MAX_QUEUE);
+    let mut full = 0;
+    let mut waiting = Vec::new();
+    for j in jobs {
+        if j.is_finished() {
+            assert_eq!(j.await.expect("join").err(), Some(Failure::QueueFull));
+            full += 1;
+        } else {
+            waiting.push(j);
+        }
+    }
+    assert_eq!(full, 39, "one active, 128 queued, the rest refused");
+    // Cancel one queued job: only it leaves the queue.
+    waiting.pop().expect("a queued job").abort();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(client.queued(), MAX_QUEUE - 1);
+    for j in waiting {
+        j.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_active_job_is_drained_before_the_next_job() {
+    let client = HelperClient::start(fake(&["delay", "0.3"]), CancellationToken::new());
+    client.run(ping()).await.expect("warm up");
+    let active = tokio::spawn({
+        let c = client.clone();
+        async move { c.run(ping()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    active.abort();
+    // The next job gets its own reply (matching id), not the cancelled one's.
+    let reply = client.run(ping()).await.expect("next job");
+    assert!(matches!(reply.result, Some(pb::reply::Result::Pong(_))));
+}
