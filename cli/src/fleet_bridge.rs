@@ -76,9 +76,16 @@ impl ClientHandler for UpstreamHandler {
     }
 }
 
+/// Where the gateway is reached.
+enum Route {
+    /// Streamable HTTP with a fleet bearer (remote links).
+    Bearer { url: String, token: String },
+    /// The gateway's local Unix socket: no token, the kernel proves the pane.
+    Local { socket: String },
+}
+
 struct Upstream {
-    url: String,
-    token: String,
+    route: Route,
     conn: Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
     /// The last verified tool list.
     tools: RwLock<Option<Vec<Tool>>>,
@@ -95,16 +102,28 @@ impl Upstream {
         {
             return Ok(c.peer().clone());
         }
+        use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-        let cfg = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
-            .auth_header(self.token.clone())
-            .reinit_on_expired_session(true);
-        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(cfg);
         let handler = UpstreamHandler {
             relist: self.relist.clone(),
         };
-        let running = tokio::time::timeout(Duration::from_secs(10), handler.serve(transport))
-            .await
+        let started = match &self.route {
+            Route::Bearer { url, token } => {
+                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .auth_header(token.clone())
+                    .reinit_on_expired_session(true);
+                let transport = StreamableHttpClientTransport::from_config(cfg);
+                tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
+            }
+            Route::Local { socket } => {
+                let cfg = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp")
+                    .reinit_on_expired_session(true);
+                let transport =
+                    StreamableHttpClientTransport::from_unix_socket_with_config(socket, cfg);
+                tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
+            }
+        };
+        let running = started
             .map_err(|_| "the gateway did not answer initialize in 10 s".to_string())?
             .map_err(|e| e.to_string())?;
         let peer = running.peer().clone();
@@ -157,6 +176,14 @@ fn same(a: &[Tool], b: &[Tool]) -> bool {
     serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
 }
 
+fn hint(code: &str) -> &'static str {
+    if code == "fleet_admission_unavailable" {
+        "retry shortly; if it persists, ask the lead to inspect admission"
+    } else {
+        "ask the lead for fleet admission"
+    }
+}
+
 fn is_refusal(msg: &str) -> bool {
     PRE_FORWARD.iter().any(|r| msg.contains(r))
 }
@@ -196,7 +223,16 @@ impl FleetServer {
             let peer = match self.up.peer().await {
                 Ok(p) => p,
                 Err(e) => {
-                    // Nothing was sent: the connection itself failed.
+                    // Nothing was sent: the connection itself failed, or the
+                    // gateway refused it before any tool was reached.
+                    if let Some(code) = PRE_FORWARD.iter().find(|r| e.contains(**r)) {
+                        if *code == "fleet_admission_unavailable" && !retried {
+                            retried = true;
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
+                        return refusal_result(code, format!("{e}; {}", hint(code)));
+                    }
                     return refusal_result(
                         "fleet_admission_unavailable",
                         format!(
@@ -217,12 +253,7 @@ impl FleetServer {
                 continue;
             }
             if let Some(code) = PRE_FORWARD.iter().find(|r| err.contains(**r)) {
-                let hint = if *code == "fleet_admission_unavailable" {
-                    "retry shortly; if it persists, ask the lead to inspect admission"
-                } else {
-                    "ask the lead for fleet admission"
-                };
-                return refusal_result(code, format!("{err}; {hint}"));
+                return refusal_result(code, format!("{err}; {}", hint(code)));
             }
             self.up.drop_connection().await;
             return match receipt_id {
@@ -295,7 +326,7 @@ impl ServerHandler for FleetServer {
     }
 }
 
-fn discover_url(paths: &StatePaths) -> anyhow::Result<String> {
+fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
     let bytes = std::fs::read(paths.gateway_discovery()).with_context(|| {
         format!(
             "no gateway discovery file in {}; pass --url or set CLANKIE_FLEET_URL",
@@ -304,10 +335,10 @@ fn discover_url(paths: &StatePaths) -> anyhow::Result<String> {
     })?;
     let v: Value =
         serde_json::from_slice(&bytes).context("the gateway discovery file is unreadable")?;
-    v.get("mcp")
+    v.get(key)
         .and_then(Value::as_str)
         .map(str::to_string)
-        .context("the gateway discovery file names no MCP URL")
+        .with_context(|| format!("the gateway discovery file names no {key}"))
 }
 
 pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -315,17 +346,22 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         bail!("choose a mode: `clankie mcp --fleet`");
     }
     clankie_runtime::telemetry::init("fleet-bridge");
-    let url = match args.url {
-        Some(u) => u,
-        None => discover_url(&paths)?,
+    // With a token: the remote route. Without: the local socket, where the
+    // kernel proves this process runs in a linked pane.
+    let route = match args.token.filter(|t| !t.trim().is_empty()) {
+        Some(token) => Route::Bearer {
+            url: match args.url {
+                Some(u) => u,
+                None => discovery(&paths, "mcp")?,
+            },
+            token,
+        },
+        None => Route::Local {
+            socket: discovery(&paths, "unix")?,
+        },
     };
-    let token = args
-        .token
-        .filter(|t| !t.trim().is_empty())
-        .context("a fleet token is required: set CLANKIE_FLEET_TOKEN or pass --token")?;
     let up = Arc::new(Upstream {
-        url,
-        token,
+        route,
         conn: Mutex::new(None),
         tools: RwLock::new(None),
         last_error: RwLock::new(String::new()),

@@ -55,6 +55,25 @@ pub enum FleetCommand {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Pin one multiplexer session to a fleet: processes in its panes get
+    /// the fleet tools through the local socket, with no token.
+    Link {
+        /// A tmux server socket (`tmux -S SOCKET`).
+        #[arg(long, conflicts_with = "herdr")]
+        tmux: Option<std::path::PathBuf>,
+        /// The tmux session to pin (default: every session of that server).
+        #[arg(long, requires = "tmux")]
+        session: Option<String>,
+        /// Link the Herdr server (socket from --socket or Herdr's own search order).
+        #[arg(long)]
+        herdr: bool,
+        /// Herdr's API socket.
+        #[arg(long, requires = "herdr")]
+        socket: Option<std::path::PathBuf>,
+        /// The fleet the panes join.
+        #[arg(long, default_value = "local")]
+        fleet: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -258,6 +277,25 @@ pub async fn accounts(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+/// Herdr's socket in its own search order.
+fn clankie_admission_discover_herdr() -> anyhow::Result<std::path::PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let mut candidates = Vec::new();
+    candidates.extend(env("HERDR_SOCKET_PATH"));
+    candidates.extend(env("XDG_RUNTIME_DIR").map(|d| d.join("herdr.sock")));
+    candidates.extend(env("XDG_CONFIG_HOME").map(|d| d.join("herdr/herdr.sock")));
+    candidates.extend(env("HOME").map(|h| h.join(".config/herdr/herdr.sock")));
+    candidates.push("/tmp/herdr.sock".into());
+    candidates
+        .into_iter()
+        .find(|p| p.exists())
+        .context("no Herdr socket found; pass --socket")
+}
+
 fn tools_name(t: i32) -> &'static str {
     match FleetTools::try_from(t) {
         Ok(FleetTools::Connected) => "connected",
@@ -276,6 +314,7 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
                 serde_json::json!({
                     "linkId": l.link_id, "fleet": l.fleet, "kind": l.kind,
                     "label": l.label, "createdAtMs": l.created_at_ms,
+                    "socket": l.socket, "session": l.session,
                 })
             })
             .collect();
@@ -294,8 +333,15 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
         println!("links: none (create one with `clankie fleet token create FLEET`)");
     }
     for l in &s.links {
+        let scope = if l.kind == "bearer" {
+            "(pane:unverified)".to_string()
+        } else if l.session.is_empty() {
+            format!("socket={}", l.socket)
+        } else {
+            format!("socket={} session={}", l.socket, l.session)
+        };
         println!(
-            "link {} fleet={} kind={} (pane:unverified){}",
+            "link {} fleet={} kind={} {scope}{}",
             l.link_id,
             l.fleet,
             l.kind,
@@ -335,6 +381,48 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 .map_err(refused)?
                 .into_inner();
             print_status(&s, false);
+        }
+        FleetCommand::Link {
+            tmux,
+            session,
+            herdr,
+            socket,
+            fleet,
+        } => {
+            let (kind, socket) = match (tmux, herdr) {
+                (Some(t), false) => ("tmux", t),
+                (None, true) => (
+                    "herdr",
+                    match socket {
+                        Some(s) => s,
+                        None => clankie_admission_discover_herdr()?,
+                    },
+                ),
+                _ => bail!("choose --tmux SOCKET or --herdr"),
+            };
+            let socket = std::path::absolute(&socket)?;
+            let link = client
+                .create_local_link(apb::CreateLocalLinkRequest {
+                    fleet,
+                    kind: kind.into(),
+                    socket: socket.display().to_string(),
+                    session: session.unwrap_or_default(),
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            println!(
+                "linked {} {}{} to fleet {} as {}",
+                link.kind,
+                link.socket,
+                if link.session.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (session {})", link.session)
+                },
+                link.fleet,
+                link.link_id
+            );
         }
         FleetCommand::Token { command } => match command {
             TokenCommand::Create { fleet, label } => {

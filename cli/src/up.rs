@@ -60,9 +60,11 @@ fn locate_binaries(args: &UpArgs) -> anyhow::Result<PathBuf> {
             .context("the clankie executable has no folder")?
             .to_path_buf(),
     };
+    // The census helper is started by the admission service, from beside it.
     let missing: Vec<&str> = SERVICES
         .iter()
         .copied()
+        .chain(["helper"])
         .filter(|s| !dir.join(format!("clankie-{s}")).exists())
         .collect();
     if missing.is_empty() {
@@ -83,7 +85,7 @@ fn locate_binaries(args: &UpArgs) -> anyhow::Result<PathBuf> {
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
-    for s in SERVICES {
+    for s in SERVICES.iter().chain(&["helper"]) {
         cmd.arg("-p").arg(format!("clankie-{s}"));
     }
     let status = cmd.status().context("running cargo build")?;

@@ -10,6 +10,7 @@
 //! Does not own: any state, accounts, receipts or settings.
 
 mod bridge;
+pub mod local;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -119,6 +120,7 @@ impl Gateway {
         let body = json!({
             "url": format!("http://{addr}"),
             "mcp": format!("http://{addr}/mcp"),
+            "unix": self.shared.paths.local_mcp_socket(),
             "pid": std::process::id(),
         });
         clankie_runtime::state::save_json(&self.shared.paths.gateway_discovery(), &body)
@@ -163,6 +165,24 @@ impl Gateway {
             .await?;
         Ok(())
     }
+
+    /// Serves HTTP on the local Unix socket until `shutdown`. Each
+    /// connection's peer is named by the kernel and proven once; later
+    /// requests on it reuse the proof after a cheap recheck.
+    pub async fn serve_local(
+        &self,
+        listener: tokio::net::UnixListener,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let router = self.router(shutdown.clone());
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<local::LocalPeer>(),
+        )
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await?;
+        Ok(())
+    }
 }
 
 /// The JSON body of a refusal: `{"error": {"code", "message", "retryable"}}`.
@@ -178,6 +198,12 @@ pub fn refusal(e: &ClankieError) -> Response {
         })),
     )
         .into_response();
+    if e.code == ErrorCode::FleetAdmissionUnavailable {
+        resp.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+    }
     if e.code.http() == http::StatusCode::UNAUTHORIZED
         && let Ok(v) = http::HeaderValue::from_str(&format!("Bearer error=\"{}\"", e.code.as_str()))
     {
@@ -211,6 +237,25 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| t.trim().to_string())
         .unwrap_or_default();
+    let local_peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<local::LocalPeer>>()
+        .map(|c| c.0.clone());
+    if bearer.is_empty()
+        && let Some(peer) = local_peer
+    {
+        return match local::admit(&shared, &peer).await {
+            Ok(admitted) => {
+                req.extensions_mut().insert(admitted);
+                let req = match checked_body(req).await {
+                    Ok(req) => req,
+                    Err(resp) => return resp,
+                };
+                jsonrpc_errors(next.run(req).await).await
+            }
+            Err(e) => refusal(&e),
+        };
+    }
     if bearer.is_empty() {
         let e = ErrorCode::FleetCredentialRequired
             .err("a fleet bearer token is required; ask the lead for a fleet link");

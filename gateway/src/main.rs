@@ -34,6 +34,9 @@ async fn main() -> anyhow::Result<()> {
     let socket = paths.socket("gateway");
     let grpc_listener = uds::bind(&socket).await?;
     let _guard = uds::SocketGuard(socket);
+    let local_socket = paths.local_mcp_socket();
+    let local_listener = uds::bind(&local_socket).await?;
+    let _local_guard = uds::SocketGuard(local_socket);
     let gateway = clankie_gateway::Options {
         paths: paths.clone(),
         allowed_hosts: args.allowed_hosts,
@@ -49,7 +52,13 @@ async fn main() -> anyhow::Result<()> {
         None,
         shutdown.clone(),
     ));
+    let local = {
+        let gateway = gateway.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { gateway.serve_local(local_listener, shutdown).await })
+    };
     gateway.serve(tcp, shutdown.clone()).await?;
+    let _ = local.await;
     let _ = std::fs::remove_file(paths.gateway_discovery());
     let _ = health.await;
     telemetry::shutdown();

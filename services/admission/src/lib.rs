@@ -13,6 +13,7 @@
 //! file reads as `tools: off`. Neither file is overwritten while unreadable.
 
 pub mod helper;
+pub mod local;
 pub mod panes;
 
 use std::collections::HashMap;
@@ -53,9 +54,37 @@ struct LinkRecord {
     link_id: String,
     fleet: String,
     kind: String,
+    #[serde(default)]
     label: String,
+    /// Bearer links only.
+    #[serde(default)]
     token_sha256: String,
     created_at_ms: i64,
+    /// Local links: the multiplexer's socket and (tmux) session.
+    #[serde(default)]
+    socket: String,
+    #[serde(default)]
+    session: String,
+}
+
+impl LinkRecord {
+    fn local(&self) -> Option<local::LocalLink> {
+        let host = match self.kind.as_str() {
+            "tmux" => local::Host::Tmux(panes::Tmux {
+                socket: self.socket.clone().into(),
+                session: (!self.session.is_empty()).then(|| self.session.clone()),
+            }),
+            "herdr" => local::Host::Herdr(panes::Herdr {
+                socket: self.socket.clone().into(),
+            }),
+            _ => return None,
+        };
+        Some(local::LocalLink {
+            link_id: self.link_id.clone(),
+            fleet: self.fleet.clone(),
+            host,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -102,20 +131,48 @@ struct Ticket {
     link_id: String,
     principal: Principal,
     expires: Instant,
+    /// Set for local proofs: what the cheap recheck compares against.
+    local: Option<(local::LocalLink, local::Proof)>,
 }
+
+/// A local proof's ticket lives while its connection is used: each
+/// successful recheck extends it by this much (the idle connection limit).
+pub const LOCAL_TICKET_IDLE: Duration = Duration::from_secs(600);
 
 /// Options for the admission service.
 pub struct Options {
     paths: StatePaths,
+    /// The census helper's command (default: `clankie-helper` beside this
+    /// executable, or `$CLANKIE_HELPER_BIN`).
+    pub helper: Vec<String>,
+}
+
+/// The default helper command.
+pub fn default_helper() -> Vec<String> {
+    if let Some(bin) = std::env::var_os("CLANKIE_HELPER_BIN") {
+        return vec![bin.to_string_lossy().to_string()];
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("clankie-helper")))
+        .unwrap_or_else(|| "clankie-helper".into());
+    vec![beside.to_string_lossy().to_string()]
 }
 
 impl Options {
     pub fn new(paths: StatePaths) -> Self {
-        Options { paths }
+        Options {
+            paths,
+            helper: default_helper(),
+        }
     }
 
-    /// Loads state and the owner credential.
-    pub fn build(self) -> anyhow::Result<AdmissionService> {
+    /// Loads state and the owner credential; the helper starts on first use
+    /// and is closed at `shutdown`.
+    pub fn build(
+        self,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) -> anyhow::Result<AdmissionService> {
         let dir = self.paths.service_dir("admission");
         state::private_dir(&dir)?;
         let owner = OwnerCheck::load(&self.paths.owner_credential())?;
@@ -153,8 +210,10 @@ impl Options {
             }
         };
         let (settings_tx, _) = watch::channel(settings);
+        let helper = helper::HelperClient::start(self.helper, shutdown);
         Ok(AdmissionService {
             inner: Arc::new(Inner {
+                helper,
                 owner,
                 links_path,
                 settings_path,
@@ -167,6 +226,7 @@ impl Options {
 }
 
 struct Inner {
+    helper: helper::HelperClient,
     owner: OwnerCheck,
     links_path: PathBuf,
     settings_path: PathBuf,
@@ -210,6 +270,7 @@ impl AdmissionService {
         let link = links
             .links
             .iter()
+            .filter(|l| l.kind == "bearer")
             .find(|l| owner::constant_time_eq(l.token_sha256.as_bytes(), hash.as_bytes()))
             .ok_or_else(|| {
                 ErrorCode::FleetCredentialInvalid
@@ -226,26 +287,37 @@ impl AdmissionService {
         ))
     }
 
-    fn issue_ticket(&self, link_id: String, principal: Principal) -> String {
+    fn issue_ticket(
+        &self,
+        link_id: String,
+        principal: Principal,
+        local: Option<(local::LocalLink, local::Proof)>,
+    ) -> String {
         let ticket = owner::random_token("tkt");
         let now = Instant::now();
         let mut tickets = lock(&self.inner.tickets);
         if tickets.len() > 4096 {
             tickets.retain(|_, t| t.expires > now);
         }
+        let ttl = if local.is_some() {
+            LOCAL_TICKET_IDLE
+        } else {
+            TICKET_TTL
+        };
         tickets.insert(
             ticket.clone(),
             Ticket {
                 link_id,
                 principal,
-                expires: now + TICKET_TTL,
+                expires: now + ttl,
+                local,
             },
         );
         ticket
     }
 
-    fn recheck(&self, ticket: &str) -> Result<(Principal, pb::FleetSettings), ClankieError> {
-        let (link_id, principal) = {
+    async fn recheck(&self, ticket: &str) -> Result<(Principal, pb::FleetSettings), ClankieError> {
+        let (link_id, principal, local) = {
             let tickets = lock(&self.inner.tickets);
             let t = tickets.get(ticket).ok_or_else(|| {
                 ErrorCode::FleetCredentialRequired
@@ -254,8 +326,18 @@ impl AdmissionService {
             if t.expires <= Instant::now() {
                 return Err(ErrorCode::FleetCredentialRequired.err("the admission ticket expired"));
             }
-            (t.link_id.clone(), t.principal.clone())
+            (t.link_id.clone(), t.principal.clone(), t.local.clone())
         };
+        // A local proof is rechecked cheaply; a failure discards it.
+        if let Some((link, proof)) = &local {
+            if let Err(e) = local::recheck(&self.inner.helper, link, proof).await {
+                lock(&self.inner.tickets).remove(ticket);
+                return Err(e);
+            }
+            if let Some(t) = lock(&self.inner.tickets).get_mut(ticket) {
+                t.expires = Instant::now() + LOCAL_TICKET_IDLE;
+            }
+        }
         // Admission first: the link must still exist.
         {
             let (links, unreadable) = &*lock(&self.inner.links);
@@ -287,7 +369,7 @@ impl pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<pb::AdmitResponse>, Status> {
         let bearer = request.into_inner().bearer;
         let (link_id, principal) = self.admit_bearer(&bearer).map_err(refused)?;
-        let ticket = self.issue_ticket(link_id, principal.clone());
+        let ticket = self.issue_ticket(link_id, principal.clone(), None);
         let settings = self.inner.settings.borrow().to_pb();
         Ok(Response::new(pb::AdmitResponse {
             ticket,
@@ -302,6 +384,7 @@ impl pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<pb::RecheckResponse>, Status> {
         let (principal, settings) = self
             .recheck(&request.into_inner().ticket)
+            .await
             .map_err(refused)?;
         Ok(Response::new(pb::RecheckResponse {
             principal: Some(principal),
@@ -328,19 +411,12 @@ impl pb::admission_server::Admission for AdmissionService {
             label: req.label,
             token_sha256: owner::token_hash(&token),
             created_at_ms: now_ms(),
+            socket: String::new(),
+            session: String::new(),
         };
         {
             let mut guard = lock(&self.inner.links);
-            if guard.1 {
-                return Err(ErrorCode::FleetAdmissionUnavailable
-                    .err("fleet links cannot be read; not overwriting them")
-                    .into());
-            }
-            let mut next = guard.0.clone();
-            next.version = 1;
-            next.links.push(record.clone());
-            self.save_links(&next)?;
-            guard.0 = next;
+            self.add_link(&mut guard, record.clone())?;
         }
         tracing::info!(fleet = %record.fleet, link = %record.link_id, "fleet bearer link created");
         Ok(Response::new(pb::CreateFleetTokenResponse {
@@ -428,6 +504,86 @@ impl pb::admission_server::Admission for AdmissionService {
         Ok(Response::new(self.status()))
     }
 
+    async fn create_local_link(
+        &self,
+        request: Request<pb::CreateLocalLinkRequest>,
+    ) -> Result<Response<pb::FleetLink>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        if !valid_fleet_name(&req.fleet) {
+            return Err(ErrorCode::InvalidArgument
+                .err("fleet names use lowercase letters, digits and dashes (at most 40)")
+                .into());
+        }
+        if req.kind != "tmux" && req.kind != "herdr" {
+            return Err(ErrorCode::InvalidArgument
+                .err("a local link is tmux or herdr")
+                .into());
+        }
+        if !req.socket.starts_with('/') {
+            return Err(ErrorCode::InvalidArgument
+                .err("give the multiplexer's socket as an absolute path")
+                .into());
+        }
+        let record = LinkRecord {
+            link_id: format!("link-{}", &owner::random_token("x")[2..14]),
+            fleet: req.fleet,
+            kind: req.kind,
+            label: String::new(),
+            token_sha256: String::new(),
+            created_at_ms: now_ms(),
+            socket: req.socket,
+            session: req.session,
+        };
+        {
+            let mut guard = lock(&self.inner.links);
+            self.add_link(&mut guard, record.clone())?;
+        }
+        tracing::info!(fleet = %record.fleet, link = %record.link_id, kind = %record.kind, "fleet local link created");
+        Ok(Response::new(link_pb(&record)))
+    }
+
+    async fn prove_local(
+        &self,
+        request: Request<pb::ProveLocalRequest>,
+    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        let req = request.into_inner();
+        let links: Vec<local::LocalLink> = {
+            let (links, unreadable) = &*lock(&self.inner.links);
+            if *unreadable {
+                return Err(ErrorCode::FleetAdmissionUnavailable
+                    .err("fleet links cannot be read")
+                    .into());
+            }
+            links.links.iter().filter_map(LinkRecord::local).collect()
+        };
+        // Refusals are logged inside the proof with their reason and stage.
+        let proof =
+            local::prove(&self.inner.helper, &links, req.pid, req.uid, req.pidfs_id).await?;
+        let link = links
+            .iter()
+            .find(|l| l.link_id == proof.link_id)
+            .cloned()
+            .ok_or_else(|| ErrorCode::Internal.err("the proving link vanished"))?;
+        let principal = Principal {
+            fleet_id: proof.fleet.clone(),
+            pane_id: proof.pane_id.clone(),
+            mode: AdmissionMode::Local as i32,
+            link_id: proof.link_id.clone(),
+        };
+        let ticket = self.issue_ticket(
+            proof.link_id.clone(),
+            principal.clone(),
+            Some((link, proof)),
+        );
+        let settings = self.inner.settings.borrow().to_pb();
+        Ok(Response::new(pb::AdmitResponse {
+            ticket,
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
     type WatchSettingsStream = SettingsStream;
 
     async fn watch_settings(
@@ -443,6 +599,20 @@ impl pb::admission_server::Admission for AdmissionService {
 use tokio_stream::StreamExt as _;
 
 impl AdmissionService {
+    fn add_link(&self, guard: &mut (LinksFile, bool), record: LinkRecord) -> Result<(), Status> {
+        if guard.1 {
+            return Err(ErrorCode::FleetAdmissionUnavailable
+                .err("fleet links cannot be read; not overwriting them")
+                .into());
+        }
+        let mut next = guard.0.clone();
+        next.version = 1;
+        next.links.push(record);
+        self.save_links(&next)?;
+        guard.0 = next;
+        Ok(())
+    }
+
     fn status(&self) -> pb::FleetStatusResponse {
         let settings = self.inner.settings.borrow().to_pb();
         let links = lock(&self.inner.links)
@@ -465,6 +635,8 @@ fn link_pb(l: &LinkRecord) -> pb::FleetLink {
         kind: l.kind.clone(),
         label: l.label.clone(),
         created_at_ms: l.created_at_ms,
+        socket: l.socket.clone(),
+        session: l.session.clone(),
     }
 }
 
@@ -476,7 +648,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let paths = StatePaths::new(dir.path());
         owner::ensure_owner_token(&paths.owner_credential()).expect("owner");
-        let svc = Options::new(paths).build().expect("build");
+        let svc = Options::new(paths)
+            .build(tokio_util::sync::CancellationToken::new())
+            .expect("build");
         (dir, svc)
     }
 
@@ -490,12 +664,14 @@ mod tests {
             label: String::new(),
             token_sha256: owner::token_hash(token),
             created_at_ms: 0,
+            socket: String::new(),
+            session: String::new(),
         });
         id
     }
 
-    #[test]
-    fn bearer_admits_fleet_not_pane_and_revocation_ends_tickets() {
+    #[tokio::test]
+    async fn bearer_admits_fleet_not_pane_and_revocation_ends_tickets() {
         let (_d, svc) = service();
         let link = add_link(&svc, "secret");
         assert_eq!(
@@ -509,23 +685,25 @@ mod tests {
         let (link_id, p) = svc.admit_bearer("secret").expect("admit");
         assert_eq!(p.fleet_id, "alpha");
         assert!(p.pane_id.is_empty());
-        let ticket = svc.issue_ticket(link_id, p);
-        svc.recheck(&ticket).expect("recheck");
+        let ticket = svc.issue_ticket(link_id, p, None);
+        svc.recheck(&ticket).await.expect("recheck");
         lock(&svc.inner.links).0.links.retain(|l| l.link_id != link);
         assert_eq!(
-            svc.recheck(&ticket).expect_err("revoked").code,
+            svc.recheck(&ticket).await.expect_err("revoked").code,
             ErrorCode::FleetAdmissionRevoked
         );
     }
 
-    #[test]
-    fn unreadable_settings_read_as_off() {
+    #[tokio::test]
+    async fn unreadable_settings_read_as_off() {
         let dir = tempfile::tempdir().expect("tempdir");
         let paths = StatePaths::new(dir.path());
         owner::ensure_owner_token(&paths.owner_credential()).expect("owner");
         std::fs::create_dir_all(paths.service_dir("admission")).expect("dir");
         std::fs::write(paths.service_dir("admission").join("settings.json"), b"{{").expect("w");
-        let svc = Options::new(paths).build().expect("build");
+        let svc = Options::new(paths)
+            .build(tokio_util::sync::CancellationToken::new())
+            .expect("build");
         assert_eq!(
             svc.inner.settings.borrow().to_pb().tools,
             FleetTools::Off as i32

@@ -20,11 +20,11 @@ async fn main() -> anyhow::Result<()> {
         .state
         .map(StatePaths::new)
         .unwrap_or_else(StatePaths::from_env);
-    let service = clankie_admission::Options::new(paths.clone()).build()?;
+    let shutdown = shutdown::on_signals();
+    let service = clankie_admission::Options::new(paths.clone()).build(shutdown.clone())?;
     let socket = paths.socket("admission");
     let listener = uds::bind(&socket).await?;
     let _guard = uds::SocketGuard(socket);
-    let shutdown = shutdown::on_signals();
     tracing::info!("admission serving");
     grpc::serve(
         listener,

@@ -45,6 +45,12 @@ impl StatePaths {
         self.run_dir().join(format!("{service}.sock"))
     }
 
+    /// The gateway's local MCP socket: HTTP over a Unix socket, admitted by
+    /// kernel proof of the connecting process.
+    pub fn local_mcp_socket(&self) -> PathBuf {
+        self.run_dir().join("mcp.sock")
+    }
+
     /// The gateway's discovery file: where bridges find its address.
     pub fn gateway_discovery(&self) -> PathBuf {
         self.run_dir().join("gateway.json")

@@ -1,0 +1,38 @@
+"""Runs `clankie mcp --fleet` with no token (the local socket route), lists
+its tools and calls mcp-server-time through it; writes what it saw to OUT.
+
+Usage: python local_call.py CLANKIE_BIN OUT
+"""
+import json
+import os
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+
+async def main() -> None:
+    clankie, out = sys.argv[1], sys.argv[2]
+    env = {k: v for k, v in os.environ.items() if k != "CLANKIE_FLEET_TOKEN"}
+    seen = {}
+    params = StdioServerParameters(command=clankie, args=["mcp", "--fleet"], env=env)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            try:
+                tools = await s.list_tools()
+                seen["tools"] = sorted(t.name for t in tools.tools)
+            except Exception as e:  # the refusal is what some tests expect
+                seen["list_error"] = str(e)
+            r = await s.call_tool(
+                "clankie_call",
+                {"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}},
+            )
+            seen["call"] = r.structured_content
+            seen["isError"] = r.is_error
+    with open(out + ".tmp", "w") as f:
+        json.dump(seen, f)
+    os.rename(out + ".tmp", out)
+
+
+anyio.run(main)
