@@ -136,3 +136,191 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
         "nothing was forwarded for the refused client"
     );
 }
+
+mod proof {
+    use super::*;
+    use clankie_proto::admission::v1 as apb;
+    use clankie_runtime::grpc::{self, Meta};
+
+    fn admission(stack: &Stack) -> apb::admission_client::AdmissionClient<grpc::Client> {
+        apb::admission_client::AdmissionClient::new(grpc::client(
+            &stack.state.path().join("run/admission.sock"),
+            Meta::default(),
+        ))
+    }
+
+    fn reason(status: &tonic::Status) -> String {
+        clankie_runtime::ClankieError::from_status(status)
+            .code
+            .to_string()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_pane_process_is_proven_and_loses_its_proof_when_the_pane_goes() {
+        let stack = Stack::start().await.expect("stack");
+        let tmux = Tmux::start();
+        let socket = tmux.socket.display().to_string();
+        stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+        // A pane whose process is `sleep` itself: the pane's shell.
+        let out = tmux.run(&[
+            "split-window",
+            "-t",
+            "work",
+            "-P",
+            "-F",
+            "#{pane_id} #{pane_pid}",
+            "exec sleep 300",
+        ]);
+        let (pane, pid) = out.split_once(' ').expect("pane and pid");
+        let pid: i32 = pid.parse().expect("pid");
+        let mut admission = admission(&stack);
+        let me = nix::unistd::getuid().as_raw();
+        let resp = admission
+            .prove_local(apb::ProveLocalRequest {
+                pid,
+                uid: me,
+                pidfs_id: 0,
+            })
+            .await
+            .expect("proven")
+            .into_inner();
+        let principal = resp.principal.expect("principal");
+        assert_eq!(principal.pane_id, pane);
+        assert_eq!(principal.fleet_id, "local");
+        admission
+            .recheck(apb::RecheckRequest {
+                ticket: resp.ticket.clone(),
+            })
+            .await
+            .expect("recheck while the pane lives");
+
+        // The pane goes: the next recheck refuses and the proof is gone.
+        tmux.run(&["kill-pane", "-t", pane]);
+        let err = admission
+            .recheck(apb::RecheckRequest {
+                ticket: resp.ticket.clone(),
+            })
+            .await
+            .expect_err("refused");
+        assert_eq!(reason(&err), "local_process_membership_required");
+        let err = admission
+            .recheck(apb::RecheckRequest {
+                ticket: resp.ticket,
+            })
+            .await
+            .expect_err("the proof was discarded");
+        assert_eq!(reason(&err), "fleet_credential_required");
+        // And a full proof of that (now dead) process refuses too.
+        let err = admission
+            .prove_local(apb::ProveLocalRequest {
+                pid,
+                uid: me,
+                pidfs_id: 0,
+            })
+            .await
+            .expect_err("gone");
+        assert_eq!(reason(&err), "local_process_membership_required");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn another_uid_is_refused_even_when_it_claims_ours() {
+        let stack = Stack::start().await.expect("stack");
+        let tmux = Tmux::start();
+        let socket = tmux.socket.display().to_string();
+        stack.clankie_ok(&["fleet", "link", "--tmux", &socket]);
+        // A real process of another uid (nobody), inside a linked pane.
+        let out = tmux.run(&[
+            "split-window",
+            "-t",
+            "work",
+            "-P",
+            "-F",
+            "#{pane_pid}",
+            "exec setpriv --reuid=65534 --regid=65534 --clear-groups sleep 300",
+        ]);
+        let pid: i32 = out.parse().expect("pid");
+        let mut admission = admission(&stack);
+        let mut uid_seen = 0;
+        for _ in 0..50 {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            uid_seen = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if uid_seen == 65534 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(uid_seen, 65534, "the pane's process runs as nobody");
+        for claimed in [65534, nix::unistd::getuid().as_raw()] {
+            let err = admission
+                .prove_local(apb::ProveLocalRequest {
+                    pid,
+                    uid: claimed,
+                    pidfs_id: 0,
+                })
+                .await
+                .expect_err("another uid");
+            assert_eq!(
+                reason(&err),
+                "local_process_membership_required",
+                "claimed {claimed}"
+            );
+        }
+        // The local socket's folder is private: another uid cannot even connect.
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(stack.state.path().join("run"))
+                .expect("run dir")
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn two_hundred_connections_at_once_are_refused_cleanly_and_nothing_is_forwarded() {
+        let stack = Stack::start().await.expect("stack");
+        stack.connect_stdio("time", &["mcp-server-time"], &[]);
+        let tmux = Tmux::start();
+        let socket = tmux.socket.display().to_string();
+        stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+        let path = stack.state.path().join("run/mcp.sock");
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"burst","version":"0"}}}"#;
+        let mut tasks = Vec::new();
+        for _ in 0..200 {
+            let path = path.clone();
+            tasks.push(tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut s = tokio::net::UnixStream::connect(&path).await.ok()?;
+                let req = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                s.write_all(req.as_bytes()).await.ok()?;
+                let mut out = Vec::new();
+                s.read_to_end(&mut out).await.ok()?;
+                let text = String::from_utf8_lossy(&out).to_string();
+                text.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok())
+            }));
+        }
+        let all = tokio::time::timeout(Duration::from_secs(60), async {
+            let mut codes = Vec::new();
+            for t in tasks {
+                codes.push(t.await.expect("join"));
+            }
+            codes
+        })
+        .await
+        .expect("no hang");
+        let forbidden = all.iter().filter(|c| **c == Some(403)).count();
+        let unavailable = all.iter().filter(|c| **c == Some(503)).count();
+        eprintln!("burst: {forbidden} x 403, {unavailable} x 503");
+        assert_eq!(forbidden + unavailable, 200, "{all:?}");
+        assert!(
+            file_lines(&stack.state.path().join("audit/connected-calls.jsonl")).is_empty(),
+            "nothing was forwarded"
+        );
+    }
+}
