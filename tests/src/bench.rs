@@ -7,7 +7,9 @@
 //!   clankie-bench receipts   receipt cost with 1,000 vs 100,000 retained
 //!   clankie-bench search     clankie_tools query over 10,000 tools / 50
 //!                            accounts vs 100 tools / 2 accounts
-//!   clankie-bench all        all three
+//!   clankie-bench proof      local Unix-socket proof and its reuse recheck
+//!                            vs the bare kernel calls, 1,000 idle processes
+//!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
 
@@ -364,6 +366,107 @@ fn bench_search(queries: usize) {
     );
 }
 
+fn bare_kernel_calls() -> anyhow::Result<Duration> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials, sockopt::PeerPidfd};
+    let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    let t = Instant::now();
+    let creds = getsockopt(&a, PeerCredentials)?;
+    let fd = getsockopt(&a, PeerPidfd)?;
+    let st = nix::sys::stat::fstat(&fd)?;
+    std::hint::black_box((creds.pid(), st.st_ino));
+    Ok(t.elapsed())
+}
+
+async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
+    use clankie_proto::admission::v1 as apb;
+    println!("== local proof (Unix socket path) vs the bare kernel calls, 1,000 extra idle processes ==");
+    let stack = Stack::start().await?;
+    let dir = tempfile::Builder::new().prefix("tmx").tempdir_in("/tmp")?;
+    let socket = dir.path().join("tmux.sock");
+    let tmux = |args: &[&str]| -> anyhow::Result<String> {
+        let out = std::process::Command::new("tmux").arg("-S").arg(&socket).args(args).output()?;
+        anyhow::ensure!(out.status.success(), "tmux {args:?} failed");
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    tmux(&["new-session", "-d", "-s", "work"])?;
+    let pid: i32 = tmux(&["split-window", "-t", "work", "-P", "-F", "#{pane_pid}", "exec sleep 900"])?.parse()?;
+    stack.clankie_ok(&["fleet", "link", "--tmux", &socket.display().to_string(), "--session", "work"]);
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        idle.push(std::process::Command::new("sleep").arg("900").spawn()?);
+    }
+    let mut admission = apb::admission_client::AdmissionClient::new(clankie_runtime::grpc::client(
+        &stack.state.path().join("run/admission.sock"),
+        clankie_runtime::grpc::Meta::default(),
+    ));
+    let uid = nix::unistd::getuid().as_raw();
+    let prove = |mut a: apb::admission_client::AdmissionClient<clankie_runtime::grpc::Client>| async move {
+        a.prove_local(apb::ProveLocalRequest { pid, uid, pidfs_id: 0 }).await.map(|r| r.into_inner())
+    };
+    prove(admission.clone()).await?;
+    let (mut bare, mut full, mut re) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ticket = String::new();
+    for _ in 0..rounds {
+        bare.push(bare_kernel_calls()?);
+        let t = Instant::now();
+        let resp = prove(admission.clone()).await?;
+        full.push(t.elapsed());
+        ticket = resp.ticket;
+        let t = Instant::now();
+        admission.recheck(apb::RecheckRequest { ticket: ticket.clone() }).await?;
+        re.push(t.elapsed());
+    }
+    let (b, f, r) = (summarize(bare), summarize(full), summarize(re));
+    line("bare: SO_PEERCRED+SO_PEERPIDFD+fstat", &b);
+    line("full proof (ProveLocal over gRPC)", &f);
+    line("reuse recheck (Recheck over gRPC)", &r);
+    println!(
+        "  full / bare: p50 x{:.0}, p99 x{:.0}; recheck / full: p50 x{:.2}",
+        us(f.p50) / us(b.p50).max(1e-9),
+        us(f.p99) / us(b.p99).max(1e-9),
+        us(r.p50) / us(f.p50).max(1e-9)
+    );
+    // Proofs per second and CPU per proof across every process involved.
+    let cpu_before = cpu_seconds_all();
+    let t = Instant::now();
+    let n = rounds.min(300);
+    for _ in 0..n {
+        prove(admission.clone()).await?;
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds_all() - cpu_before;
+    println!(
+        "  sequential: {:.0} proofs/s; {:.2} ms CPU per proof (machine-wide); the seed's helper: ~14 proofs/s at ~35 ms CPU each (x{:.0} less CPU)",
+        n as f64 / wall,
+        cpu * 1e3 / n as f64,
+        35.0 / (cpu * 1e3 / n as f64).max(1e-9)
+    );
+    let _ = ticket;
+    for mut c in idle {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let _ = tmux(&["kill-server"]);
+    Ok(())
+}
+
+/// CPU seconds used by the whole machine so far (user + system, all cores).
+fn cpu_seconds_all() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .next()
+        .map(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .take(3)
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    ticks as f64 / 100.0
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -378,12 +481,14 @@ async fn main() -> anyhow::Result<()> {
         "call" => bench_call(rounds, secs).await?,
         "receipts" => bench_receipts(receipts).await?,
         "search" => bench_search(queries),
+        "proof" => bench_proof(rounds.min(500)).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
             bench_call(rounds, secs).await?;
+            bench_proof(rounds.min(500)).await?;
         }
-        other => anyhow::bail!("unknown benchmark {other}: call, receipts, search or all"),
+        other => anyhow::bail!("unknown benchmark {other}: call, receipts, search, proof or all"),
     }
     Ok(())
 }
