@@ -379,18 +379,40 @@ fn bare_kernel_calls() -> anyhow::Result<Duration> {
 
 async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
     use clankie_proto::admission::v1 as apb;
-    println!("== local proof (Unix socket path) vs the bare kernel calls, 1,000 extra idle processes ==");
+    println!(
+        "== local proof (Unix socket path) vs the bare kernel calls, 1,000 extra idle processes =="
+    );
     let stack = Stack::start().await?;
     let dir = tempfile::Builder::new().prefix("tmx").tempdir_in("/tmp")?;
     let socket = dir.path().join("tmux.sock");
     let tmux = |args: &[&str]| -> anyhow::Result<String> {
-        let out = std::process::Command::new("tmux").arg("-S").arg(&socket).args(args).output()?;
+        let out = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .output()?;
         anyhow::ensure!(out.status.success(), "tmux {args:?} failed");
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
     tmux(&["new-session", "-d", "-s", "work"])?;
-    let pid: i32 = tmux(&["split-window", "-t", "work", "-P", "-F", "#{pane_pid}", "exec sleep 900"])?.parse()?;
-    stack.clankie_ok(&["fleet", "link", "--tmux", &socket.display().to_string(), "--session", "work"]);
+    let pid: i32 = tmux(&[
+        "split-window",
+        "-t",
+        "work",
+        "-P",
+        "-F",
+        "#{pane_pid}",
+        "exec sleep 900",
+    ])?
+    .parse()?;
+    stack.clankie_ok(&[
+        "fleet",
+        "link",
+        "--tmux",
+        &socket.display().to_string(),
+        "--session",
+        "work",
+    ]);
     let mut idle = Vec::new();
     for _ in 0..1000 {
         idle.push(std::process::Command::new("sleep").arg("900").spawn()?);
@@ -401,7 +423,13 @@ async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
     ));
     let uid = nix::unistd::getuid().as_raw();
     let prove = |mut a: apb::admission_client::AdmissionClient<clankie_runtime::grpc::Client>| async move {
-        a.prove_local(apb::ProveLocalRequest { pid, uid, pidfs_id: 0 }).await.map(|r| r.into_inner())
+        a.prove_local(apb::ProveLocalRequest {
+            pid,
+            uid,
+            pidfs_id: 0,
+        })
+        .await
+        .map(|r| r.into_inner())
     };
     prove(admission.clone()).await?;
     let (mut bare, mut full, mut re) = (Vec::new(), Vec::new(), Vec::new());
@@ -413,7 +441,11 @@ async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
         full.push(t.elapsed());
         ticket = resp.ticket;
         let t = Instant::now();
-        admission.recheck(apb::RecheckRequest { ticket: ticket.clone() }).await?;
+        admission
+            .recheck(apb::RecheckRequest {
+                ticket: ticket.clone(),
+            })
+            .await?;
         re.push(t.elapsed());
     }
     let (b, f, r) = (summarize(bare), summarize(full), summarize(re));
