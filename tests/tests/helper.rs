@@ -144,11 +144,30 @@ async fn the_queue_is_bounded_and_cancelling_removes_only_that_job() {
     // A helper that never answers keeps the first job active for its 10 s.
     let client = HelperClient::start(fake(&["silent"]), CancellationToken::new());
     let mut jobs = Vec::new();
-    for _ in 0..(MAX_QUEUE + 40) {
+    let c = client.clone();
+    jobs.push(tokio::spawn(async move { c.run(ping()).await }));
+    // Wait until the first job is active (taken from the queue).
+    let started = Instant::now();
+    while client.taken() < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the first job never became active"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for _ in 0..(MAX_QUEUE + 39) {
         let c = client.clone();
         jobs.push(tokio::spawn(async move { c.run(ping()).await }));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Refusals are immediate; wait for them to be reported.
+    let started = Instant::now();
+    while jobs.iter().filter(|j| j.is_finished()).count() < 39 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "refusals were not immediate"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(client.queued(), MAX_QUEUE);
     let mut full = 0;
     let mut waiting = Vec::new();

@@ -66,20 +66,14 @@ struct Job {
 struct Shared {
     queue: Mutex<VecDeque<Job>>,
     ready: Notify,
+    /// Jobs the driver has made active, for diagnostics.
+    taken: std::sync::atomic::AtomicU64,
 }
 
 /// A cheap handle to the helper queue.
 #[derive(Clone)]
 pub struct HelperClient {
     shared: Arc<Shared>,
-}
-
-/// Counters for diagnostics.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Counters {
-    pub spawned: u64,
-    pub served: u64,
-    pub failed: u64,
 }
 
 impl HelperClient {
@@ -89,6 +83,7 @@ impl HelperClient {
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::new()),
             ready: Notify::new(),
+            taken: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(drive(shared.clone(), command, shutdown));
         HelperClient { shared }
@@ -108,6 +103,11 @@ impl HelperClient {
         }
         self.shared.ready.notify_one();
         rx.await.unwrap_or(Err(Failure::ShuttingDown))
+    }
+
+    /// Jobs the driver has taken from the queue so far.
+    pub fn taken(&self) -> u64 {
+        self.shared.taken.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Jobs waiting (cancelled ones excluded).
@@ -181,6 +181,9 @@ fn next_job(shared: &Shared) -> Option<Job> {
     while let Some(job) = q.pop_front() {
         // A job cancelled while queued is simply dropped.
         if !job.reply.is_closed() {
+            shared
+                .taken
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             return Some(job);
         }
     }
