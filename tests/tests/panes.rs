@@ -34,7 +34,7 @@ impl TmuxServer {
             .expect("tmux");
         assert!(
             out.status.success(),
-            "{}",
+            "tmux {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -74,10 +74,7 @@ async fn tmux_reports_each_panes_shell_and_forgets_closed_panes() {
         "-F",
         "#{pane_id}",
     ]);
-    let host = Tmux {
-        socket: server.socket.clone(),
-        session: Some("work".into()),
-    };
+    let host = Tmux::new(server.socket.clone(), Some("work".into()));
     let panes = host.panes().await.expect("panes");
     assert_eq!(panes.len(), 2, "only the linked session: {panes:?}");
     assert!(panes.iter().all(|p| p.session == "work"));
@@ -96,11 +93,33 @@ async fn tmux_reports_each_panes_shell_and_forgets_closed_panes() {
     server.tmux(&["kill-pane", "-t", &second]);
     assert_eq!(host.pane(&second).await, Err(PaneError::NotFound));
     assert_eq!(host.pane("not-a-pane").await, Err(PaneError::NotFound));
+    assert_eq!(host.pane("%1;kill-server").await, Err(PaneError::NotFound));
+    // A restarted server on the same socket: the host's control client
+    // notices and starts a new one.
+    let _ = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&server.socket)
+        .arg("kill-server")
+        .status();
+    // The old server may still be going away: try until the new one is up.
+    let mut up = false;
+    for _ in 0..50 {
+        up = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&server.socket)
+            .args(["new-session", "-d", "-s", "work"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if up {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(up, "a new tmux server on the same socket");
+    let panes = host.panes().await.expect("panes after restart");
+    assert_eq!(panes.len(), 1);
 
-    let gone = Tmux {
-        socket: server.socket.with_file_name("nope.sock"),
-        session: None,
-    };
+    let gone = Tmux::new(server.socket.with_file_name("nope.sock"), None);
     assert!(matches!(gone.panes().await, Err(PaneError::Unavailable(_))));
 }
 

@@ -70,10 +70,10 @@ struct LinkRecord {
 impl LinkRecord {
     fn local(&self) -> Option<local::LocalLink> {
         let host = match self.kind.as_str() {
-            "tmux" => local::Host::Tmux(panes::Tmux {
-                socket: self.socket.clone().into(),
-                session: (!self.session.is_empty()).then(|| self.session.clone()),
-            }),
+            "tmux" => local::Host::Tmux(panes::Tmux::new(
+                self.socket.clone(),
+                (!self.session.is_empty()).then(|| self.session.clone()),
+            )),
             "herdr" => local::Host::Herdr(panes::Herdr {
                 socket: self.socket.clone().into(),
             }),
@@ -214,6 +214,7 @@ impl Options {
         Ok(AdmissionService {
             inner: Arc::new(Inner {
                 helper,
+                hosts: Mutex::new(HashMap::new()),
                 owner,
                 links_path,
                 settings_path,
@@ -227,6 +228,9 @@ impl Options {
 
 struct Inner {
     helper: helper::HelperClient,
+    /// Pane hosts by link id, kept so their connections (tmux control
+    /// clients) live across proofs.
+    hosts: Mutex<HashMap<String, local::LocalLink>>,
     owner: OwnerCheck,
     links_path: PathBuf,
     settings_path: PathBuf,
@@ -555,7 +559,20 @@ impl pb::admission_server::Admission for AdmissionService {
                     .err("fleet links cannot be read")
                     .into());
             }
-            links.links.iter().filter_map(LinkRecord::local).collect()
+            let mut hosts = lock(&self.inner.hosts);
+            hosts.retain(|id, _| links.links.iter().any(|l| &l.link_id == id));
+            links
+                .links
+                .iter()
+                .filter_map(|l| {
+                    if let Some(h) = hosts.get(&l.link_id) {
+                        return Some(h.clone());
+                    }
+                    let h = l.local()?;
+                    hosts.insert(l.link_id.clone(), h.clone());
+                    Some(h)
+                })
+                .collect()
         };
         // Refusals are logged inside the proof with their reason and stage.
         let proof =

@@ -50,10 +50,96 @@ pub trait PaneHost: Send + Sync {
 }
 
 /// A tmux server, optionally narrowed to one session.
+///
+/// Reads go through one long-lived control-mode client (`tmux -C
+/// attach-session -f read-only,ignore-size,no-output`), so a pane read is a
+/// line on a pipe, not a process; if that client cannot run, each read falls
+/// back to one `tmux list-panes` process.
 #[derive(Debug, Clone)]
 pub struct Tmux {
     pub socket: PathBuf,
     pub session: Option<String>,
+    control: std::sync::Arc<tokio::sync::Mutex<Option<Control>>>,
+}
+
+impl Tmux {
+    pub fn new(socket: impl Into<PathBuf>, session: Option<String>) -> Self {
+        Tmux {
+            socket: socket.into(),
+            session,
+            control: Default::default(),
+        }
+    }
+}
+
+/// A control-mode client: commands in, `%begin`/`%end` blocks out.
+#[derive(Debug)]
+struct Control {
+    _child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+/// What one control-mode command answered.
+enum Block {
+    Ok(Vec<String>),
+    Error(String),
+}
+
+impl Control {
+    async fn start(socket: &std::path::Path, session: Option<&str>) -> Option<Control> {
+        let mut cmd = tokio::process::Command::new("tmux");
+        cmd.arg("-S").arg(socket).args(["-C", "attach-session"]);
+        if let Some(s) = session {
+            cmd.args(["-t", s]);
+        }
+        cmd.args(["-f", "read-only,ignore-size,no-output"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().ok()?;
+        let stdin = child.stdin.take()?;
+        let lines = BufReader::new(child.stdout.take()?).lines();
+        let mut control = Control {
+            _child: child,
+            stdin,
+            lines,
+        };
+        // The attach command answers with its own block first.
+        match control.read_block().await? {
+            Block::Ok(_) => Some(control),
+            Block::Error(_) => None,
+        }
+    }
+
+    async fn read_block(&mut self) -> Option<Block> {
+        let mut inside = false;
+        let mut out = Vec::new();
+        loop {
+            let line = self.lines.next_line().await.ok()??;
+            if !inside {
+                // Notifications (%session-changed, %window-add, ...) come
+                // between blocks.
+                inside = line.starts_with("%begin ");
+                continue;
+            }
+            if line.starts_with("%end ") {
+                return Some(Block::Ok(out));
+            }
+            if line.starts_with("%error ") {
+                return Some(Block::Error(out.join(" ")));
+            }
+            out.push(line);
+        }
+    }
+
+    async fn command(&mut self, line: &str) -> Option<Block> {
+        self.stdin.write_all(line.as_bytes()).await.ok()?;
+        self.stdin.write_all(b"\n").await.ok()?;
+        self.stdin.flush().await.ok()?;
+        self.read_block().await
+    }
 }
 
 const TMUX_FORMAT: &str = "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_current_command}";
@@ -73,7 +159,65 @@ fn parse_tmux(line: &str) -> Option<Pane> {
 }
 
 impl Tmux {
+    fn command_line(&self, target: Option<&str>) -> String {
+        let scope = match (target, &self.session) {
+            (Some(t), _) => format!("-t {t}"),
+            (None, Some(s)) => format!("-s -t '{s}'"),
+            (None, None) => "-a".to_string(),
+        };
+        format!("list-panes {scope} -F \"{TMUX_FORMAT}\"")
+    }
+
+    fn keep(&self, panes: impl Iterator<Item = Pane>) -> Vec<Pane> {
+        panes
+            .filter(|p| self.session.as_ref().is_none_or(|s| &p.session == s))
+            .collect()
+    }
+
     async fn list(&self, target: Option<&str>) -> Result<Vec<Pane>, PaneError> {
+        let sane_session = self.session.as_deref().is_none_or(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        });
+        if sane_session {
+            let mut slot = tokio::time::timeout(READ_TIMEOUT, self.control.lock())
+                .await
+                .map_err(|_| PaneError::Unavailable("tmux_timeout"))?;
+            for _ in 0..2 {
+                if slot.is_none() {
+                    *slot = tokio::time::timeout(
+                        READ_TIMEOUT,
+                        Control::start(&self.socket, self.session.as_deref()),
+                    )
+                    .await
+                    .ok()
+                    .flatten();
+                }
+                let Some(control) = slot.as_mut() else { break };
+                let answer =
+                    tokio::time::timeout(READ_TIMEOUT, control.command(&self.command_line(target)))
+                        .await
+                        .ok()
+                        .flatten();
+                match answer {
+                    Some(Block::Ok(lines)) => {
+                        return Ok(self.keep(lines.iter().filter_map(|l| parse_tmux(l))));
+                    }
+                    Some(Block::Error(e)) if target.is_some() && e.contains("can't find") => {
+                        return Err(PaneError::NotFound);
+                    }
+                    Some(Block::Error(_)) => return Err(PaneError::Unavailable("tmux_failed")),
+                    // The control client died (server restarted?): start another once.
+                    None => *slot = None,
+                }
+            }
+        }
+        self.list_by_process(target).await
+    }
+
+    /// One `tmux list-panes` process per read: the fallback.
+    async fn list_by_process(&self, target: Option<&str>) -> Result<Vec<Pane>, PaneError> {
         let mut cmd = tokio::process::Command::new("tmux");
         cmd.arg("-S").arg(&self.socket).arg("list-panes");
         match (target, &self.session) {
@@ -95,17 +239,23 @@ impl Tmux {
             }
             return Err(PaneError::Unavailable("tmux_failed"));
         }
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(parse_tmux)
-            .filter(|p| self.session.as_ref().is_none_or(|s| &p.session == s))
-            .collect())
+        Ok(self.keep(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(parse_tmux),
+        ))
     }
 }
 
 impl PaneHost for Tmux {
     async fn pane(&self, pane_id: &str) -> Result<Pane, PaneError> {
-        if !pane_id.starts_with('%') || pane_id.len() > 16 {
+        // Pane ids are `%` and digits; nothing else ever reaches tmux.
+        let digits = &pane_id[pane_id.len().min(1)..];
+        if !pane_id.starts_with('%')
+            || digits.is_empty()
+            || digits.len() > 10
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+        {
             return Err(PaneError::NotFound);
         }
         let panes = self.list(Some(pane_id)).await?;
