@@ -318,17 +318,41 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
                 })
             })
             .collect();
+        let stats = s.local_proofs.clone().unwrap_or_default();
         println!(
             "{}",
             serde_json::json!({
                 "tools": tools_name(settings.tools),
                 "settingsRevision": settings.revision,
                 "links": links,
+                "localProofs": {
+                    "proofs": stats.proofs,
+                    "reuses": stats.reuses,
+                    "refusals": stats.refusals,
+                },
             })
         );
         return;
     }
     println!("fleet.tools: {}", tools_name(settings.tools));
+    if let Some(stats) = &s.local_proofs {
+        let mut refusals: Vec<String> = stats
+            .refusals
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        refusals.sort();
+        println!(
+            "local proofs: {} proven, {} reused, refusals: {}",
+            stats.proofs,
+            stats.reuses,
+            if refusals.is_empty() {
+                "none".into()
+            } else {
+                refusals.join(" ")
+            }
+        );
+    }
     if s.links.is_empty() {
         println!("links: none (create one with `clankie fleet token create FLEET`)");
     }

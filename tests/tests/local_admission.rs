@@ -135,6 +135,20 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
         1,
         "nothing was forwarded for the refused client"
     );
+
+    // The counters saw one proven connection reused, and the refusals by reason.
+    let status: Value =
+        serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).expect("json");
+    let counters = &status["localProofs"];
+    assert!(counters["proofs"].as_u64().unwrap_or(0) >= 1, "{status}");
+    assert!(counters["reuses"].as_u64().unwrap_or(0) >= 1, "{status}");
+    assert!(
+        counters["refusals"]["no_pane_in_lineage"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "{status}"
+    );
 }
 
 mod proof {

@@ -213,6 +213,7 @@ impl Options {
         let helper = helper::HelperClient::start(self.helper, shutdown);
         Ok(AdmissionService {
             inner: Arc::new(Inner {
+                stats: Mutex::new(LocalStats::default()),
                 helper,
                 hosts: Mutex::new(HashMap::new()),
                 owner,
@@ -226,7 +227,16 @@ impl Options {
     }
 }
 
+/// Local proof counters since start.
+#[derive(Default)]
+struct LocalStats {
+    proofs: u64,
+    reuses: u64,
+    refusals: std::collections::BTreeMap<&'static str, u64>,
+}
+
 struct Inner {
+    stats: Mutex<LocalStats>,
     helper: helper::HelperClient,
     /// Pane hosts by link id, kept so their connections (tmux control
     /// clients) live across proofs.
@@ -334,10 +344,12 @@ impl AdmissionService {
         };
         // A local proof is rechecked cheaply; a failure discards it.
         if let Some((link, proof)) = &local {
-            if let Err(e) = local::recheck(&self.inner.helper, link, proof).await {
+            if let Err(r) = local::recheck(&self.inner.helper, link, proof).await {
                 lock(&self.inner.tickets).remove(ticket);
-                return Err(e);
+                self.count_refusal(r.reason);
+                return Err(r.error);
             }
+            lock(&self.inner.stats).reuses += 1;
             if let Some(t) = lock(&self.inner.tickets).get_mut(ticket) {
                 t.expires = Instant::now() + LOCAL_TICKET_IDLE;
             }
@@ -575,8 +587,13 @@ impl pb::admission_server::Admission for AdmissionService {
                 .collect()
         };
         // Refusals are logged inside the proof with their reason and stage.
-        let proof =
-            local::prove(&self.inner.helper, &links, req.pid, req.uid, req.pidfs_id).await?;
+        let proof = local::prove(&self.inner.helper, &links, req.pid, req.uid, req.pidfs_id)
+            .await
+            .map_err(|r| {
+                self.count_refusal(r.reason);
+                Status::from(r.error)
+            })?;
+        lock(&self.inner.stats).proofs += 1;
         let link = links
             .iter()
             .find(|l| l.link_id == proof.link_id)
@@ -616,6 +633,10 @@ impl pb::admission_server::Admission for AdmissionService {
 use tokio_stream::StreamExt as _;
 
 impl AdmissionService {
+    fn count_refusal(&self, reason: &'static str) {
+        *lock(&self.inner.stats).refusals.entry(reason).or_default() += 1;
+    }
+
     fn add_link(&self, guard: &mut (LinksFile, bool), record: LinkRecord) -> Result<(), Status> {
         if guard.1 {
             return Err(ErrorCode::FleetAdmissionUnavailable
@@ -638,9 +659,19 @@ impl AdmissionService {
             .iter()
             .map(link_pb)
             .collect();
+        let stats = lock(&self.inner.stats);
         pb::FleetStatusResponse {
             settings: Some(settings),
             links,
+            local_proofs: Some(pb::LocalProofStats {
+                proofs: stats.proofs,
+                reuses: stats.reuses,
+                refusals: stats
+                    .refusals
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect(),
+            }),
         }
     }
 }

@@ -72,8 +72,21 @@ pub struct LocalLink {
     pub host: Host,
 }
 
+/// A refusal with its fixed reason, for the counters.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub reason: &'static str,
+    pub error: ClankieError,
+}
+
+impl From<Refusal> for ClankieError {
+    fn from(r: Refusal) -> Self {
+        r.error
+    }
+}
+
 /// Logs a refusal with a fixed reason and stage, and builds the error.
-fn refuse(code: ErrorCode, reason: &'static str, stage: &'static str) -> ClankieError {
+fn refuse(code: ErrorCode, reason: &'static str, stage: &'static str) -> Refusal {
     tracing::info!(reason, stage, "fleet.local_proof.refused");
     let message = match code {
         ErrorCode::FleetAdmissionUnavailable => {
@@ -83,14 +96,17 @@ fn refuse(code: ErrorCode, reason: &'static str, stage: &'static str) -> Clankie
             "this process is not inside a pane of a linked session; ask the lead for fleet admission"
         }
     };
-    code.err(format!("{message} ({reason})"))
+    Refusal {
+        reason,
+        error: code.err(format!("{message} ({reason})")),
+    }
 }
 
-fn not_member(reason: &'static str, stage: &'static str) -> ClankieError {
+fn not_member(reason: &'static str, stage: &'static str) -> Refusal {
     refuse(ErrorCode::LocalProcessMembershipRequired, reason, stage)
 }
 
-fn unavailable(reason: &'static str, stage: &'static str) -> ClankieError {
+fn unavailable(reason: &'static str, stage: &'static str) -> Refusal {
     refuse(ErrorCode::FleetAdmissionUnavailable, reason, stage)
 }
 
@@ -98,7 +114,7 @@ async fn observe(
     helper: &HelperClient,
     pids: Vec<i32>,
     ancestry: bool,
-) -> Result<Vec<hpb::ProcessFact>, ClankieError> {
+) -> Result<Vec<hpb::ProcessFact>, Refusal> {
     let reply = helper
         .run(hpb::request::Job::Observe(hpb::ObserveProcesses {
             pids,
@@ -128,7 +144,7 @@ pub async fn prove(
     pid: i32,
     uid: u32,
     pidfs_id: u64,
-) -> Result<Proof, ClankieError> {
+) -> Result<Proof, Refusal> {
     if uid != nix::unistd::getuid().as_raw() {
         return Err(not_member("other_uid", "peer"));
     }
@@ -194,7 +210,7 @@ pub async fn recheck(
     helper: &HelperClient,
     link: &LocalLink,
     proof: &Proof,
-) -> Result<(), ClankieError> {
+) -> Result<(), Refusal> {
     let pids: Vec<i32> = proof.lineage.iter().map(|i| i.pid).collect();
     let now = observe(helper, pids, false).await?;
     if now.len() != proof.lineage.len()
