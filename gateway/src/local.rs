@@ -5,6 +5,13 @@
 //! The proof is bound to its connection: the first request runs the full
 //! proof (`ProveLocal`); later requests reuse it after admission's cheap
 //! recheck; a failed recheck discards it and proves again.
+//!
+//! Residual (as in the seed): the kernel names the process that connected. A
+//! descriptor that process hands to another process after the proof (a
+//! forked child, SCM_RIGHTS) is used under the original proof until the
+//! connection is proven again; that equals the member proxying for another
+//! process, which the fleet boundary already accepts. `SO_PASSPIDFD` on every
+//! read would close this and is not done yet.
 
 use std::sync::Arc;
 use std::time::Duration;
