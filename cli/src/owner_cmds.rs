@@ -277,25 +277,6 @@ pub async fn accounts(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// Herdr's socket in its own search order.
-fn clankie_admission_discover_herdr() -> anyhow::Result<std::path::PathBuf> {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-    };
-    let mut candidates = Vec::new();
-    candidates.extend(env("HERDR_SOCKET_PATH"));
-    candidates.extend(env("XDG_RUNTIME_DIR").map(|d| d.join("herdr.sock")));
-    candidates.extend(env("XDG_CONFIG_HOME").map(|d| d.join("herdr/herdr.sock")));
-    candidates.extend(env("HOME").map(|h| h.join(".config/herdr/herdr.sock")));
-    candidates.push("/tmp/herdr.sock".into());
-    candidates
-        .into_iter()
-        .find(|p| p.exists())
-        .context("no Herdr socket found; pass --socket")
-}
-
 fn tools_name(t: i32) -> &'static str {
     match FleetTools::try_from(t) {
         Ok(FleetTools::Connected) => "connected",
@@ -419,7 +400,8 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                     "herdr",
                     match socket {
                         Some(s) => s,
-                        None => clankie_admission_discover_herdr()?,
+                        None => clankie_runtime::paths::herdr_socket()
+                            .context("no Herdr socket found; pass --socket")?,
                     },
                 ),
                 _ => bail!("choose --tmux SOCKET or --herdr"),

@@ -319,6 +319,64 @@ impl Drop for Stack {
     }
 }
 
+/// A private tmux server (its own socket) with one session; killed on drop.
+pub struct TmuxServer {
+    pub socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TmuxServer {
+    /// Starts a server with a detached session named `session`.
+    pub fn start(session: &str) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("tmx")
+            .tempdir_in("/tmp")
+            .expect("tmp");
+        let server = TmuxServer {
+            socket: dir.path().join("tmux.sock"),
+            _dir: dir,
+        };
+        server.run(&["new-session", "-d", "-s", session, "-x", "120", "-y", "30"]);
+        server
+    }
+
+    /// Runs a tmux command against this server; requires success.
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux (scripts/install-peers installs it)");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Stops the server (its socket file stays).
+    pub fn kill(&self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The parent pid of `pid`, from `/proc/PID/stat` (0 when unknown).
+pub fn ppid(pid: i32) -> i32 {
+    Stack::ppid(Path::new(&format!("/proc/{pid}")))
+}
+
 /// An rmcp client over streamable HTTP with a bearer token.
 pub async fn mcp_client(url: &str, token: &str) -> anyhow::Result<RunningService<RoleClient, ()>> {
     let _ = rustls::crypto::ring::default_provider().install_default();

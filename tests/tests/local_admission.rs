@@ -4,51 +4,8 @@
 
 use std::time::Duration;
 
-use clankie_tests::{Stack, bin_dir, file_lines, peer_path, python, repo_root};
+use clankie_tests::{Stack, TmuxServer, bin_dir, file_lines, peer_path, python, repo_root};
 use serde_json::Value;
-
-struct Tmux {
-    socket: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Tmux {
-    fn start() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("tmx")
-            .tempdir_in("/tmp")
-            .expect("tmp");
-        let socket = dir.path().join("tmux.sock");
-        let t = Tmux { socket, _dir: dir };
-        t.run(&["new-session", "-d", "-s", "work", "-x", "120", "-y", "30"]);
-        t
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
-    }
-}
 
 async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
     let end = std::time::Instant::now() + timeout;
@@ -65,7 +22,7 @@ async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
 async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
     let stack = Stack::start().await.expect("stack");
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
-    let tmux = Tmux::start();
+    let tmux = TmuxServer::start("work");
     let socket = tmux.socket.display().to_string();
     let out = stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
     assert!(out.contains("linked tmux"), "{out}");
@@ -172,7 +129,7 @@ mod proof {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_pane_process_is_proven_and_loses_its_proof_when_the_pane_goes() {
         let stack = Stack::start().await.expect("stack");
-        let tmux = Tmux::start();
+        let tmux = TmuxServer::start("work");
         let socket = tmux.socket.display().to_string();
         stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
         // A pane whose process is `sleep` itself: the pane's shell.
@@ -239,7 +196,7 @@ mod proof {
     #[tokio::test(flavor = "multi_thread")]
     async fn another_uid_is_refused_even_when_it_claims_ours() {
         let stack = Stack::start().await.expect("stack");
-        let tmux = Tmux::start();
+        let tmux = TmuxServer::start("work");
         let socket = tmux.socket.display().to_string();
         stack.clankie_ok(&["fleet", "link", "--tmux", &socket]);
         // A real process of another uid (nobody), inside a linked pane.
@@ -297,7 +254,7 @@ mod proof {
     async fn two_hundred_connections_at_once_are_refused_cleanly_and_nothing_is_forwarded() {
         let stack = Stack::start().await.expect("stack");
         stack.connect_stdio("time", &["mcp-server-time"], &[]);
-        let tmux = Tmux::start();
+        let tmux = TmuxServer::start("work");
         let socket = tmux.socket.display().to_string();
         stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
         let path = stack.state.path().join("run/mcp.sock");

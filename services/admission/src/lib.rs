@@ -48,6 +48,15 @@ pub fn valid_fleet_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+fn check_fleet_name(name: &str) -> Result<(), ClankieError> {
+    if valid_fleet_name(name) {
+        Ok(())
+    } else {
+        Err(ErrorCode::InvalidArgument
+            .err("fleet names use lowercase letters, digits and dashes (at most 40)"))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LinkRecord {
@@ -414,11 +423,7 @@ impl pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<pb::CreateFleetTokenResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
-        if !valid_fleet_name(&req.fleet) {
-            return Err(ErrorCode::InvalidArgument
-                .err("fleet names use lowercase letters, digits and dashes (at most 40)")
-                .into());
-        }
+        check_fleet_name(&req.fleet)?;
         let token = owner::random_token("clkf");
         let record = LinkRecord {
             link_id: format!("link-{}", &owner::random_token("x")[2..14]),
@@ -526,11 +531,7 @@ impl pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<pb::FleetLink>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
-        if !valid_fleet_name(&req.fleet) {
-            return Err(ErrorCode::InvalidArgument
-                .err("fleet names use lowercase letters, digits and dashes (at most 40)")
-                .into());
-        }
+        check_fleet_name(&req.fleet)?;
         if req.kind != "tmux" && req.kind != "herdr" {
             return Err(ErrorCode::InvalidArgument
                 .err("a local link is tmux or herdr")

@@ -277,30 +277,9 @@ pub struct Herdr {
 }
 
 impl Herdr {
-    /// The socket path in Herdr's own order: `HERDR_SOCKET_PATH`,
-    /// `$XDG_RUNTIME_DIR/herdr.sock`, `$XDG_CONFIG_HOME/herdr/herdr.sock`,
-    /// `~/.config/herdr/herdr.sock`, `/tmp/herdr.sock` (the first that exists).
+    /// The socket path in Herdr's own search order.
     pub fn discover() -> Option<PathBuf> {
-        let env = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let mut candidates = Vec::new();
-        if let Some(p) = env("HERDR_SOCKET_PATH") {
-            candidates.push(p);
-        }
-        if let Some(d) = env("XDG_RUNTIME_DIR") {
-            candidates.push(d.join("herdr.sock"));
-        }
-        if let Some(d) = env("XDG_CONFIG_HOME") {
-            candidates.push(d.join("herdr/herdr.sock"));
-        }
-        if let Some(h) = env("HOME") {
-            candidates.push(h.join(".config/herdr/herdr.sock"));
-        }
-        candidates.push(PathBuf::from("/tmp/herdr.sock"));
-        candidates.into_iter().find(|p| p.exists())
+        clankie_runtime::paths::herdr_socket()
     }
 
     /// Sends one request and reads its response line.

@@ -76,3 +76,21 @@ impl StatePaths {
         self.root.join("audit")
     }
 }
+
+/// Herdr's API socket in Herdr's own search order: `HERDR_SOCKET_PATH`,
+/// `$XDG_RUNTIME_DIR/herdr.sock`, `$XDG_CONFIG_HOME/herdr/herdr.sock`,
+/// `~/.config/herdr/herdr.sock`, `/tmp/herdr.sock` (the first that exists).
+pub fn herdr_socket() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut candidates = Vec::new();
+    candidates.extend(env("HERDR_SOCKET_PATH"));
+    candidates.extend(env("XDG_RUNTIME_DIR").map(|d| d.join("herdr.sock")));
+    candidates.extend(env("XDG_CONFIG_HOME").map(|d| d.join("herdr/herdr.sock")));
+    candidates.extend(env("HOME").map(|h| h.join(".config/herdr/herdr.sock")));
+    candidates.push(PathBuf::from("/tmp/herdr.sock"));
+    candidates.into_iter().find(|p| p.exists())
+}
