@@ -397,6 +397,18 @@ pub async fn call(
     Ok(client.call_tool(params).await?)
 }
 
+/// Calls `time_get_current_time` (mcp-server-time, account `time`) for
+/// Etc/UTC through `clankie_call`; returns the result's structured content.
+pub async fn utc_now(client: &RunningService<RoleClient, ()>) -> anyhow::Result<Value> {
+    let r = call(
+        client,
+        "clankie_call",
+        serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await?;
+    Ok(structured(&r))
+}
+
 /// The structured content of a result.
 pub fn structured(r: &CallToolResult) -> Value {
     r.structured_content.clone().unwrap_or(Value::Null)

@@ -243,14 +243,10 @@ async fn tools_off_lists_nothing_and_refuses_stale_catalogs() {
     );
 
     stack.clankie_ok(&["fleet", "set", "--tools", "connected"]);
-    let r = call(
-        &client,
-        "clankie_call",
-        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-    )
-    .await
-    .expect("call");
-    assert_eq!(structured(&r)["outcome"], "ok");
+    assert_eq!(
+        clankie_tests::utc_now(&client).await.expect("call")["outcome"],
+        "ok"
+    );
 
     // Revoking the link ends its admission at once.
     let status: serde_json::Value =
@@ -312,14 +308,10 @@ async fn one_upstream_killed_leaves_the_others_working_and_restarts() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(back, "time account verified again after restart");
-    let r = call(
-        &client,
-        "clankie_call",
-        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-    )
-    .await
-    .expect("time again");
-    assert_eq!(structured(&r)["outcome"], "ok");
+    assert_eq!(
+        clankie_tests::utc_now(&client).await.expect("time again")["outcome"],
+        "ok"
+    );
     assert_eq!(Stack::children_matching(host, "mcp-server-time").len(), 1);
 
     // Disconnecting removes the account's tools from the catalog.

@@ -229,14 +229,10 @@ async fn trace_context_is_carried_from_the_client_through_every_hop() {
             .custom_headers(headers),
     );
     let client = ().serve(transport).await.expect("client");
-    let r = call(
-        &client,
-        "clankie_call",
-        json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-    )
-    .await
-    .expect("call");
-    assert_eq!(structured(&r)["outcome"], "ok");
+    assert_eq!(
+        clankie_tests::utc_now(&client).await.expect("call")["outcome"],
+        "ok"
+    );
     // The mcp-host recorded the dispatch under the caller's trace.
     let audit = clankie_tests::file_lines(&stack.state.path().join("audit/connected-calls.jsonl"));
     let dispatch: Value = serde_json::from_str(

@@ -195,14 +195,10 @@ async fn a_changed_committed_shard_refuses_dispatch_and_stays_in_place() {
     let token = stack.token("alpha");
     {
         let client = stack.client(&token).await.expect("client");
-        let r = call(
-            &client,
-            "clankie_call",
-            json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-        )
-        .await
-        .expect("call");
-        assert_eq!(structured(&r)["outcome"], "ok");
+        assert_eq!(
+            clankie_tests::utc_now(&client).await.expect("call")["outcome"],
+            "ok"
+        );
         client.cancel().await.expect("cancel");
     }
     assert!(stack.stop());
