@@ -10,6 +10,9 @@
 //!   with its receipt id, never repeated.
 //! - When the gateway says the tool list changed, the bridge lists again and
 //!   tells its harness only if the definitions really changed.
+//! - A definite non-member refusal (`local_process_membership_required`)
+//!   makes automatic relisting go quiet: no request is sent on its own
+//!   until the harness itself asks again and is admitted.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -92,9 +95,34 @@ struct Upstream {
     last_error: RwLock<String>,
     relist: Arc<Notify>,
     downstream: Mutex<Option<Peer<RoleServer>>>,
+    /// Set by a definite non-member refusal; automatic requests stop.
+    quiet: std::sync::atomic::AtomicBool,
 }
 
+/// The refusal that silences automatic requests.
+const NOT_MEMBER: &str = "local_process_membership_required";
+
 impl Upstream {
+    /// Remembers whether the gateway last called this process a non-member.
+    fn note_outcome<T>(&self, result: &Result<T, String>) {
+        use std::sync::atomic::Ordering;
+        match result {
+            Err(e) if e.contains(NOT_MEMBER) => {
+                if !self.quiet.swap(true, Ordering::SeqCst) {
+                    tracing::warn!(
+                        "not admitted as a fleet member; automatic catalog refresh is quiet until the harness asks again"
+                    );
+                }
+            }
+            Ok(_) => self.quiet.store(false, Ordering::SeqCst),
+            Err(_) => {}
+        }
+    }
+
+    fn is_quiet(&self) -> bool {
+        self.quiet.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut conn = self.conn.lock().await;
         if let Some(c) = conn.as_ref()
@@ -140,6 +168,12 @@ impl Upstream {
     /// Lists the gateway's tools; on success, remembers them and returns
     /// whether they differ from the previous verified list.
     async fn refresh(&self) -> Result<bool, String> {
+        let result = self.refresh_inner().await;
+        self.note_outcome(&result);
+        result
+    }
+
+    async fn refresh_inner(&self) -> Result<bool, String> {
         let peer = self.peer().await?;
         let listed = tokio::time::timeout(REQUEST_BUDGET, peer.list_all_tools()).await;
         let tools = match listed {
@@ -231,6 +265,7 @@ impl FleetServer {
                             tokio::time::sleep(Duration::from_millis(500)).await;
                             continue;
                         }
+                        self.up.note_outcome::<()>(&Err(e.clone()));
                         return refusal_result(code, format!("{e}; {}", hint(code)));
                     }
                     return refusal_result(
@@ -243,7 +278,10 @@ impl FleetServer {
             };
             let answer = tokio::time::timeout(REQUEST_BUDGET, peer.call_tool(params.clone())).await;
             let err = match answer {
-                Ok(Ok(result)) => return result,
+                Ok(Ok(result)) => {
+                    self.up.note_outcome::<()>(&Ok(()));
+                    return result;
+                }
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "no reply within 30 s".to_string(),
             };
@@ -253,6 +291,7 @@ impl FleetServer {
                 continue;
             }
             if let Some(code) = PRE_FORWARD.iter().find(|r| err.contains(**r)) {
+                self.up.note_outcome::<()>(&Err(err.clone()));
                 return refusal_result(code, format!("{err}; {}", hint(code)));
             }
             self.up.drop_connection().await;
@@ -295,10 +334,20 @@ impl ServerHandler for FleetServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        if self.up.tools.read().await.is_none()
+        // The harness asking is never automatic: it may try even when quiet.
+        if (self.up.tools.read().await.is_none() || self.up.is_quiet())
             && let Err(e) = self.up.refresh().await
         {
             *self.up.last_error.write().await = e;
+        }
+        if self.up.is_quiet() {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "{NOT_MEMBER}: this process is not admitted to the fleet; {}",
+                    hint(NOT_MEMBER)
+                ),
+                None,
+            ));
         }
         match self.up.tools.read().await.clone() {
             Some(tools) => serde_json::from_value(json!({ "tools": tools }))
@@ -367,6 +416,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         last_error: RwLock::new(String::new()),
         relist: Arc::new(Notify::new()),
         downstream: Mutex::new(None),
+        quiet: std::sync::atomic::AtomicBool::new(false),
     });
     // Initial discovery, with backoff, for up to 20 s.
     let started = Instant::now();
@@ -393,6 +443,9 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         tokio::spawn(async move {
             loop {
                 up.relist.notified().await;
+                if up.is_quiet() {
+                    continue;
+                }
                 match up.refresh().await {
                     Ok(true) => up.notify_downstream().await,
                     Ok(false) => {}

@@ -115,12 +115,15 @@ impl Options {
 }
 
 impl Gateway {
-    /// Writes `run/gateway.json` so bridges and the CLI find the gateway.
-    pub fn write_discovery(&self, addr: SocketAddr) -> std::io::Result<()> {
+    /// Writes `run/gateway.json` so bridges and the CLI find the gateway:
+    /// the bearer listener, the local Unix socket and the local loopback
+    /// TCP listener.
+    pub fn write_discovery(&self, addr: SocketAddr, local_tcp: SocketAddr) -> std::io::Result<()> {
         let body = json!({
             "url": format!("http://{addr}"),
             "mcp": format!("http://{addr}/mcp"),
             "unix": self.shared.paths.local_mcp_socket(),
+            "localMcp": format!("http://{local_tcp}/mcp"),
             "pid": std::process::id(),
         });
         clankie_runtime::state::save_json(&self.shared.paths.gateway_discovery(), &body)
@@ -172,6 +175,24 @@ impl Gateway {
     pub async fn serve_local(
         &self,
         listener: tokio::net::UnixListener,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let router = self.router(shutdown.clone());
+        axum::serve(
+            local::CredListener(listener),
+            router.into_make_service_with_connect_info::<local::LocalPeer>(),
+        )
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await?;
+        Ok(())
+    }
+
+    /// Serves HTTP on the local loopback TCP listener until `shutdown`, for
+    /// clients that cannot speak to a Unix socket: each connection's owner
+    /// is found by sock_diag and a descriptor census, then proven once.
+    pub async fn serve_local_tcp(
+        &self,
+        listener: tokio::net::TcpListener,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
@@ -251,6 +272,10 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
                     Ok(req) => req,
                     Err(resp) => return resp,
                 };
+                // The whole body is read: all of it must be the member's.
+                if let Err(e) = local::check_writers(&shared, &peer).await {
+                    return refusal(&e);
+                }
                 jsonrpc_errors(next.run(req).await).await
             }
             Err(e) => refusal(&e),

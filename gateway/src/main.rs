@@ -13,6 +13,14 @@ struct Args {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "CLANKIE_GATEWAY_ADDR", default_value = clankie_gateway::DEFAULT_ADDR)]
     listen: std::net::SocketAddr,
+    /// Loopback address of the local TCP listener, for pane clients that
+    /// cannot speak to a Unix socket (port 0 picks a free port).
+    #[arg(
+        long,
+        env = "CLANKIE_GATEWAY_LOCAL_ADDR",
+        default_value = "127.0.0.1:0"
+    )]
+    local_listen: std::net::SocketAddr,
     /// Extra Host names accepted besides loopback (for remote bearer links).
     #[arg(long = "allowed-host")]
     allowed_hosts: Vec<String>,
@@ -30,7 +38,11 @@ async fn main() -> anyhow::Result<()> {
         .map(StatePaths::new)
         .unwrap_or_else(StatePaths::from_env);
     let shutdown = shutdown::on_signals();
+    if !args.local_listen.ip().is_loopback() {
+        anyhow::bail!("--local-listen must be a loopback address");
+    }
     let tcp = tokio::net::TcpListener::bind(args.listen).await?;
+    let local_tcp = tokio::net::TcpListener::bind(args.local_listen).await?;
     let socket = paths.socket("gateway");
     let grpc_listener = uds::bind(&socket).await?;
     let _guard = uds::SocketGuard(socket);
@@ -44,8 +56,9 @@ async fn main() -> anyhow::Result<()> {
     }
     .build(shutdown.clone());
     let addr = tcp.local_addr()?;
-    gateway.write_discovery(addr)?;
-    tracing::info!(%addr, "gateway serving");
+    let local_addr = local_tcp.local_addr()?;
+    gateway.write_discovery(addr, local_addr)?;
+    tracing::info!(%addr, local = %local_addr, "gateway serving");
     let health = tokio::spawn(grpc::serve(
         grpc_listener,
         clankie_gateway::HEALTH_NAME,
@@ -57,8 +70,14 @@ async fn main() -> anyhow::Result<()> {
         let shutdown = shutdown.clone();
         tokio::spawn(async move { gateway.serve_local(local_listener, shutdown).await })
     };
+    let local_tcp = {
+        let gateway = gateway.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { gateway.serve_local_tcp(local_tcp, shutdown).await })
+    };
     gateway.serve(tcp, shutdown.clone()).await?;
     let _ = local.await;
+    let _ = local_tcp.await;
     let _ = std::fs::remove_file(paths.gateway_discovery());
     let _ = health.await;
     telemetry::shutdown();

@@ -5,8 +5,12 @@
 //! process only, with 1–8 ms jitter and at most 32 attempts per PID; a scan
 //! may take 200 ms and a job 600 ms; an expired scan, or churn after a
 //! matching socket was seen, restarts the whole census. Processes of other
-//! users are skipped when a uid is given; an unreadable live process
-//! is counted as unreadable and reported, never guessed to be a non-holder.
+//! users are skipped when a uid is given (the seed's same-user census); an
+//! unreadable live process is counted as unreadable and reported, never
+//! guessed to be a non-holder. A process the kernel shields because it holds
+//! capabilities we lack (a container's init; a file-capability binary) is
+//! counted apart as privileged: the same ptrace rule hides it from every
+//! process of the user, so it stands outside what the user controls.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +25,8 @@ pub struct Holders {
     pub attempts: u32,
     /// Live processes whose descriptor tables could not be read.
     pub unreadable: u32,
+    /// Live processes shielded because they hold capabilities we lack.
+    pub privileged: u32,
 }
 
 struct Jitter(u64);
@@ -35,7 +41,7 @@ impl Jitter {
 }
 
 enum Scan {
-    Done(Vec<i32>, u32),
+    Done(Holders),
     Restart,
 }
 
@@ -53,13 +59,7 @@ pub fn socket_holders(inode: u64, uid: Option<u32>) -> Result<Holders, &'static 
     while job.elapsed() < JOB_BUDGET {
         attempts += 1;
         match scan(&target, uid, &mut jitter, job)? {
-            Scan::Done(pids, unreadable) => {
-                return Ok(Holders {
-                    pids,
-                    attempts,
-                    unreadable,
-                });
-            }
+            Scan::Done(found) => return Ok(Holders { attempts, ..found }),
             Scan::Restart => continue,
         }
     }
@@ -75,6 +75,7 @@ fn scan(
     let started = Instant::now();
     let mut holders = Vec::new();
     let mut unreadable = 0;
+    let mut privileged = 0;
     let mut churn_after_match = false;
     let entries = std::fs::read_dir("/proc").map_err(|_| "proc_unreadable")?;
     for entry in entries.filter_map(|e| e.ok()) {
@@ -107,8 +108,13 @@ fn scan(
                     // process holds nothing; a live one is counted as
                     // unknown for admission to judge.
                     match crate::sys::stat(pid) {
-                        Err(crate::sys::ObsError::Gone) | Ok((_, _, 'Z' | 'X')) => {}
-                        _ => unreadable += 1,
+                        Err(crate::sys::ObsError::Gone) => {}
+                        Ok(st) if st.dead() => {}
+                        _ => match crate::sys::more_privileged(pid) {
+                            Ok(true) => privileged += 1,
+                            Err(crate::sys::ObsError::Gone) => {}
+                            _ => unreadable += 1,
+                        },
                     }
                     break;
                 }
@@ -128,7 +134,12 @@ fn scan(
         return Ok(Scan::Restart);
     }
     holders.sort_unstable();
-    Ok(Scan::Done(holders, unreadable))
+    Ok(Scan::Done(Holders {
+        pids: holders,
+        attempts: 0,
+        unreadable,
+        privileged,
+    }))
 }
 
 enum Race {

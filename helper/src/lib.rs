@@ -7,6 +7,7 @@
 //! decision, cache or listener.
 
 pub mod census;
+pub mod diag;
 pub mod frame;
 pub mod sys;
 
@@ -27,16 +28,10 @@ pub fn handle(req: pb::Request) -> pb::Reply {
         }),
         Some(Job::Observe(o)) => observe(&o),
         Some(Job::SocketHolders(s)) => match census::socket_holders(s.inode, s.uid) {
-            Ok(h) => R::Holders(pb::SocketHolders {
-                pids: h.pids,
-                attempts: h.attempts,
-                unreadable: h.unreadable,
-            }),
-            Err(reason) => R::Error(pb::HelperError {
-                reason: reason.into(),
-                errno: 0,
-            }),
+            Ok(h) => R::Holders(holders_pb(h)),
+            Err(reason) => error(reason, 0),
         },
+        Some(Job::LoopbackHolders(l)) => loopback(&l),
         None => R::Error(pb::HelperError {
             reason: "unknown_job".into(),
             errno: 0,
@@ -53,6 +48,54 @@ pub fn handle(req: pb::Request) -> pb::Reply {
         }));
     }
     reply
+}
+
+fn error(reason: &str, errno: i32) -> pb::reply::Result {
+    pb::reply::Result::Error(pb::HelperError {
+        reason: reason.into(),
+        errno,
+    })
+}
+
+fn holders_pb(h: census::Holders) -> pb::SocketHolders {
+    pb::SocketHolders {
+        pids: h.pids,
+        attempts: h.attempts,
+        unreadable: h.unreadable,
+        privileged: h.privileged,
+    }
+}
+
+/// sock_diag names the client socket of a loopback connection; the census
+/// (over that socket's uid, as the seed's same-user census) names its holders.
+fn loopback(l: &pb::FindLoopbackHolders) -> pb::reply::Result {
+    let end = |ip: &str, port: u32| -> Option<std::net::SocketAddr> {
+        Some(std::net::SocketAddr::new(
+            ip.parse().ok()?,
+            u16::try_from(port).ok()?,
+        ))
+    };
+    let (Some(client), Some(server)) = (
+        end(&l.client_ip, l.client_port),
+        end(&l.server_ip, l.server_port),
+    ) else {
+        return error("bad_address", 0);
+    };
+    let socket = match diag::tcp_client_socket(client, server) {
+        Ok(s) => s,
+        Err(e) => {
+            let errno = if let diag::DiagError::Io(n) = e { n } else { 0 };
+            return error(e.reason(), errno);
+        }
+    };
+    match census::socket_holders(socket.inode, Some(socket.uid)) {
+        Ok(h) => pb::reply::Result::Loopback(pb::LoopbackHolders {
+            inode: socket.inode,
+            uid: socket.uid,
+            holders: Some(holders_pb(h)),
+        }),
+        Err(reason) => error(reason, 0),
+    }
 }
 
 fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {

@@ -5,7 +5,7 @@
 //! The start time is read before and after the pidfd is opened, so the pidfd
 //! is known to belong to the process whose facts were read. Every call here
 //! goes through rustix's safe wrappers; no `unsafe` is needed on Linux.
-//! macOS (libproc) is not built yet.
+//! macOS (libproc) is not built yet: see `docs/ARCHITECTURE.md`.
 
 use clankie_proto::helper::v1 as pb;
 
@@ -61,6 +61,8 @@ pub struct Fact {
     pub executable: String,
     pub argv: Vec<String>,
     pub exited: bool,
+    pub pgid: i32,
+    pub tpgid: i32,
 }
 
 impl From<Fact> for pb::ProcessFact {
@@ -74,25 +76,75 @@ impl From<Fact> for pb::ProcessFact {
             executable: f.executable,
             argv: f.argv,
             exited: f.exited,
+            pgid: f.pgid,
+            tpgid: f.tpgid,
         }
     }
 }
 
-/// `(ppid, start_time in clock ticks, state)` from `/proc/PID/stat`.
-pub fn stat(pid: i32) -> Result<(i32, u64, char), ObsError> {
+/// The fields of `/proc/PID/stat` the helper uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub state: char,
+    pub ppid: i32,
+    pub pgid: i32,
+    /// The foreground process group of the controlling terminal (-1: none).
+    pub tpgid: i32,
+    /// Clock ticks since boot.
+    pub start_time: u64,
+}
+
+impl Stat {
+    pub fn dead(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Reads `/proc/PID/stat`.
+pub fn stat(pid: i32) -> Result<Stat, ObsError> {
     let text =
         std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| ObsError::from_io(&e))?;
     parse_stat(&text).ok_or(ObsError::Io(0))
 }
 
 /// Parses the fields after the command name, which may hold spaces and `)`.
-pub fn parse_stat(text: &str) -> Option<(i32, u64, char)> {
+pub fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields.first()?.chars().next()?;
-    let ppid = fields.get(1)?.parse().ok()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((ppid, start, state))
+    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<i64>().ok());
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: i32::try_from(field(1)?).ok()?,
+        pgid: i32::try_from(field(2)?).ok()?,
+        tpgid: i32::try_from(field(5)?).ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Our own effective capabilities, as `/proc/self/status` shows them.
+fn own_caps() -> u64 {
+    static CAPS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *CAPS.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|t| status_hex(&t, "CapEff:"))
+            .unwrap_or(0)
+    })
+}
+
+fn status_hex(text: &str, key: &str) -> Option<u64> {
+    let v = text.lines().find_map(|l| l.strip_prefix(key))?;
+    u64::from_str_radix(v.trim(), 16).ok()
+}
+
+/// True when `pid` holds permitted capabilities this process lacks: the
+/// kernel shields such a process's descriptors from us (the ptrace access
+/// rule), whatever its uid.
+pub fn more_privileged(pid: i32) -> Result<bool, ObsError> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| ObsError::from_io(&e))?;
+    let theirs = status_hex(&text, "CapPrm:").ok_or(ObsError::Io(0))?;
+    Ok(theirs & !own_caps() != 0)
 }
 
 /// The real uid from `/proc/PID/status`.
@@ -128,10 +180,10 @@ fn has_exited(fd: &rustix::fd::OwnedFd) -> bool {
 
 /// Observes one process, bracketing the pidfd with two start-time reads.
 pub fn observe(pid: i32) -> Result<Fact, ObsError> {
-    let (ppid, start, _) = stat(pid)?;
+    let first = stat(pid)?;
     let (fd, pidfs_id) = pidfs_id(pid)?;
-    let (_, start_again, state) = stat(pid)?;
-    if start_again != start {
+    let again = stat(pid)?;
+    if again.start_time != first.start_time {
         return Err(ObsError::Gone);
     }
     let uid = uid(pid)?;
@@ -149,13 +201,15 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
         .unwrap_or_default();
     Ok(Fact {
         pid,
-        ppid,
+        ppid: again.ppid,
         uid,
         pidfs_id,
-        start_time: start,
+        start_time: again.start_time,
         executable,
         argv,
-        exited: state == 'Z' || has_exited(&fd),
+        exited: again.dead() || has_exited(&fd),
+        pgid: again.pgid,
+        tpgid: again.tpgid,
     })
 }
 
@@ -165,8 +219,17 @@ mod tests {
 
     #[test]
     fn stat_parsing_survives_hostile_command_names() {
-        let line = "42 (a) b) (c) S 7 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
-        assert_eq!(parse_stat(line), Some((7, 123456, 'S')));
+        let line = "42 (a) b) (c) S 7 40 41 34816 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 123456 0 0";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                state: 'S',
+                ppid: 7,
+                pgid: 40,
+                tpgid: -1,
+                start_time: 123456
+            })
+        );
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) S"), None);
     }

@@ -426,7 +426,7 @@ async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
         a.prove_local(apb::ProveLocalRequest {
             pid,
             uid,
-            pidfs_id: 0,
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner())
@@ -474,12 +474,146 @@ async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
         35.0 / (cpu * 1e3 / n as f64).max(1e-9)
     );
     let _ = ticket;
+
+    // Loopback TCP: a pane process holds a connection to the local TCP
+    // listener; each proof finds its socket by sock_diag and its one holder
+    // by two censuses. Beside it, a plain scan of every /proc/*/fd entry for
+    // the same inode, run here in the same loop.
+    let held = stack.state.path().join("held-tcp");
+    tmux(&[
+        "split-window",
+        "-t",
+        "work",
+        &format!(
+            "exec {} {} {} {}",
+            crate_python().display(),
+            clankie_tests::repo_root()
+                .join("tests/clients/hold_tcp.py")
+                .display(),
+            stack.state.path().display(),
+            held.display()
+        ),
+    ])?;
+    let mut ports = String::new();
+    for _ in 0..300 {
+        if let Ok(t) = std::fs::read_to_string(&held) {
+            ports = t;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (client_port, server_port) = ports
+        .split_once(' ')
+        .and_then(|(c, s)| Some((c.parse::<u32>().ok()?, s.trim().parse::<u32>().ok()?)))
+        .ok_or_else(|| anyhow::anyhow!("the pane's TCP client did not start"))?;
+    let ends = apb::TcpEnds {
+        client_ip: "127.0.0.1".into(),
+        client_port,
+        server_ip: "127.0.0.1".into(),
+        server_port,
+    };
+    let inode = client_socket_inode(client_port)?;
+    let prove_tcp =
+        |mut a: apb::admission_client::AdmissionClient<clankie_runtime::grpc::Client>| {
+            let ends = ends.clone();
+            async move {
+                a.prove_local(apb::ProveLocalRequest {
+                    tcp: Some(ends),
+                    ..Default::default()
+                })
+                .await
+                .map(|r| r.into_inner())
+            }
+        };
+    prove_tcp(admission.clone()).await?;
+    let tcp_rounds = rounds.min(200);
+    let (mut scans, mut tcp) = (Vec::new(), Vec::new());
+    for _ in 0..tcp_rounds {
+        let t = Instant::now();
+        let holders = plain_fd_scan(inode);
+        scans.push(t.elapsed());
+        anyhow::ensure!(holders == 1, "the plain scan found {holders} holders");
+        let t = Instant::now();
+        prove_tcp(admission.clone()).await?;
+        tcp.push(t.elapsed());
+    }
+    let (sc, tp) = (summarize(scans), summarize(tcp));
+    line("plain /proc/*/fd scan (one pass)", &sc);
+    line("loopback TCP proof (ProveLocal)", &tp);
+    println!(
+        "  TCP proof / plain scan: p50 x{:.1}, p99 x{:.1}; TCP proof / Unix proof: p50 x{:.1}",
+        us(tp.p50) / us(sc.p50).max(1e-9),
+        us(tp.p99) / us(sc.p99).max(1e-9),
+        us(tp.p50) / us(f.p50).max(1e-9)
+    );
+    let cpu_before = cpu_seconds_all();
+    let t = Instant::now();
+    let n = tcp_rounds.min(100);
+    for _ in 0..n {
+        prove_tcp(admission.clone()).await?;
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds_all() - cpu_before;
+    println!(
+        "  TCP sequential: {:.0} proofs/s; {:.2} ms CPU per proof (machine-wide; x{:.1} less than the seed's 35 ms)",
+        n as f64 / wall,
+        cpu * 1e3 / n as f64,
+        35.0 / (cpu * 1e3 / n as f64).max(1e-9)
+    );
     for mut c in idle {
         let _ = c.kill();
         let _ = c.wait();
     }
     let _ = tmux(&["kill-server"]);
     Ok(())
+}
+
+fn crate_python() -> std::path::PathBuf {
+    clankie_tests::python()
+}
+
+/// The inode of the loopback TCP socket whose local port is `port`, from
+/// /proc/net/tcp.
+fn client_socket_inode(port: u32) -> anyhow::Result<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp")?;
+    let want = format!(":{port:04X}");
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 9 && f[1].ends_with(&want) {
+            return Ok(f[9].parse()?);
+        }
+    }
+    anyhow::bail!("no socket with local port {port}")
+}
+
+/// The baseline: one pass over every /proc/*/fd entry, counting holders of
+/// `inode`, with no retries, bounds or uid filter.
+fn plain_fd_scan(inode: u64) -> usize {
+    let target = format!("socket:[{inode}]");
+    let mut holders = 0;
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    for p in procs.flatten() {
+        if !p
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == target.as_str()))
+        {
+            holders += 1;
+        }
+    }
+    holders
 }
 
 /// CPU seconds used by the whole machine so far (user + system, all cores).

@@ -18,6 +18,146 @@ async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
     None
 }
 
+/// Starts `python SCRIPT ARGS...` as the process of a new pane in session
+/// `work`, with the stack's state and the peers' PATH; returns the pane id.
+fn run_in_pane(stack: &Stack, tmux: &TmuxServer, script: &str, args: &[String]) -> String {
+    let command = format!(
+        "exec env CLANKIE_STATE={state} PATH={path} {py} {script} {args}",
+        state = stack.state.path().display(),
+        path = peer_path(),
+        py = python().display(),
+        script = repo_root().join(script).display(),
+        args = args.join(" "),
+    );
+    tmux.run(&[
+        "split-window",
+        "-t",
+        "work",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        &command,
+    ])
+}
+
+/// Runs `python SCRIPT ARGS...` here, outside any pane.
+fn run_outside(stack: &Stack, script: &str, args: &[String]) {
+    let status = std::process::Command::new(python())
+        .arg(repo_root().join(script))
+        .args(args)
+        .env("CLANKIE_STATE", stack.state.path())
+        .env("PATH", peer_path())
+        .env("RUST_LOG", "warn")
+        .status()
+        .expect("outside client");
+    assert!(status.success(), "{script} failed");
+}
+
+fn fleet_status(stack: &Stack) -> Value {
+    serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).expect("json")
+}
+
+async fn linked_stack() -> (Stack, TmuxServer) {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let tmux = TmuxServer::start("work");
+    let socket = tmux.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    (stack, tmux)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loopback_tcp_client_in_a_pane_needs_no_token_and_one_outside_is_refused() {
+    let (stack, tmux) = linked_stack().await;
+    let inside = stack.state.path().join("tcp-inside.json");
+    let args = [
+        stack.state.path().display().to_string(),
+        inside.display().to_string(),
+    ];
+    run_in_pane(&stack, &tmux, "tests/clients/tcp_call.py", &args);
+    let seen = wait_file(&inside, Duration::from_secs(60))
+        .await
+        .expect("the pane's client finished");
+    assert_eq!(seen["probe"]["status"], 200, "{seen}");
+    assert_eq!(
+        seen["tools"],
+        serde_json::json!(["clankie_call", "clankie_tools"]),
+        "{seen}"
+    );
+    assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
+
+    let outside = stack.state.path().join("tcp-outside.json");
+    run_outside(
+        &stack,
+        "tests/clients/tcp_call.py",
+        &[
+            stack.state.path().display().to_string(),
+            outside.display().to_string(),
+        ],
+    );
+    let seen: Value =
+        serde_json::from_slice(&std::fs::read(&outside).expect("result")).expect("json");
+    assert_eq!(seen["probe"]["status"], 403, "{seen}");
+    assert_eq!(seen["probe"]["code"], "local_process_membership_required");
+    let dispatched = file_lines(&stack.state.path().join("audit/connected-calls.jsonl"))
+        .iter()
+        .filter(|l| l.contains("\"dispatch\""))
+        .count();
+    assert_eq!(dispatched, 1, "only the pane's call was forwarded");
+    let status = fleet_status(&stack);
+    assert!(
+        status["localProofs"]["refusals"]["no_pane_in_lineage"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "{status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forked_child_sharing_a_connection_is_refused_on_tcp_and_unix() {
+    let (stack, tmux) = linked_stack().await;
+    let tcp = stack.state.path().join("shared-tcp.json");
+    let unix = stack.state.path().join("shared-unix.json");
+    for (mode, out) in [("tcp", &tcp), ("unix", &unix)] {
+        let args = [
+            mode.to_string(),
+            stack.state.path().display().to_string(),
+            out.display().to_string(),
+        ];
+        run_in_pane(&stack, &tmux, "tests/clients/shared_fd.py", &args);
+    }
+    let tcp = wait_file(&tcp, Duration::from_secs(60))
+        .await
+        .expect("tcp run");
+    let unix = wait_file(&unix, Duration::from_secs(60))
+        .await
+        .expect("unix run");
+    // TCP: the census sees the child holding the socket too.
+    assert_eq!(tcp["parent_with_child_holding"]["status"], 403, "{tcp}");
+    assert_eq!(
+        tcp["parent_with_child_holding"]["code"],
+        "local_process_membership_required"
+    );
+    // Unix: the parent is admitted (the MCP service itself answers), the
+    // child's bytes on the shared descriptor are refused, and the
+    // connection stays refused for the parent too.
+    let first = unix["parent_first"]["status"].as_u64().unwrap_or(0);
+    assert!(first != 403 && first != 503 && first != 0, "{unix}");
+    assert_eq!(unix["child_on_shared"]["status"], 403, "{unix}");
+    assert_eq!(
+        unix["child_on_shared"]["code"],
+        "local_process_membership_required"
+    );
+    assert_eq!(unix["parent_after"]["status"], 403, "{unix}");
+    let status = fleet_status(&stack);
+    let refusals = &status["localProofs"]["refusals"];
+    assert!(
+        refusals["shared_descriptor"].as_u64().unwrap_or(0) >= 3,
+        "{status}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
     let stack = Stack::start().await.expect("stack");
@@ -151,6 +291,7 @@ mod proof {
                 pid,
                 uid: me,
                 pidfs_id: 0,
+                ..Default::default()
             })
             .await
             .expect("proven")
@@ -187,10 +328,131 @@ mod proof {
                 pid,
                 uid: me,
                 pidfs_id: 0,
+                ..Default::default()
             })
             .await
             .expect_err("gone");
         assert_eq!(reason(&err), "local_process_membership_required");
+    }
+
+    /// Waits for a pid written to `path`.
+    async fn pid_file(path: &std::path::Path) -> i32 {
+        for _ in 0..300 {
+            if let Ok(text) = std::fs::read_to_string(path)
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no pid in {}", path.display());
+    }
+
+    /// A new pane running an interactive shell (job control on); returns
+    /// the pane id and the shell's pid.
+    fn shell_pane(tmux: &TmuxServer) -> (String, i32) {
+        let out = tmux.run(&[
+            "split-window",
+            "-t",
+            "work",
+            "-P",
+            "-F",
+            "#{pane_id} #{pane_pid}",
+            "exec bash --norc --noprofile -i",
+        ]);
+        let (pane, pid) = out.split_once(' ').expect("pane and pid");
+        (pane.to_string(), pid.parse().expect("pid"))
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_seat_names_the_foreground_agent_whose_child_holds_the_socket() {
+        let stack = Stack::start().await.expect("stack");
+        let tmux = TmuxServer::start("work");
+        let socket = tmux.socket.display().to_string();
+        stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+        let mut admission = admission(&stack);
+        let me = nix::unistd::getuid().as_raw();
+
+        // The agent runs in the shell's foreground and starts a child, as an
+        // agent starts its MCP bridge.
+        let (pane, shell) = shell_pane(&tmux);
+        let child_file = stack.state.path().join("agent-child.pid");
+        let agent_cmd = format!(
+            "{} {} {} --model test",
+            python().display(),
+            repo_root().join("tests/clients/seat_agent.py").display(),
+            child_file.display()
+        );
+        tmux.run(&["send-keys", "-t", &pane, &agent_cmd, "Enter"]);
+        let child = pid_file(&child_file).await;
+        let seat = admission
+            .observe_seat(apb::ProveLocalRequest {
+                pid: child,
+                uid: me,
+                ..Default::default()
+            })
+            .await
+            .expect("seat observed")
+            .into_inner();
+        assert_eq!(seat.pane_id, pane);
+        assert_eq!(seat.shell.as_ref().map(|s| s.pid), Some(shell));
+        let agent = seat.agent.as_ref().expect("agent");
+        assert_eq!(agent.pid, clankie_tests::ppid(child), "the child's parent");
+        assert!(agent.pidfs_id > 0 && agent.start_time > 0);
+        let exe = std::path::Path::new(&seat.agent_executable);
+        assert!(
+            exe.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("python")),
+            "{seat:?}"
+        );
+        assert!(seat.agent_argv[1].ends_with("seat_agent.py"), "{seat:?}");
+        assert_eq!(seat.agent_argv[3..], ["--model", "test"], "{seat:?}");
+
+        // A background process of another pane's shell is in a linked pane,
+        // but not under that pane's foreground agent.
+        let (pane2, _) = shell_pane(&tmux);
+        let bg_file = stack.state.path().join("background.pid");
+        let bg = format!("sleep 300 & echo $! > {}", bg_file.display());
+        tmux.run(&["send-keys", "-t", &pane2, &bg, "Enter"]);
+        let background = pid_file(&bg_file).await;
+        tmux.run(&["send-keys", "-t", &pane2, "sleep 301", "Enter"]);
+        let mut refused = None;
+        for _ in 0..50 {
+            match admission
+                .observe_seat(apb::ProveLocalRequest {
+                    pid: background,
+                    uid: me,
+                    ..Default::default()
+                })
+                .await
+            {
+                Err(e) if reason(&e) == "local_process_membership_required" => {
+                    refused = Some(e);
+                    break;
+                }
+                // The foreground job may not have started yet.
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        assert!(refused.is_some(), "the background process has no seat");
+        let status: Value =
+            serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).expect("json");
+        assert!(
+            status["localProofs"]["refusals"]["foreground_mismatch"]
+                .as_u64()
+                .unwrap_or(0)
+                >= 1,
+            "{status}"
+        );
+        // Membership alone is not a seat: the background process still proves.
+        admission
+            .prove_local(apb::ProveLocalRequest {
+                pid: background,
+                uid: me,
+                ..Default::default()
+            })
+            .await
+            .expect("a member");
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -232,6 +494,7 @@ mod proof {
                     pid,
                     uid: claimed,
                     pidfs_id: 0,
+                    ..Default::default()
                 })
                 .await
                 .expect_err("another uid");

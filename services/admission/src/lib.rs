@@ -564,42 +564,8 @@ impl pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<pb::ProveLocalRequest>,
     ) -> Result<Response<pb::AdmitResponse>, Status> {
-        let req = request.into_inner();
-        let links: Vec<local::LocalLink> = {
-            let (links, unreadable) = &*lock(&self.inner.links);
-            if *unreadable {
-                return Err(ErrorCode::FleetAdmissionUnavailable
-                    .err("fleet links cannot be read")
-                    .into());
-            }
-            let mut hosts = lock(&self.inner.hosts);
-            hosts.retain(|id, _| links.links.iter().any(|l| &l.link_id == id));
-            links
-                .links
-                .iter()
-                .filter_map(|l| {
-                    if let Some(h) = hosts.get(&l.link_id) {
-                        return Some(h.clone());
-                    }
-                    let h = l.local()?;
-                    hosts.insert(l.link_id.clone(), h.clone());
-                    Some(h)
-                })
-                .collect()
-        };
-        // Refusals are logged inside the proof with their reason and stage.
-        let proof = local::prove(&self.inner.helper, &links, req.pid, req.uid, req.pidfs_id)
-            .await
-            .map_err(|r| {
-                self.count_refusal(r.reason);
-                Status::from(r.error)
-            })?;
-        lock(&self.inner.stats).proofs += 1;
-        let link = links
-            .iter()
-            .find(|l| l.link_id == proof.link_id)
-            .cloned()
-            .ok_or_else(|| ErrorCode::Internal.err("the proving link vanished"))?;
+        let peer = local::Peer::from_request(&request.into_inner());
+        let (link, proof) = self.prove_peer(&peer).await?;
         let principal = Principal {
             fleet_id: proof.fleet.clone(),
             pane_id: proof.pane_id.clone(),
@@ -619,6 +585,21 @@ impl pb::admission_server::Admission for AdmissionService {
         }))
     }
 
+    async fn observe_seat(
+        &self,
+        request: Request<pb::ProveLocalRequest>,
+    ) -> Result<Response<pb::SeatIdentity>, Status> {
+        let peer = local::Peer::from_request(&request.into_inner());
+        let (link, proof) = self.prove_peer(&peer).await?;
+        let seat = local::observe_seat(&self.inner.helper, &link, &proof)
+            .await
+            .map_err(|r| {
+                self.count_refusal(r.reason);
+                Status::from(r.error)
+            })?;
+        Ok(Response::new(seat))
+    }
+
     type WatchSettingsStream = SettingsStream;
 
     async fn watch_settings(
@@ -634,6 +615,51 @@ impl pb::admission_server::Admission for AdmissionService {
 use tokio_stream::StreamExt as _;
 
 impl AdmissionService {
+    /// The links a local proof may use, with their cached pane hosts.
+    fn local_links(&self) -> Result<Vec<local::LocalLink>, Status> {
+        let (links, unreadable) = &*lock(&self.inner.links);
+        if *unreadable {
+            return Err(ErrorCode::FleetAdmissionUnavailable
+                .err("fleet links cannot be read")
+                .into());
+        }
+        let mut hosts = lock(&self.inner.hosts);
+        hosts.retain(|id, _| links.links.iter().any(|l| &l.link_id == id));
+        Ok(links
+            .links
+            .iter()
+            .filter_map(|l| {
+                if let Some(h) = hosts.get(&l.link_id) {
+                    return Some(h.clone());
+                }
+                let h = l.local()?;
+                hosts.insert(l.link_id.clone(), h.clone());
+                Some(h)
+            })
+            .collect())
+    }
+
+    /// Runs the full local proof and counts it.
+    async fn prove_peer(
+        &self,
+        peer: &local::Peer,
+    ) -> Result<(local::LocalLink, local::Proof), Status> {
+        let links = self.local_links()?;
+        // Refusals are logged inside the proof with their reason and stage.
+        let proof = local::prove(&self.inner.helper, &links, peer)
+            .await
+            .map_err(|r| {
+                self.count_refusal(r.reason);
+                Status::from(r.error)
+            })?;
+        lock(&self.inner.stats).proofs += 1;
+        let link = links
+            .into_iter()
+            .find(|l| l.link_id == proof.link_id)
+            .ok_or_else(|| ErrorCode::Internal.err("the proving link vanished"))?;
+        Ok((link, proof))
+    }
+
     fn count_refusal(&self, reason: &'static str) {
         *lock(&self.inner.stats).refusals.entry(reason).or_default() += 1;
     }

@@ -17,6 +17,7 @@
 //! identities, the pane host still reporting that shell, the link still
 //! there) instead of being redone.
 
+use clankie_proto::admission::v1 as apb;
 use clankie_proto::helper::v1 as hpb;
 use clankie_runtime::{ClankieError, ErrorCode};
 
@@ -137,31 +138,109 @@ fn identity(f: &hpb::ProcessFact) -> Identity {
     }
 }
 
+/// The peer of a local connection, as the gateway saw it.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    /// A Unix socket: the kernel named the peer (SO_PEERCRED, SO_PEERPIDFD).
+    Unix { pid: i32, uid: u32, pidfs_id: u64 },
+    /// A Unix connection whose bytes came from another process too.
+    SharedUnix,
+    /// Loopback TCP: the connection's two ends; the owner is found by
+    /// sock_diag and the descriptor census.
+    Tcp(apb::TcpEnds),
+}
+
+impl Peer {
+    pub fn from_request(req: &apb::ProveLocalRequest) -> Peer {
+        match &req.tcp {
+            Some(ends) => Peer::Tcp(ends.clone()),
+            None if req.foreign_writer => Peer::SharedUnix,
+            None => Peer::Unix {
+                pid: req.pid,
+                uid: req.uid,
+                pidfs_id: req.pidfs_id,
+            },
+        }
+    }
+}
+
+/// The single process holding a loopback connection's client socket.
+async fn loopback_owner(helper: &HelperClient, ends: &apb::TcpEnds) -> Result<(i32, u32), Refusal> {
+    let reply = helper
+        .run(hpb::request::Job::LoopbackHolders(
+            hpb::FindLoopbackHolders {
+                client_ip: ends.client_ip.clone(),
+                client_port: ends.client_port,
+                server_ip: ends.server_ip.clone(),
+                server_port: ends.server_port,
+            },
+        ))
+        .await
+        .map_err(|f| unavailable(f.reason(), "census"))?;
+    let found = match reply.result {
+        Some(hpb::reply::Result::Loopback(l)) => l,
+        Some(hpb::reply::Result::Error(e)) => {
+            return Err(match e.reason.as_str() {
+                "socket_not_found" => not_member("socket_not_found", "census"),
+                "not_loopback" => not_member("not_loopback", "census"),
+                "census_unstable" => unavailable("census_unstable", "census"),
+                "census_timeout" => unavailable("census_timeout", "census"),
+                _ => unavailable("census_failed", "census"),
+            });
+        }
+        _ => return Err(unavailable("helper_malformed_reply", "census")),
+    };
+    if found.uid != nix::unistd::getuid().as_raw() {
+        return Err(not_member("other_uid", "census"));
+    }
+    let holders = found.holders.unwrap_or_default();
+    if holders.privileged > 0 {
+        tracing::debug!(
+            shielded = holders.privileged,
+            "fleet.local_proof.diagnostic: privileged processes outside the census"
+        );
+    }
+    if holders.unreadable > 0 {
+        return Err(unavailable("census_unknown_owner", "census"));
+    }
+    match holders.pids.as_slice() {
+        [pid] => Ok((*pid, found.uid)),
+        [] => Err(not_member("no_holder", "census")),
+        _ => Err(not_member("shared_descriptor", "census")),
+    }
+}
+
 /// Runs the full proof for a connection's peer.
 pub async fn prove(
     helper: &HelperClient,
     links: &[LocalLink],
-    pid: i32,
-    uid: u32,
-    pidfs_id: u64,
+    peer: &Peer,
 ) -> Result<Proof, Refusal> {
-    if uid != nix::unistd::getuid().as_raw() {
-        return Err(not_member("other_uid", "peer"));
-    }
     if links.is_empty() {
         return Err(not_member("no_linked_session", "links"));
     }
+    let (pid, uid, pidfs_id) = match peer {
+        Peer::SharedUnix => return Err(not_member("shared_descriptor", "writer")),
+        Peer::Unix { pid, uid, pidfs_id } => (*pid, *uid, *pidfs_id),
+        Peer::Tcp(ends) => {
+            let (pid, uid) = loopback_owner(helper, ends).await?;
+            (pid, uid, 0)
+        }
+    };
+    if uid != nix::unistd::getuid().as_raw() {
+        return Err(not_member("other_uid", "peer"));
+    }
     let first = observe(helper, vec![pid], true).await?;
-    let peer = first
+    let owner = first
         .first()
         .ok_or_else(|| unavailable("no_observation", "observe"))?;
-    if peer.exited || peer.pidfs_id == 0 && peer.start_time == 0 {
+    if owner.exited || owner.pidfs_id == 0 && owner.start_time == 0 {
         return Err(not_member("peer_exited", "observe"));
     }
-    if pidfs_id != 0 && peer.pidfs_id != pidfs_id {
+    if pidfs_id != 0 && owner.pidfs_id != pidfs_id {
         return Err(not_member("peer_replaced", "observe"));
     }
-    if peer.uid != uid {
+    if owner.uid != uid {
         return Err(not_member("other_uid", "observe"));
     }
     // Read the panes between the two observations.
@@ -197,6 +276,12 @@ pub async fn prove(
     {
         return Err(not_member("lineage_changed", "bracket"));
     }
+    // Over TCP a second census closes the bracket: still exactly that owner.
+    if let Peer::Tcp(ends) = peer
+        && loopback_owner(helper, ends).await?.0 != pid
+    {
+        return Err(not_member("owner_changed", "census"));
+    }
     Ok(Proof {
         link_id: link.link_id.clone(),
         fleet: link.fleet.clone(),
@@ -226,4 +311,73 @@ pub async fn recheck(
         Err(PaneError::NotFound) => Err(not_member("pane_gone", "recheck")),
         Err(PaneError::Unavailable(_)) => Err(unavailable("pane_host_unavailable", "recheck")),
     }
+}
+
+/// Observes the seat of a proven connection: the pane's foreground agent,
+/// read at two checkpoints around a fresh pane read, whose identity must sit
+/// in the socket owner's ancestry. Nothing here is cached.
+pub async fn observe_seat(
+    helper: &HelperClient,
+    link: &LocalLink,
+    proof: &Proof,
+) -> Result<apb::SeatIdentity, Refusal> {
+    let shell = proof
+        .lineage
+        .last()
+        .cloned()
+        .ok_or_else(|| unavailable("no_observation", "seat"))?;
+    let checkpoint = || async {
+        let shell_fact = observe(helper, vec![shell.pid], false)
+            .await?
+            .into_iter()
+            .next()
+            .filter(|f| !f.exited && identity(f) == shell)
+            .ok_or_else(|| not_member("lineage_changed", "seat"))?;
+        let agent_pid = shell_fact.tpgid;
+        if agent_pid <= 0 || agent_pid == shell.pid {
+            return Err(not_member("no_foreground_agent", "seat"));
+        }
+        let agent = observe(helper, vec![agent_pid], false)
+            .await?
+            .into_iter()
+            .next()
+            .filter(|f| !f.exited)
+            .ok_or_else(|| not_member("no_foreground_agent", "seat"))?;
+        if agent.uid != nix::unistd::getuid().as_raw() {
+            return Err(not_member("other_uid", "seat"));
+        }
+        Ok::<_, Refusal>(agent)
+    };
+    let before = checkpoint().await?;
+    match link.host.pane(&proof.pane_id).await {
+        Ok(p) if p.shell_pid == shell.pid => {}
+        Ok(_) => return Err(not_member("pane_shell_changed", "seat")),
+        Err(PaneError::NotFound) => return Err(not_member("pane_gone", "seat")),
+        Err(PaneError::Unavailable(_)) => return Err(unavailable("pane_host_unavailable", "seat")),
+    }
+    let after = checkpoint().await?;
+    if identity(&before) != identity(&after)
+        || before.executable != after.executable
+        || before.argv != after.argv
+    {
+        return Err(not_member("foreground_changed", "seat"));
+    }
+    // The socket's ancestry must pass through this very agent.
+    if !proof.lineage.contains(&identity(&after)) {
+        return Err(not_member("foreground_mismatch", "seat"));
+    }
+    let pb_identity = |i: &Identity| apb::ProcessIdentity {
+        pid: i.pid,
+        pidfs_id: i.pidfs_id,
+        start_time: i.start_time,
+    };
+    Ok(apb::SeatIdentity {
+        fleet: proof.fleet.clone(),
+        link_id: proof.link_id.clone(),
+        pane_id: proof.pane_id.clone(),
+        shell: Some(pb_identity(&shell)),
+        agent: Some(pb_identity(&identity(&after))),
+        agent_executable: after.executable,
+        agent_argv: after.argv.into_iter().take(8).collect(),
+    })
 }

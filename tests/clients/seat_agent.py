@@ -1,0 +1,17 @@
+"""A stand-in for a coding agent in a pane: runs in the foreground of an
+interactive shell and starts one child (where an agent would start its MCP
+bridge); writes the child's pid to OUT and waits.
+
+Usage: python seat_agent.py OUT [extra launcher args...]
+"""
+import os
+import subprocess
+import sys
+import time
+
+out = sys.argv[1]
+child = subprocess.Popen(["sleep", "300"])
+with open(out + ".tmp", "w") as f:
+    f.write(str(child.pid))
+os.rename(out + ".tmp", out)
+time.sleep(300)

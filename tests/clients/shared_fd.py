@@ -1,0 +1,102 @@
+"""Shares one connection to the gateway's local listener with a forked
+child, and records the HTTP status of each request and who sent it.
+
+Usage: python shared_fd.py unix|tcp STATE_DIR OUT
+
+- tcp: the child is forked right after connecting and only holds the
+  descriptor; the parent then sends a request. A full proof sees two holders.
+- unix: the parent sends a request (proven), then the child sends one on the
+  shared descriptor, then the parent once more.
+"""
+import json
+import os
+import socket
+import sys
+import time
+
+# A notification with no session: admitted, the MCP service answers it with a
+# plain JSON client error; refused, admission answers 403 or 503 first.
+BODY = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+
+
+def request(sock: socket.socket) -> dict:
+    head = (
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\n"
+        f"Content-Length: {len(BODY)}\r\n\r\n"
+    ).encode()
+    sock.sendall(head + BODY)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    header, _, rest = data.partition(b"\r\n\r\n")
+    lines = header.decode(errors="replace").split("\r\n")
+    status = int(lines[0].split()[1])
+    fields = dict(l.split(": ", 1) for l in lines[1:] if ": " in l)
+    length = int(fields.get("content-length", fields.get("Content-Length", "0")))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    code = None
+    if status >= 400:
+        try:
+            code = json.loads(rest[:length]).get("error", {}).get("code")
+        except ValueError:
+            pass
+    return {"status": status, "code": code}
+
+
+def connect(mode: str, state: str) -> socket.socket:
+    with open(os.path.join(state, "run", "gateway.json")) as f:
+        disc = json.load(f)
+    if mode == "unix":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(disc["unix"])
+    else:
+        host, port = disc["localMcp"].split("//")[1].split("/")[0].rsplit(":", 1)
+        s = socket.create_connection((host, int(port)))
+    return s
+
+
+def main() -> None:
+    mode, state, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    s = connect(mode, state)
+    seen = {}
+    r, w = os.pipe()
+    if mode == "tcp":
+        child = os.fork()
+        if child == 0:
+            os.close(r)
+            time.sleep(30)
+            os._exit(0)
+        seen["parent_with_child_holding"] = request(s)
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+    else:
+        seen["parent_first"] = request(s)
+        child = os.fork()
+        if child == 0:
+            os.close(r)
+            os.write(w, json.dumps(request(s)).encode())
+            os._exit(0)
+        os.close(w)
+        answer = b""
+        while True:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            answer += chunk
+        os.waitpid(child, 0)
+        seen["child_on_shared"] = json.loads(answer or b"{}")
+        seen["parent_after"] = request(s)
+    with open(out + ".tmp", "w") as f:
+        json.dump(seen, f)
+    os.rename(out + ".tmp", out)
+
+
+main()

@@ -1,0 +1,69 @@
+"""Speaks MCP to the gateway's local loopback TCP listener with no token,
+using the Python SDK's streamable HTTP client: lists the bridge's tools and
+calls mcp-server-time through `clankie_call`. A refusal before the session
+starts is recorded by its HTTP status and reason. Writes what it saw to OUT.
+
+Usage: python tcp_call.py STATE_DIR OUT
+"""
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+import anyio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "tcp-probe", "version": "0"},
+    },
+}
+
+
+def probe(url: str) -> dict:
+    """One plain POST: the admission answer on a fresh connection."""
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(INIT).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return {"status": r.status}
+    except urllib.error.HTTPError as e:
+        body = json.loads(e.read() or b"{}")
+        return {"status": e.code, "code": body.get("error", {}).get("code")}
+
+
+async def main() -> None:
+    state, out = sys.argv[1], sys.argv[2]
+    with open(os.path.join(state, "run", "gateway.json")) as f:
+        url = json.load(f)["localMcp"]
+    seen = {"probe": probe(url)}
+    if seen["probe"]["status"] == 200:
+        async with streamable_http_client(url) as (read, write, *_):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                tools = await s.list_tools()
+                seen["tools"] = sorted(t.name for t in tools.tools)
+                r = await s.call_tool(
+                    "clankie_call",
+                    {"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}},
+                )
+                seen["call"] = r.structured_content
+    with open(out + ".tmp", "w") as f:
+        json.dump(seen, f)
+    os.rename(out + ".tmp", out)
+
+
+anyio.run(main)
