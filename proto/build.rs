@@ -7,6 +7,7 @@ const FILES: &[&str] = &[
     "clankie/common/v1/common.proto",
     "clankie/admission/v1/admission.proto",
     "clankie/mcphost/v1/mcp_host.proto",
+    "clankie/mailbox/v1/mailbox.proto",
     "clankie/helper/v1/helper.proto",
 ];
 

@@ -238,6 +238,18 @@ impl FleetServer {
         // A dispatch gets its receipt id here, before anything is sent.
         let mut params = params;
         let mut receipt_id = None;
+        if params.name == "message_clankie" {
+            let args = params.arguments.get_or_insert_with(Default::default);
+            let id = match args.get("receiptId").and_then(Value::as_str) {
+                Some(id) => id.to_string(),
+                None => {
+                    let id = format!("rpt_{}", uuid::Uuid::new_v4().simple());
+                    args.insert("receiptId".into(), json!(id));
+                    id
+                }
+            };
+            receipt_id = Some(id);
+        }
         if params.name == "clankie_call" {
             let args = params.arguments.get_or_insert_with(Default::default);
             if args.contains_key("name") {

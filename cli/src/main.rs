@@ -6,6 +6,7 @@
 //! worker pane registers in its harness.
 
 mod fleet_bridge;
+mod mailbox_cmds;
 mod owner_cmds;
 mod up;
 
@@ -49,6 +50,39 @@ enum Command {
     },
     /// Serve MCP on stdio for a harness.
     Mcp(fleet_bridge::McpArgs),
+    /// Projects: workspaces, caps, the owning lead.
+    Project {
+        #[command(subcommand)]
+        command: mailbox_cmds::ProjectCommand,
+    },
+    /// Lead conversations (the global head always exists).
+    Lead {
+        #[command(subcommand)]
+        command: mailbox_cmds::LeadCommand,
+    },
+    /// Hire a worker or reviewer into a new pane of a linked session.
+    Hire(mailbox_cmds::HireArgs),
+    /// Close a hire (only its owning conversation may).
+    Close {
+        hire_id: String,
+        #[arg(long, env = "CLANKIE_CONVERSATION_ID", default_value = "")]
+        conversation: String,
+    },
+    /// Every hire with its lead, or unowned.
+    Roster {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A conversation's transcript after a sequence number.
+    Transcript {
+        #[arg(default_value = "global")]
+        conversation: String,
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// Wait up to this many milliseconds for a new entry (at most 25000).
+        #[arg(long, default_value_t = 0)]
+        wait: u32,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -78,6 +112,19 @@ fn main() -> std::process::ExitCode {
             Command::Accounts { json } => owner_cmds::accounts(paths, json).await,
             Command::Fleet { command } => owner_cmds::fleet(paths, command).await,
             Command::Mcp(args) => fleet_bridge::run(paths, args).await,
+            Command::Project { command } => mailbox_cmds::project(paths, command).await,
+            Command::Lead { command } => mailbox_cmds::lead(paths, command).await,
+            Command::Hire(args) => mailbox_cmds::hire(paths, args).await,
+            Command::Close {
+                hire_id,
+                conversation,
+            } => mailbox_cmds::close(paths, hire_id, conversation).await,
+            Command::Roster { json } => mailbox_cmds::roster(paths, json).await,
+            Command::Transcript {
+                conversation,
+                after,
+                wait,
+            } => mailbox_cmds::transcript(paths, conversation, after, wait).await,
         }
     });
     match result {

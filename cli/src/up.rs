@@ -33,6 +33,7 @@ pub struct UpArgs {
 const HEALTH_NAMES: &[(&str, &str)] = &[
     ("admission", "clankie.admission.v1.Admission"),
     ("mcp-host", "clankie.mcphost.v1.McpHost"),
+    ("mailbox", "clankie.mailbox.v1.Mailbox"),
     ("gateway", "clankie.gateway.v1.Gateway"),
 ];
 

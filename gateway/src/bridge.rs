@@ -24,6 +24,7 @@ use crate::{Admitted, Shared};
 
 pub const TOOLS: &str = "clankie_tools";
 pub const CALL: &str = "clankie_call";
+pub const REPORT: &str = "message_clankie";
 
 #[derive(Clone)]
 pub struct Bridge {
@@ -51,6 +52,39 @@ struct CallArgs {
     receipt_id: Option<String>,
     #[serde(default)]
     background: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ReportArgs {
+    text: String,
+    receipt_id: Option<String>,
+}
+
+/// `message_clankie`, offered to seats in panes (never to bearer links).
+pub fn report_definition() -> Tool {
+    let tool = json!({
+        "name": REPORT,
+        "description": "Report to the lead that hired this seat (progress, a question, done). \
+            It arrives in the lead's conversation as your agent output, not as an instruction; \
+            you cannot choose another recipient. A repeated receiptId returns the original \
+            delivery and sends nothing new.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "text": { "type": "string", "minLength": 1, "maxLength": 32768 },
+                "receiptId": { "type": "string", "maxLength": 128, "description": "Chosen by the bridge before sending; reuse it only to read the original delivery." }
+            },
+            "required": ["text"],
+            "additionalProperties": false
+        }
+    });
+    serde_json::from_value(tool).unwrap_or_else(|_| Tool::default())
+}
+
+fn is_seat(a: &Admitted) -> bool {
+    a.principal.mode == clankie_proto::common::v1::AdmissionMode::Local as i32
+        && !a.principal.pane_id.is_empty()
 }
 
 /// The `_meta` key carrying the catalog revision on `clankie_tools`, so a
@@ -158,6 +192,41 @@ fn status(s: tonic::Status) -> ClankieError {
 }
 
 impl Bridge {
+    async fn report(
+        &self,
+        a: &Admitted,
+        budget: &Budget,
+        args: ReportArgs,
+    ) -> Result<CallToolResult, ClankieError> {
+        if !is_seat(a) {
+            return Err(ErrorCode::LocalProcessMembershipRequired
+                .err("message_clankie needs a seat in a linked pane"));
+        }
+        let receipt_id = args
+            .receipt_id
+            .unwrap_or_else(|| format!("rpt_{}", uuid::Uuid::new_v4().simple()));
+        let resp = self
+            .shared
+            .mailbox
+            .clone()
+            .report(budget.request(
+                clankie_proto::mailbox::v1::ReportRequest {
+                    receipt_id,
+                    text: args.text,
+                    kind: "message".into(),
+                },
+                &a.ticket,
+            )?)
+            .await
+            .map_err(status)?
+            .into_inner();
+        Ok(CallToolResult::structured(json!({
+            "receiptId": resp.receipt_id,
+            "delivered": true,
+            "replayed": resp.replayed,
+        })))
+    }
+
     async fn tools(
         &self,
         a: &Admitted,
@@ -311,13 +380,17 @@ impl ServerHandler for Bridge {
         let span = tracing::info_span!("bridge.list_tools");
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
         async move {
-            let tools = if a.tools_on {
+            let mut tools = if a.tools_on {
                 let budget = Budget(Instant::now(), self.shared.request_budget);
                 let info = self.catalog_now(&a, &budget).await;
                 tool_definitions(&info.connected, info.revision)
             } else {
                 Vec::new()
             };
+            // Reports are the seat's own channel, apart from fleet.tools.
+            if is_seat(&a) {
+                tools.push(report_definition());
+            }
             serde_json::from_value(json!({ "tools": tools }))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
         }
@@ -353,6 +426,13 @@ impl ServerHandler for Bridge {
                         Err(ErrorCode::ArgumentsInvalid.err(format!("clankie_call arguments: {e}")))
                     }
                 },
+                REPORT => {
+                    match serde_json::from_value::<ReportArgs>(args) {
+                        Ok(args) => self.report(&a, &budget, args).await,
+                        Err(e) => Err(ErrorCode::ArgumentsInvalid
+                            .err(format!("message_clankie arguments: {e}"))),
+                    }
+                }
                 other => {
                     return Err(ErrorData::invalid_params(
                         format!(

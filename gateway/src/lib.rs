@@ -11,6 +11,7 @@
 
 mod bridge;
 pub mod local;
+mod operator;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -64,6 +65,7 @@ pub(crate) struct Shared {
     pub(crate) paths: StatePaths,
     pub(crate) admission: apb::admission_client::AdmissionClient<Client>,
     pub(crate) mcp: mpb::mcp_host_client::McpHostClient<Client>,
+    pub(crate) mailbox: clankie_proto::mailbox::v1::mailbox_client::MailboxClient<Client>,
     /// The newest catalog info seen from mcp-host (revision 0: unknown).
     pub(crate) catalog: watch::Sender<mpb::CatalogInfo>,
     /// The newest fleet settings seen from admission.
@@ -91,6 +93,10 @@ impl Options {
             Meta::default(),
         ))
         .max_decoding_message_size(16 << 20);
+        let mailbox = clankie_proto::mailbox::v1::mailbox_client::MailboxClient::new(grpc::client(
+            &self.paths.socket("mailbox"),
+            Meta::default(),
+        ));
         let (catalog, _) = watch::channel(mpb::CatalogInfo::default());
         let (settings, _) = watch::channel(apb::FleetSettings::default());
         let gateway = Gateway {
@@ -98,6 +104,7 @@ impl Options {
                 paths: self.paths,
                 admission,
                 mcp,
+                mailbox,
                 catalog,
                 settings,
                 peers: std::sync::Mutex::new(Vec::new()),
@@ -151,6 +158,14 @@ impl Gateway {
         Router::new()
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
+            .route(
+                "/v1/operator/projects",
+                axum::routing::get(operator::list_projects),
+            )
+            .route(
+                "/v1/operator/projects/remove-workspace",
+                axum::routing::post(operator::remove_workspace),
+            )
             .route("/healthz", axum::routing::get(healthz))
             .route("/readyz", axum::routing::get(readyz))
             .with_state(shared)
@@ -387,6 +402,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     for (name, health) in [
         ("admission", "clankie.admission.v1.Admission"),
         ("mcp-host", "clankie.mcphost.v1.McpHost"),
+        ("mailbox", "clankie.mailbox.v1.Mailbox"),
     ] {
         let ok = grpc::health(&shared.paths.socket(name), health)
             .await

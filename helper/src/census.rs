@@ -72,31 +72,46 @@ fn scan(
     jitter: &mut Jitter,
     job: Instant,
 ) -> Result<Scan, &'static str> {
+    use rustix::fs::{AtFlags, Dir, Mode, OFlags, openat, statat};
     let started = Instant::now();
     let mut holders = Vec::new();
     let mut unreadable = 0;
     let mut privileged = 0;
     let mut churn_after_match = false;
-    let entries = std::fs::read_dir("/proc").map_err(|_| "proc_unreadable")?;
-    for entry in entries.filter_map(|e| e.ok()) {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+    let proc_dir = openat(
+        rustix::fs::CWD,
+        "/proc",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|_| "proc_unreadable")?;
+    let mut entries = Dir::read_from(&proc_dir).map_err(|_| "proc_unreadable")?;
+    let mut link = vec![0u8; 64];
+    while let Some(entry) = entries.read() {
+        let Ok(entry) = entry else {
+            return Ok(Scan::Restart);
+        };
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().ok().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
         if started.elapsed() > SCAN_BUDGET || job.elapsed() > JOB_BUDGET {
             return Ok(Scan::Restart);
         }
         if let Some(want) = uid {
-            match crate::sys::uid(pid) {
-                Ok(u) if u != want => continue,
+            // The owner of /proc/PID is the process's effective uid: one
+            // stat instead of reading and parsing its status file.
+            match statat(&proc_dir, name, AtFlags::empty()) {
+                Ok(st) if st.st_uid != want => continue,
                 Ok(_) => {}
-                Err(crate::sys::ObsError::Gone) => continue,
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::SRCH) => continue,
                 Err(_) => return Err("census_unknown_owner"),
             }
         }
         let mut tries = 0;
         loop {
             tries += 1;
-            match holds(pid, target) {
+            match holds(&proc_dir, pid, target.as_bytes(), &mut link) {
                 Ok(true) => {
                     holders.push(pid);
                     break;
@@ -148,25 +163,44 @@ enum Race {
     Churn,
 }
 
-/// Whether `pid` holds `target` among its descriptors.
-fn holds(pid: i32, target: &str) -> Result<bool, Race> {
-    let dir = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
+/// Whether `pid` holds `target` among its descriptors. Every lookup is
+/// relative to an open directory, so no path is walked from the root.
+fn holds(
+    proc_dir: &rustix::fd::OwnedFd,
+    pid: i32,
+    target: &[u8],
+    link: &mut Vec<u8>,
+) -> Result<bool, Race> {
+    use rustix::fs::{Dir, Mode, OFlags, openat, readlinkat_raw};
+    use rustix::io::Errno;
+    let fd_dir = match openat(
+        proc_dir,
+        format!("{pid}/fd"),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Race::Gone),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(Race::Denied),
+        Err(Errno::NOENT | Errno::SRCH) => return Err(Race::Gone),
+        Err(Errno::ACCESS | Errno::PERM) => return Err(Race::Denied),
         Err(_) => return Err(Race::Churn),
     };
-    for entry in dir {
+    let mut fds = Dir::read_from(&fd_dir).map_err(|_| Race::Churn)?;
+    link.resize(target.len() + 1, 0);
+    while let Some(entry) = fds.read() {
         let entry = entry.map_err(|_| Race::Churn)?;
-        match std::fs::read_link(entry.path()) {
-            Ok(link) => {
-                if link.as_os_str() == target {
-                    return Ok(true);
-                }
-            }
+        let name = entry.file_name();
+        if name.to_bytes().first() == Some(&b'.') {
+            continue;
+        }
+        match readlinkat_raw(&fd_dir, name, &mut link[..]) {
+            // A link one byte longer than the target cannot be it; the
+            // buffer is sized so that a match fits exactly.
+            Ok(n) if n == target.len() && &link[..n] == target => return Ok(true),
+            Ok(_) => {}
             // A descriptor closed between listing and reading: harmless.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(Race::Denied),
+            Err(Errno::NOENT) => continue,
+            Err(Errno::ACCESS | Errno::PERM) => return Err(Race::Denied),
+            Err(Errno::SRCH) => return Err(Race::Gone),
             Err(_) => return Err(Race::Churn),
         }
     }

@@ -25,6 +25,12 @@ pub mod mcphost {
     }
 }
 
+pub mod mailbox {
+    pub mod v1 {
+        tonic::include_proto!("clankie.mailbox.v1");
+    }
+}
+
 pub mod helper {
     pub mod v1 {
         tonic::include_proto!("clankie.helper.v1");

@@ -63,6 +63,13 @@ codes! {
     UpstreamError => "upstream_error",
     DeadlineExceeded => "deadline_exceeded",
     RequestBudget => "tracker_request_budget",
+    ProjectNotFound => "project_not_found",
+    ProjectExists => "project_exists",
+    StaleRevision => "stale_revision",
+    ConversationNotFound => "conversation_not_found",
+    HireNotFound => "hire_not_found",
+    WorkerCapReached => "worker_cap_reached",
+    NoLinkedSession => "no_linked_session",
     ServiceUnavailable => "service_unavailable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
@@ -86,9 +93,16 @@ impl ErrorCode {
             | ErrorCode::OwnerCredentialInvalid
             | ErrorCode::NotOwner
             | ErrorCode::RoleNotAllowed => Code::PermissionDenied,
-            ErrorCode::AccountNotFound | ErrorCode::ReceiptNotFound => Code::NotFound,
-            ErrorCode::AccountExists => Code::AlreadyExists,
-            ErrorCode::AccountChanged | ErrorCode::ReceiptConflict => Code::Aborted,
+            ErrorCode::AccountNotFound
+            | ErrorCode::ReceiptNotFound
+            | ErrorCode::ProjectNotFound
+            | ErrorCode::ConversationNotFound
+            | ErrorCode::HireNotFound => Code::NotFound,
+            ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
+            ErrorCode::AccountChanged | ErrorCode::ReceiptConflict | ErrorCode::StaleRevision => {
+                Code::Aborted
+            }
+            ErrorCode::WorkerCapReached | ErrorCode::NoLinkedSession => Code::FailedPrecondition,
             ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
             ErrorCode::FleetAdmissionUnavailable
             | ErrorCode::AccountUnavailable
@@ -119,10 +133,18 @@ impl ErrorCode {
             | ErrorCode::OwnerCredentialInvalid
             | ErrorCode::NotOwner
             | ErrorCode::RoleNotAllowed => StatusCode::FORBIDDEN,
-            ErrorCode::AccountNotFound | ErrorCode::ReceiptNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::AccountExists | ErrorCode::AccountChanged | ErrorCode::ReceiptConflict => {
-                StatusCode::CONFLICT
-            }
+            ErrorCode::AccountNotFound
+            | ErrorCode::ReceiptNotFound
+            | ErrorCode::ProjectNotFound
+            | ErrorCode::ConversationNotFound
+            | ErrorCode::HireNotFound => StatusCode::NOT_FOUND,
+            ErrorCode::AccountExists
+            | ErrorCode::AccountChanged
+            | ErrorCode::ReceiptConflict
+            | ErrorCode::ProjectExists
+            | ErrorCode::StaleRevision
+            | ErrorCode::WorkerCapReached
+            | ErrorCode::NoLinkedSession => StatusCode::CONFLICT,
             ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -1,0 +1,348 @@
+//! Owner and lead commands of the mailbox: projects, lead conversations,
+//! hires, the roster and transcripts.
+
+use std::process::ExitCode;
+
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::grpc::{self, Client};
+use clankie_runtime::paths::StatePaths;
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::owner_cmds::{owner_meta, refused};
+
+fn client(paths: &StatePaths) -> anyhow::Result<pb::mailbox_client::MailboxClient<Client>> {
+    Ok(pb::mailbox_client::MailboxClient::new(grpc::client(
+        &paths.socket("mailbox"),
+        owner_meta(paths)?,
+    )))
+}
+
+#[derive(Subcommand)]
+pub enum ProjectCommand {
+    /// Register a project (or add a workspace to it).
+    Add {
+        name: String,
+        /// The project's workspace: an existing absolute folder.
+        #[arg(long)]
+        workspace: String,
+        #[arg(long, default_value = "")]
+        machine: String,
+        #[arg(long, default_value = "")]
+        platform: String,
+        /// The lead conversation that owns it (default: the global head).
+        #[arg(long, default_value = "")]
+        lead: String,
+        /// Open worker hires allowed at once (default 4).
+        #[arg(long, default_value_t = 0)]
+        worker_cap: u32,
+        /// The project keeps a standing reviewer seat.
+        #[arg(long)]
+        reviewer: bool,
+    },
+    /// List projects with their revisions and workspaces.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove one workspace record at the revision you read (no folder is deleted).
+    RemoveWorkspace {
+        project: String,
+        workspace_id: String,
+        #[arg(long)]
+        revision: u64,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LeadCommand {
+    /// Start a lead conversation.
+    Add { title: String },
+    /// List the global head and lead conversations.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a lead conversation; its hires report to the head until adopted.
+    Remove { conversation_id: String },
+}
+
+#[derive(Args)]
+pub struct HireArgs {
+    /// Project name or id.
+    #[arg(long)]
+    pub project: String,
+    /// worker or reviewer.
+    #[arg(long, default_value = "worker")]
+    pub role: String,
+    /// The hiring conversation (default: the global head).
+    #[arg(long, env = "CLANKIE_CONVERSATION_ID", default_value = "")]
+    pub conversation: String,
+    /// The linked session's link id, when several are linked.
+    #[arg(long, default_value = "")]
+    pub link: String,
+    /// The worker's command, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+fn project_json(p: &pb::Project) -> serde_json::Value {
+    json!({
+        "projectId": p.project_id,
+        "name": p.name,
+        "revision": p.revision,
+        "leadConversationId": p.lead_conversation_id,
+        "workerCap": p.worker_cap,
+        "standingReviewer": p.standing_reviewer,
+        "workspaces": p.workspaces.iter().map(|w| json!({
+            "workspaceId": w.workspace_id,
+            "path": w.path,
+            "machine": w.machine,
+            "platform": w.platform,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
+    json!({
+        "hireId": h.hire_id,
+        "conversationId": h.conversation_id,
+        "lead": if h.owner_present { h.conversation_id.as_str() } else { "unowned" },
+        "projectId": h.project_id,
+        "role": h.role,
+        "linkId": h.link_id,
+        "fleet": h.fleet,
+        "paneId": h.pane_id,
+        "workspace": h.workspace,
+        "command": h.command,
+        "ended": h.ended,
+    })
+}
+
+pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Result<ExitCode> {
+    let mut c = client(&paths)?;
+    match command {
+        ProjectCommand::Add {
+            name,
+            workspace,
+            machine,
+            platform,
+            lead,
+            worker_cap,
+            reviewer,
+        } => {
+            let workspace = std::path::absolute(&workspace)?.display().to_string();
+            let p = c
+                .add_project(pb::AddProjectRequest {
+                    name,
+                    workspace,
+                    machine,
+                    platform,
+                    lead_conversation_id: lead,
+                    worker_cap,
+                    standing_reviewer: reviewer,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&project_json(&p));
+        }
+        ProjectCommand::List { json } => {
+            let all = c
+                .list_projects(pb::ListProjectsRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .projects;
+            if json {
+                print_json(
+                    &json!({ "projects": all.iter().map(project_json).collect::<Vec<_>>() }),
+                );
+            } else {
+                for p in &all {
+                    println!(
+                        "{}  {}  rev {}  cap {}  lead {}",
+                        p.project_id,
+                        p.name,
+                        p.revision,
+                        p.worker_cap,
+                        if p.lead_conversation_id.is_empty() {
+                            "global"
+                        } else {
+                            &p.lead_conversation_id
+                        }
+                    );
+                    for w in &p.workspaces {
+                        println!("    {}  {}", w.workspace_id, w.path);
+                    }
+                }
+            }
+        }
+        ProjectCommand::RemoveWorkspace {
+            project,
+            workspace_id,
+            revision,
+        } => {
+            let p = c
+                .remove_workspace(pb::RemoveWorkspaceRequest {
+                    project_id: project,
+                    workspace_id,
+                    expected_revision: revision,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&project_json(&p));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<ExitCode> {
+    let mut c = client(&paths)?;
+    let conv_json = |c: &pb::Conversation| {
+        json!({
+            "conversationId": c.conversation_id,
+            "kind": c.kind,
+            "title": c.title,
+            "removed": c.removed,
+        })
+    };
+    match command {
+        LeadCommand::Add { title } => {
+            let conv = c
+                .add_conversation(pb::AddConversationRequest { title })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&conv_json(&conv));
+        }
+        LeadCommand::List { json } => {
+            let all = c
+                .list_conversations(pb::ListConversationsRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .conversations;
+            if json {
+                print_json(
+                    &json!({ "conversations": all.iter().map(conv_json).collect::<Vec<_>>() }),
+                );
+            } else {
+                for conv in all.iter().filter(|c| !c.removed) {
+                    println!("{}  {}  {}", conv.conversation_id, conv.kind, conv.title);
+                }
+            }
+        }
+        LeadCommand::Remove { conversation_id } => {
+            let conv = c
+                .remove_conversation(pb::RemoveConversationRequest { conversation_id })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&conv_json(&conv));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode> {
+    let h = client(&paths)?
+        .hire(pb::HireRequest {
+            project: args.project,
+            role: args.role,
+            command: args.command,
+            conversation_id: args.conversation,
+            link_id: args.link,
+            workspace_id: String::new(),
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    print_json(&hire_json(&h));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn close(
+    paths: StatePaths,
+    hire_id: String,
+    conversation: String,
+) -> anyhow::Result<ExitCode> {
+    let h = client(&paths)?
+        .close_hire(pb::CloseHireRequest {
+            hire_id,
+            conversation_id: conversation,
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    print_json(&hire_json(&h));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCode> {
+    let hires = client(&paths)?
+        .roster(pb::RosterRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .hires;
+    if json_out {
+        print_json(&json!({ "hires": hires.iter().map(hire_json).collect::<Vec<_>>() }));
+    } else {
+        for h in &hires {
+            println!(
+                "{}  {}  {}  pane {}  lead {}{}",
+                h.hire_id,
+                h.role,
+                h.project_id,
+                h.pane_id,
+                if h.owner_present {
+                    h.conversation_id.as_str()
+                } else {
+                    "unowned"
+                },
+                if h.ended.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", h.ended)
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn transcript(
+    paths: StatePaths,
+    conversation: String,
+    after: u64,
+    wait_ms: u32,
+) -> anyhow::Result<ExitCode> {
+    let resp = client(&paths)?
+        .read_transcript(pb::ReadTranscriptRequest {
+            conversation_id: conversation,
+            after,
+            wait_ms,
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    print_json(&json!({
+        "lastSeq": resp.last_seq,
+        "entries": resp.entries.iter().map(|e| json!({
+            "seq": e.seq,
+            "kind": e.kind,
+            "role": e.role,
+            "text": e.text,
+            "source": e.source,
+            "untrusted": e.untrusted,
+            "receiptId": e.receipt_id,
+        })).collect::<Vec<_>>(),
+    }));
+    Ok(ExitCode::SUCCESS)
+}

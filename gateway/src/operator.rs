@@ -1,0 +1,108 @@
+//! The owner's HTTP routes: `GET /v1/operator/projects` and
+//! `POST /v1/operator/projects/remove-workspace`. The owner credential comes
+//! as `Authorization: Bearer ...` and is passed to the mailbox, which checks
+//! it; the gateway decides nothing.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::{ClankieError, ErrorCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::{Shared, refusal};
+
+fn owner_request<T>(
+    headers: &http::HeaderMap,
+    msg: T,
+    shared: &Shared,
+) -> Result<tonic::Request<T>, ClankieError> {
+    let value = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.starts_with("Bearer "))
+        .ok_or_else(|| {
+            ErrorCode::OwnerCredentialRequired.err("this route needs the owner credential")
+        })?;
+    let mut req = tonic::Request::new(msg);
+    req.set_timeout(shared.request_budget);
+    req.metadata_mut().insert(
+        "authorization",
+        value
+            .parse()
+            .map_err(|_| ErrorCode::OwnerCredentialInvalid.err("malformed credential"))?,
+    );
+    Ok(req)
+}
+
+fn project_json(p: &pb::Project) -> serde_json::Value {
+    json!({
+        "projectId": p.project_id,
+        "name": p.name,
+        "revision": p.revision,
+        "leadConversationId": p.lead_conversation_id,
+        "workerCap": p.worker_cap,
+        "standingReviewer": p.standing_reviewer,
+        "workspaces": p.workspaces.iter().map(|w| json!({
+            "workspaceId": w.workspace_id,
+            "path": w.path,
+            "machine": w.machine,
+            "platform": w.platform,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub(crate) async fn list_projects(
+    State(shared): State<Arc<Shared>>,
+    headers: http::HeaderMap,
+) -> Response {
+    let req = match owner_request(&headers, pb::ListProjectsRequest {}, &shared) {
+        Ok(r) => r,
+        Err(e) => return refusal(&e),
+    };
+    match shared.mailbox.clone().list_projects(req).await {
+        Ok(r) => axum::Json(json!({
+            "projects": r.into_inner().projects.iter().map(project_json).collect::<Vec<_>>()
+        }))
+        .into_response(),
+        Err(s) => refusal(&ClankieError::from_status(&s)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct RemoveWorkspace {
+    project_id: String,
+    workspace_id: String,
+    expected_revision: u64,
+}
+
+pub(crate) async fn remove_workspace(
+    State(shared): State<Arc<Shared>>,
+    headers: http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let args: RemoveWorkspace = match serde_json::from_slice(&body) {
+        Ok(a) => a,
+        Err(e) => {
+            return refusal(&ErrorCode::InvalidArgument.err(format!(
+                "expected {{projectId, workspaceId, expectedRevision}}: {e}"
+            )));
+        }
+    };
+    let msg = pb::RemoveWorkspaceRequest {
+        project_id: args.project_id,
+        workspace_id: args.workspace_id,
+        expected_revision: args.expected_revision,
+    };
+    let req = match owner_request(&headers, msg, &shared) {
+        Ok(r) => r,
+        Err(e) => return refusal(&e),
+    };
+    match shared.mailbox.clone().remove_workspace(req).await {
+        Ok(r) => axum::Json(json!({ "project": project_json(&r.into_inner()) })).into_response(),
+        Err(s) => refusal(&ClankieError::from_status(&s)),
+    }
+}

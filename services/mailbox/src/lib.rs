@@ -1,0 +1,776 @@
+//! The mailbox service.
+//!
+//! Owns: projects (with a revision fencing every edit), conversations (the
+//! global head and lead chats) and their transcripts, hires (a pane opened
+//! in a linked tmux session for a project, owned by the conversation that
+//! hired it), the roster, and worker reports (`message_clankie`) delivered
+//! to the hiring lead as untrusted agent output, with receipts that never
+//! reroute or replay an accepted report.
+//!
+//! Does not own: admission (a report's pane comes from the admission ticket
+//! it carries, rechecked here), pane membership reads, or any tool.
+
+mod panes;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::common::v1::AdmissionMode;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::owner::{self, OwnerCheck};
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::{ClankieError, ErrorCode};
+use tokio::sync::{Mutex, watch};
+use tonic::{Request, Response, Status};
+
+use store::{ConversationRec, EntryRec, HEAD, HireRec, ProjectRec, Store, WorkspaceRec, now_ms};
+
+/// The gRPC service name reported through tonic-health.
+pub const HEALTH_NAME: &str = "clankie.mailbox.v1.Mailbox";
+/// A project's worker cap when none is given.
+pub const DEFAULT_WORKER_CAP: u32 = 4;
+/// The longest transcript long poll.
+pub const MAX_WAIT: Duration = Duration::from_secs(25);
+/// The longest report text.
+pub const MAX_REPORT: usize = 32 << 10;
+
+struct Inner {
+    owner: OwnerCheck,
+    store: Mutex<Store>,
+    /// Bumped after every transcript append; long polls wait on it.
+    appended: watch::Sender<u64>,
+    admission: apb::admission_client::AdmissionClient<Client>,
+    state_root: String,
+}
+
+/// The mailbox; cheap to clone.
+#[derive(Clone)]
+pub struct MailboxService {
+    inner: Arc<Inner>,
+}
+
+fn internal(e: impl std::fmt::Display) -> ClankieError {
+    ErrorCode::Internal.err(format!("the mailbox could not save its state: {e}"))
+}
+
+fn refuse(e: ClankieError) -> Status {
+    tracing::info!(reason = e.code.as_str(), "mailbox.refused");
+    e.into()
+}
+
+fn project_pb(p: &ProjectRec) -> pb::Project {
+    pb::Project {
+        project_id: p.project_id.clone(),
+        name: p.name.clone(),
+        workspaces: p
+            .workspaces
+            .iter()
+            .map(|w| pb::Workspace {
+                workspace_id: w.workspace_id.clone(),
+                path: w.path.clone(),
+                machine: w.machine.clone(),
+                platform: w.platform.clone(),
+            })
+            .collect(),
+        lead_conversation_id: p.lead_conversation_id.clone(),
+        worker_cap: p.worker_cap,
+        standing_reviewer: p.standing_reviewer,
+        revision: p.revision,
+        created_at_ms: p.created_at_ms,
+    }
+}
+
+fn conversation_pb(c: &ConversationRec) -> pb::Conversation {
+    pb::Conversation {
+        conversation_id: c.conversation_id.clone(),
+        kind: c.kind.clone(),
+        title: c.title.clone(),
+        created_at_ms: c.created_at_ms,
+        removed: c.removed,
+    }
+}
+
+fn entry_pb(e: EntryRec) -> pb::Entry {
+    pb::Entry {
+        seq: e.seq,
+        kind: e.kind,
+        role: e.role,
+        text: e.text,
+        source: e.source,
+        untrusted: e.untrusted,
+        at_ms: e.at_ms,
+        receipt_id: e.receipt_id,
+    }
+}
+
+fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
+    pb::HireRecord {
+        hire_id: h.hire_id.clone(),
+        conversation_id: h.conversation_id.clone(),
+        project_id: h.project_id.clone(),
+        role: h.role.clone(),
+        link_id: h.link_id.clone(),
+        fleet: h.fleet.clone(),
+        pane_id: h.pane_id.clone(),
+        workspace: h.workspace.clone(),
+        command: h.command.clone(),
+        created_at_ms: h.created_at_ms,
+        ended: h.ended.clone(),
+        owner_present,
+        ..Default::default()
+    }
+}
+
+fn short_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// Whether the conversation exists and was not removed.
+fn present(state: &store::StateFile, conversation_id: &str) -> bool {
+    state
+        .conversations
+        .iter()
+        .any(|c| c.conversation_id == conversation_id && !c.removed)
+}
+
+/// The calling conversation: the given one, or the global head.
+fn caller(state: &store::StateFile, conversation_id: &str) -> Result<String, ClankieError> {
+    let id = if conversation_id.is_empty() {
+        HEAD
+    } else {
+        conversation_id
+    };
+    if !present(state, id) {
+        return Err(ErrorCode::ConversationNotFound.err(format!("no conversation {id}")));
+    }
+    Ok(id.to_string())
+}
+
+impl MailboxService {
+    /// Opens the state under `$CLANKIE_STATE/mailbox` and the owner credential.
+    pub fn open(paths: StatePaths) -> anyhow::Result<Self> {
+        let owner = OwnerCheck::load(&paths.owner_credential())?;
+        let token = owner::read_owner_token(&paths.owner_credential())?;
+        let store = Store::open(paths.service_dir("mailbox"))?;
+        let admission = apb::admission_client::AdmissionClient::new(grpc::client(
+            &paths.socket("admission"),
+            Meta::owner(&token),
+        ));
+        let (appended, _) = watch::channel(0);
+        Ok(MailboxService {
+            inner: Arc::new(Inner {
+                owner,
+                store: Mutex::new(store),
+                appended,
+                admission,
+                state_root: paths.root().display().to_string(),
+            }),
+        })
+    }
+
+    /// The tonic routes for this service.
+    pub fn routes(&self) -> tonic::service::Routes {
+        tonic::service::Routes::new(pb::mailbox_server::MailboxServer::new(self.clone()))
+    }
+
+    fn owner<T>(&self, req: &Request<T>) -> Result<(), Status> {
+        self.inner.owner.verify(req.metadata()).map_err(refuse)
+    }
+
+    fn writable(store: &Store) -> Result<(), ClankieError> {
+        if store.unreadable {
+            return Err(ErrorCode::ServiceUnavailable.err(
+                "the mailbox state cannot be read; the owner must inspect it before changes",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The pane principal behind a worker request's admission ticket.
+    async fn pane_principal<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<clankie_proto::common::v1::Principal, ClankieError> {
+        let ticket = grpc::ticket(req.metadata())
+            .ok_or_else(|| {
+                ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
+            })?
+            .to_string();
+        let mut call = Request::new(apb::RecheckRequest { ticket });
+        call.set_timeout(Duration::from_secs(5));
+        let principal = self
+            .inner
+            .admission
+            .clone()
+            .recheck(call)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner()
+            .principal
+            .unwrap_or_default();
+        if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
+            return Err(ErrorCode::LocalProcessMembershipRequired
+                .err("reports need a proven pane; a bearer link cannot report"));
+        }
+        Ok(principal)
+    }
+
+    /// The local link a hire opens in.
+    async fn link(&self, link_id: &str) -> Result<apb::FleetLink, ClankieError> {
+        let mut call = Request::new(apb::FleetStatusRequest {});
+        call.set_timeout(Duration::from_secs(5));
+        let status = self
+            .inner
+            .admission
+            .clone()
+            .fleet_status(call)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner();
+        let mut local = status
+            .links
+            .into_iter()
+            .filter(|l| l.kind == "tmux" && (link_id.is_empty() || l.link_id == link_id));
+        let first = local.next().ok_or_else(|| {
+            ErrorCode::NoLinkedSession
+                .err("no linked tmux session to hire into: clankie fleet link --tmux SOCKET")
+        })?;
+        if link_id.is_empty() && local.next().is_some() {
+            return Err(ErrorCode::InvalidArgument
+                .err("several linked sessions: choose one with its link id (--link)"));
+        }
+        Ok(first)
+    }
+}
+
+#[tonic::async_trait]
+impl pb::mailbox_server::Mailbox for MailboxService {
+    async fn add_project(
+        &self,
+        request: Request<pb::AddProjectRequest>,
+    ) -> Result<Response<pb::Project>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let name = req.name.trim().to_string();
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(refuse(
+                ErrorCode::InvalidArgument
+                    .err("a project name is 1-64 letters, digits, '-', '_' or '.'"),
+            ));
+        }
+        let path = std::path::Path::new(&req.workspace);
+        if !path.is_absolute() || !path.is_dir() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("the workspace must be an existing absolute folder"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        if !req.lead_conversation_id.is_empty() && !present(&store.state, &req.lead_conversation_id)
+        {
+            return Err(refuse(
+                ErrorCode::ConversationNotFound
+                    .err(format!("no conversation {}", req.lead_conversation_id)),
+            ));
+        }
+        let workspace = WorkspaceRec {
+            workspace_id: short_id("ws"),
+            path: req.workspace.clone(),
+            machine: req.machine,
+            platform: req.platform,
+        };
+        let project = match store.state.projects.iter_mut().find(|p| p.name == name) {
+            // Adding to an existing project adds a workspace.
+            Some(p) => {
+                if p.workspaces.iter().any(|w| w.path == workspace.path) {
+                    return Err(refuse(ErrorCode::ProjectExists.err(format!(
+                        "{name} already has the workspace {}",
+                        req.workspace
+                    ))));
+                }
+                p.workspaces.push(workspace);
+                p.revision += 1;
+                p.clone()
+            }
+            None => {
+                let p = ProjectRec {
+                    project_id: short_id("prj"),
+                    name,
+                    workspaces: vec![workspace],
+                    lead_conversation_id: req.lead_conversation_id,
+                    worker_cap: if req.worker_cap == 0 {
+                        DEFAULT_WORKER_CAP
+                    } else {
+                        req.worker_cap
+                    },
+                    standing_reviewer: req.standing_reviewer,
+                    revision: 1,
+                    created_at_ms: now_ms(),
+                };
+                store.state.projects.push(p.clone());
+                p
+            }
+        };
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(project_pb(&project)))
+    }
+
+    async fn list_projects(
+        &self,
+        request: Request<pb::ListProjectsRequest>,
+    ) -> Result<Response<pb::ListProjectsResponse>, Status> {
+        self.owner(&request)?;
+        let store = self.inner.store.lock().await;
+        Ok(Response::new(pb::ListProjectsResponse {
+            projects: store.state.projects.iter().map(project_pb).collect(),
+        }))
+    }
+
+    async fn remove_workspace(
+        &self,
+        request: Request<pb::RemoveWorkspaceRequest>,
+    ) -> Result<Response<pb::Project>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let open_hires: Vec<String> = store
+            .state
+            .hires
+            .iter()
+            .filter(|h| h.project_id == req.project_id && h.ended.is_empty())
+            .map(|h| h.workspace.clone())
+            .collect();
+        let project = store
+            .state
+            .projects
+            .iter_mut()
+            .find(|p| p.project_id == req.project_id || p.name == req.project_id)
+            .ok_or_else(|| {
+                refuse(ErrorCode::ProjectNotFound.err(format!("no project {}", req.project_id)))
+            })?;
+        if project.revision != req.expected_revision {
+            return Err(refuse(ErrorCode::StaleRevision.err(format!(
+                "the project is at revision {}, not {}; read it again",
+                project.revision, req.expected_revision
+            ))));
+        }
+        let index = project
+            .workspaces
+            .iter()
+            .position(|w| w.workspace_id == req.workspace_id)
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::InvalidArgument
+                        .err(format!("the project has no workspace {}", req.workspace_id)),
+                )
+            })?;
+        if open_hires.contains(&project.workspaces[index].path) {
+            return Err(refuse(
+                ErrorCode::StaleRevision
+                    .err("an open hire works in that workspace; close it first"),
+            ));
+        }
+        // The record goes; the folder on disk is never touched.
+        project.workspaces.remove(index);
+        project.revision += 1;
+        let out = project.clone();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(project_pb(&out)))
+    }
+
+    async fn add_conversation(
+        &self,
+        request: Request<pb::AddConversationRequest>,
+    ) -> Result<Response<pb::Conversation>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let c = ConversationRec {
+            conversation_id: short_id("conv"),
+            kind: "lead".into(),
+            title: req.title.chars().take(200).collect(),
+            created_at_ms: now_ms(),
+            removed: false,
+        };
+        store.state.conversations.push(c.clone());
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(conversation_pb(&c)))
+    }
+
+    async fn list_conversations(
+        &self,
+        request: Request<pb::ListConversationsRequest>,
+    ) -> Result<Response<pb::ListConversationsResponse>, Status> {
+        self.owner(&request)?;
+        let store = self.inner.store.lock().await;
+        Ok(Response::new(pb::ListConversationsResponse {
+            conversations: store
+                .state
+                .conversations
+                .iter()
+                .map(conversation_pb)
+                .collect(),
+        }))
+    }
+
+    async fn remove_conversation(
+        &self,
+        request: Request<pb::RemoveConversationRequest>,
+    ) -> Result<Response<pb::Conversation>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        if req.conversation_id == HEAD {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("the global head cannot be removed"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let c = store
+            .state
+            .conversations
+            .iter_mut()
+            .find(|c| c.conversation_id == req.conversation_id && !c.removed)
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::ConversationNotFound
+                        .err(format!("no conversation {}", req.conversation_id)),
+                )
+            })?;
+        c.removed = true;
+        let out = c.clone();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(conversation_pb(&out)))
+    }
+
+    async fn read_transcript(
+        &self,
+        request: Request<pb::ReadTranscriptRequest>,
+    ) -> Result<Response<pb::ReadTranscriptResponse>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
+        let mut changes = self.inner.appended.subscribe();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            {
+                let store = self.inner.store.lock().await;
+                if !store
+                    .state
+                    .conversations
+                    .iter()
+                    .any(|c| c.conversation_id == req.conversation_id)
+                {
+                    return Err(refuse(
+                        ErrorCode::ConversationNotFound
+                            .err(format!("no conversation {}", req.conversation_id)),
+                    ));
+                }
+                let last = store.last_seq(&req.conversation_id);
+                if last > req.after || tokio::time::Instant::now() >= deadline {
+                    let entries = store.entries(&req.conversation_id, req.after, 500);
+                    return Ok(Response::new(pb::ReadTranscriptResponse {
+                        entries: entries.into_iter().map(entry_pb).collect(),
+                        last_seq: last,
+                    }));
+                }
+            }
+            let _ = tokio::time::timeout_at(deadline, changes.changed()).await;
+        }
+    }
+
+    async fn hire(
+        &self,
+        request: Request<pb::HireRequest>,
+    ) -> Result<Response<pb::HireRecord>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        if req.command.is_empty() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("give the command the worker runs"),
+            ));
+        }
+        let role = match req.role.as_str() {
+            "" | "worker" => "worker",
+            "reviewer" => "reviewer",
+            other => {
+                return Err(refuse(
+                    ErrorCode::InvalidArgument
+                        .err(format!("role {other}: choose worker or reviewer")),
+                ));
+            }
+        };
+        let link = self.link(&req.link_id).await.map_err(refuse)?;
+        // Hold the store across the cap check and the record, so two hires
+        // cannot both take the last place.
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let conversation_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        let project = store
+            .state
+            .projects
+            .iter()
+            .find(|p| p.project_id == req.project || p.name == req.project)
+            .cloned()
+            .ok_or_else(|| {
+                refuse(ErrorCode::ProjectNotFound.err(format!("no project {}", req.project)))
+            })?;
+        let workspace = if req.workspace_id.is_empty() {
+            project.workspaces.first()
+        } else {
+            project
+                .workspaces
+                .iter()
+                .find(|w| w.workspace_id == req.workspace_id)
+        }
+        .cloned()
+        .ok_or_else(|| {
+            refuse(ErrorCode::InvalidArgument.err("the project has no such workspace"))
+        })?;
+        let working = store
+            .state
+            .hires
+            .iter()
+            .filter(|h| h.project_id == project.project_id && h.ended.is_empty())
+            .filter(|h| h.role == role)
+            .count();
+        let cap = if role == "worker" {
+            project.worker_cap as usize
+        } else {
+            1
+        };
+        if working >= cap {
+            return Err(refuse(ErrorCode::WorkerCapReached.err(format!(
+                "{} already has {working} open {role} hire(s), its cap",
+                project.name
+            ))));
+        }
+        let session = panes::session(&link.socket, &link.session)
+            .await
+            .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+        let env = [
+            ("CLANKIE_WORKER_PANE", "1".to_string()),
+            ("CLANKIE_OPERATOR_TOKEN", String::new()),
+            ("CLANKIE_CAPTAIN_TOKEN", String::new()),
+            ("CLANKIE_STATE", self.inner.state_root.clone()),
+        ];
+        let pane_id = panes::open(&link.socket, &session, &workspace.path, &env, &req.command)
+            .await
+            .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+        let hire = HireRec {
+            hire_id: short_id("hire"),
+            conversation_id,
+            project_id: project.project_id.clone(),
+            role: role.into(),
+            link_id: link.link_id.clone(),
+            fleet: link.fleet.clone(),
+            pane_id,
+            workspace: workspace.path.clone(),
+            command: req.command,
+            created_at_ms: now_ms(),
+            ended: String::new(),
+            hand_started: false,
+        };
+        store.state.hires.push(hire.clone());
+        if let Err(e) = store.save() {
+            // The pane must not outlive a hire that was never recorded.
+            let _ = panes::close(&link.socket, &hire.pane_id).await;
+            store.state.hires.pop();
+            return Err(refuse(internal(e)));
+        }
+        tracing::info!(hire = %hire.hire_id, project = %project.name, role, "hired");
+        Ok(Response::new(hire_pb(&hire, true)))
+    }
+
+    async fn close_hire(
+        &self,
+        request: Request<pb::CloseHireRequest>,
+    ) -> Result<Response<pb::HireRecord>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let caller_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        let index = store
+            .state
+            .hires
+            .iter()
+            .position(|h| h.hire_id == req.hire_id)
+            .ok_or_else(|| {
+                refuse(ErrorCode::HireNotFound.err(format!("no hire {}", req.hire_id)))
+            })?;
+        let hire = store.state.hires[index].clone();
+        let owner_present = present(&store.state, &hire.conversation_id);
+        // A hire whose lead is gone is adopted by whoever acts on it.
+        if owner_present && hire.conversation_id != caller_id {
+            return Err(refuse(ErrorCode::NotOwner.err(format!(
+                "hire {} belongs to conversation {}; only it may close the hire",
+                hire.hire_id, hire.conversation_id
+            ))));
+        }
+        if hire.ended.is_empty() {
+            let link = self.link(&hire.link_id).await.map_err(refuse)?;
+            panes::close(&link.socket, &hire.pane_id)
+                .await
+                .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+        }
+        let h = &mut store.state.hires[index];
+        h.conversation_id = caller_id;
+        if h.ended.is_empty() {
+            h.ended = "closed".into();
+        }
+        let out = h.clone();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(hire_pb(&out, true)))
+    }
+
+    async fn roster(
+        &self,
+        request: Request<pb::RosterRequest>,
+    ) -> Result<Response<pb::RosterResponse>, Status> {
+        self.owner(&request)?;
+        // Mark hires whose pane is gone, one pane listing per linked server.
+        let links = {
+            let mut call = Request::new(apb::FleetStatusRequest {});
+            call.set_timeout(Duration::from_secs(5));
+            self.inner
+                .admission
+                .clone()
+                .fleet_status(call)
+                .await
+                .map(|r| r.into_inner().links)
+                .unwrap_or_default()
+        };
+        let mut live = std::collections::HashMap::new();
+        for l in links.iter().filter(|l| l.kind == "tmux") {
+            if let Ok(panes) = panes::live(&l.socket).await {
+                live.insert(l.link_id.clone(), panes);
+            }
+        }
+        let mut store = self.inner.store.lock().await;
+        let mut changed = false;
+        for h in store.state.hires.iter_mut().filter(|h| h.ended.is_empty()) {
+            if let Some(panes) = live.get(&h.link_id)
+                && !panes.contains(&h.pane_id)
+            {
+                h.ended = "gone".into();
+                changed = true;
+            }
+        }
+        if changed && !store.unreadable {
+            store.save().map_err(|e| refuse(internal(e)))?;
+        }
+        let hires = store
+            .state
+            .hires
+            .iter()
+            .map(|h| hire_pb(h, present(&store.state, &h.conversation_id)))
+            .collect();
+        Ok(Response::new(pb::RosterResponse { hires }))
+    }
+
+    async fn report(
+        &self,
+        request: Request<pb::ReportRequest>,
+    ) -> Result<Response<pb::ReportResponse>, Status> {
+        let principal = self.pane_principal(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let kind = match req.kind.as_str() {
+            "" | "message" => "message",
+            "watch" => "watch",
+            "wake" => "wake",
+            other => {
+                return Err(refuse(
+                    ErrorCode::InvalidArgument.err(format!("report kind {other}")),
+                ));
+            }
+        };
+        if req.receipt_id.is_empty() || req.receipt_id.len() > 128 {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a report needs a receipt id (at most 128 bytes)"),
+            ));
+        }
+        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a report is 1 byte to 32 KiB of text"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        // An accepted receipt returns where it went: never rerouted, never
+        // written twice, whatever changed since.
+        if let Some(a) = store.receipt(&req.receipt_id).cloned() {
+            return Ok(Response::new(pb::ReportResponse {
+                receipt_id: req.receipt_id,
+                conversation_id: a.conversation_id,
+                seq: a.seq,
+                replayed: true,
+                hire_id: a.hire_id,
+            }));
+        }
+        let hire = store
+            .state
+            .hires
+            .iter()
+            .find(|h| {
+                h.ended.is_empty()
+                    && h.link_id == principal.link_id
+                    && h.pane_id == principal.pane_id
+            })
+            .cloned();
+        // The hiring lead, or the global head when the lead is gone or the
+        // seat was started by hand.
+        let (conversation_id, hire_id, source) = match &hire {
+            Some(h) if present(&store.state, &h.conversation_id) => (
+                h.conversation_id.clone(),
+                h.hire_id.clone(),
+                format!("hire:{}", h.hire_id),
+            ),
+            Some(h) => (
+                HEAD.to_string(),
+                h.hire_id.clone(),
+                format!("hire:{}", h.hire_id),
+            ),
+            None => (
+                HEAD.to_string(),
+                String::new(),
+                format!("pane:{}:{}", principal.link_id, principal.pane_id),
+            ),
+        };
+        let entry = EntryRec {
+            seq: 0,
+            kind: kind.into(),
+            role: "agent".into(),
+            text: req.text,
+            source,
+            untrusted: true,
+            at_ms: now_ms(),
+            receipt_id: req.receipt_id.clone(),
+            hire_id: hire_id.clone(),
+        };
+        let seq = store
+            .append(&conversation_id, entry)
+            .map_err(|e| refuse(internal(e)))?;
+        drop(store);
+        self.inner.appended.send_modify(|n| *n += 1);
+        Ok(Response::new(pb::ReportResponse {
+            receipt_id: req.receipt_id,
+            conversation_id,
+            seq,
+            replayed: false,
+            hire_id,
+        }))
+    }
+}

@@ -1,0 +1,340 @@
+//! The mailbox's durable state.
+//!
+//! - `mailbox/state.json`: projects, conversations and hires, rewritten by
+//!   atomic rename after fsync on every change. An unreadable file is never
+//!   overwritten: the service refuses changes until the owner inspects it.
+//! - `mailbox/transcripts/<conversation>.jsonl`: one entry per line, each
+//!   fsynced before it is acknowledged. The transcripts are also the report
+//!   receipt ledger: every accepted report's entry carries its receipt id, so
+//!   the receipt index is rebuilt from them at startup and a report is one
+//!   durable write. A torn last line (a crash mid-append) is skipped on load
+//!   and sealed with a newline before the next append.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use clankie_runtime::state::{self, Loaded};
+use serde::{Deserialize, Serialize};
+
+/// The id of the global head conversation, which always exists.
+pub const HEAD: &str = "global";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceRec {
+    pub workspace_id: String,
+    pub path: String,
+    #[serde(default)]
+    pub machine: String,
+    #[serde(default)]
+    pub platform: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectRec {
+    pub project_id: String,
+    pub name: String,
+    pub workspaces: Vec<WorkspaceRec>,
+    #[serde(default)]
+    pub lead_conversation_id: String,
+    pub worker_cap: u32,
+    #[serde(default)]
+    pub standing_reviewer: bool,
+    pub revision: u64,
+    pub created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationRec {
+    pub conversation_id: String,
+    pub kind: String,
+    pub title: String,
+    pub created_at_ms: i64,
+    #[serde(default)]
+    pub removed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HireRec {
+    pub hire_id: String,
+    pub conversation_id: String,
+    pub project_id: String,
+    pub role: String,
+    pub link_id: String,
+    pub fleet: String,
+    pub pane_id: String,
+    pub workspace: String,
+    pub command: Vec<String>,
+    pub created_at_ms: i64,
+    /// Empty while open; `closed` or `gone`.
+    #[serde(default)]
+    pub ended: String,
+    #[serde(default)]
+    pub hand_started: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateFile {
+    pub version: u32,
+    pub projects: Vec<ProjectRec>,
+    pub conversations: Vec<ConversationRec>,
+    pub hires: Vec<HireRec>,
+}
+
+/// One transcript line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryRec {
+    pub seq: u64,
+    pub kind: String,
+    pub role: String,
+    pub text: String,
+    pub source: String,
+    pub untrusted: bool,
+    pub at_ms: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub receipt_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hire_id: String,
+}
+
+/// Where an accepted report landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    pub conversation_id: String,
+    pub seq: u64,
+    pub hire_id: String,
+}
+
+pub struct Store {
+    dir: PathBuf,
+    pub state: StateFile,
+    /// Set when state.json could not be read: no change is saved over it.
+    pub unreadable: bool,
+    last_seq: HashMap<String, u64>,
+    receipts: HashMap<String, Accepted>,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Reads every whole line of a transcript; a torn last line is skipped.
+fn read_entries(path: &Path) -> Vec<EntryRec> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<EntryRec>(l).ok())
+        .collect()
+}
+
+impl Store {
+    pub fn open(dir: PathBuf) -> std::io::Result<Store> {
+        state::private_dir(&dir)?;
+        state::private_dir(&dir.join("transcripts"))?;
+        let (mut state, unreadable) = match state::load_json::<StateFile>(&dir.join("state.json")) {
+            Loaded::Missing => (StateFile::default(), false),
+            Loaded::Ok(s) => (s, false),
+            Loaded::Unreadable(e) => {
+                tracing::error!(error = %e, "mailbox state is unreadable; changes are refused until the owner inspects it");
+                (StateFile::default(), true)
+            }
+        };
+        if !state
+            .conversations
+            .iter()
+            .any(|c| c.conversation_id == HEAD)
+        {
+            state.conversations.insert(
+                0,
+                ConversationRec {
+                    conversation_id: HEAD.into(),
+                    kind: "head".into(),
+                    title: "Clankie".into(),
+                    created_at_ms: now_ms(),
+                    removed: false,
+                },
+            );
+        }
+        let mut store = Store {
+            dir,
+            state,
+            unreadable,
+            last_seq: HashMap::new(),
+            receipts: HashMap::new(),
+        };
+        store.index()?;
+        Ok(store)
+    }
+
+    fn transcript_path(&self, conversation_id: &str) -> PathBuf {
+        self.dir
+            .join("transcripts")
+            .join(format!("{conversation_id}.jsonl"))
+    }
+
+    /// Rebuilds sequence numbers and the receipt index from the transcripts.
+    fn index(&mut self) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(self.dir.join("transcripts"))? {
+            let path = entry?.path();
+            let Some(conv) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            for e in read_entries(&path) {
+                let last = self.last_seq.entry(conv.clone()).or_default();
+                *last = (*last).max(e.seq);
+                if !e.receipt_id.is_empty() {
+                    self.receipts.insert(
+                        e.receipt_id.clone(),
+                        Accepted {
+                            conversation_id: conv.clone(),
+                            seq: e.seq,
+                            hire_id: e.hire_id.clone(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn save(&self) -> std::io::Result<()> {
+        if self.unreadable {
+            return Err(std::io::Error::other(
+                "mailbox state is unreadable; not saving over it",
+            ));
+        }
+        state::save_json(&self.dir.join("state.json"), &self.state)
+    }
+
+    pub fn receipt(&self, receipt_id: &str) -> Option<&Accepted> {
+        self.receipts.get(receipt_id)
+    }
+
+    pub fn last_seq(&self, conversation_id: &str) -> u64 {
+        self.last_seq.get(conversation_id).copied().unwrap_or(0)
+    }
+
+    /// Appends one entry durably (fsync) and returns its sequence number.
+    pub fn append(&mut self, conversation_id: &str, mut entry: EntryRec) -> std::io::Result<u64> {
+        let path = self.transcript_path(conversation_id);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(&path)?;
+        // Seal a torn last line so the new entry starts on its own line.
+        let len = file.metadata()?.len();
+        if len > 0 {
+            use std::io::{Read as _, Seek as _, SeekFrom};
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
+        let seq = self.last_seq(conversation_id) + 1;
+        entry.seq = seq;
+        let mut line = serde_json::to_vec(&entry)?;
+        line.push(b'\n');
+        file.write_all(&line)?;
+        file.sync_data()?;
+        self.last_seq.insert(conversation_id.to_string(), seq);
+        if !entry.receipt_id.is_empty() {
+            self.receipts.insert(
+                entry.receipt_id.clone(),
+                Accepted {
+                    conversation_id: conversation_id.to_string(),
+                    seq,
+                    hire_id: entry.hire_id.clone(),
+                },
+            );
+        }
+        Ok(seq)
+    }
+
+    /// Entries of a conversation with `seq > after`, at most `limit`.
+    pub fn entries(&self, conversation_id: &str, after: u64, limit: usize) -> Vec<EntryRec> {
+        read_entries(&self.transcript_path(conversation_id))
+            .into_iter()
+            .filter(|e| e.seq > after)
+            .take(limit)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(receipt: &str) -> EntryRec {
+        EntryRec {
+            seq: 0,
+            kind: "message".into(),
+            role: "agent".into(),
+            text: "done".into(),
+            source: "hire:h1".into(),
+            untrusted: true,
+            at_ms: 1,
+            receipt_id: receipt.into(),
+            hire_id: "h1".into(),
+        }
+    }
+
+    #[test]
+    fn receipts_survive_reopen_and_a_torn_tail_is_sealed() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("mailbox");
+        let mut s = Store::open(root.clone()).expect("open");
+        assert_eq!(s.append(HEAD, entry("r1")).expect("append"), 1);
+        drop(s);
+        // A crash mid-append leaves half a line.
+        let path = root.join("transcripts").join("global.jsonl");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        f.write_all(b"{\"seq\":2,\"kind\":\"mess").expect("torn");
+        drop(f);
+        let mut s = Store::open(root.clone()).expect("reopen");
+        assert_eq!(s.receipt("r1").map(|a| a.seq), Some(1));
+        assert_eq!(s.append(HEAD, entry("r2")).expect("append"), 2);
+        let all = s.entries(HEAD, 0, 10);
+        assert_eq!(
+            all.iter()
+                .map(|e| e.receipt_id.as_str())
+                .collect::<Vec<_>>(),
+            ["r1", "r2"]
+        );
+    }
+
+    #[test]
+    fn an_unreadable_state_file_is_never_saved_over() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path().join("mailbox");
+        std::fs::create_dir_all(&root).expect("dir");
+        std::fs::write(root.join("state.json"), b"{not json").expect("write");
+        let s = Store::open(root.clone()).expect("open");
+        assert!(s.unreadable);
+        assert!(s.save().is_err());
+        assert_eq!(
+            std::fs::read(root.join("state.json")).expect("read"),
+            b"{not json"
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! The mailbox end to end: projects, lead conversations, hires into real
+//! tmux panes, worker reports through the real bridge, ownership of hires,
+//! and durability of report receipts across a mailbox crash.
+
+use std::time::Duration;
+
+use clankie_tests::{Stack, TmuxServer, bin_dir, http, python, repo_root};
+use serde_json::{Value, json};
+
+async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
+    let end = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < end {
+        if let Ok(bytes) = std::fs::read(path) {
+            return serde_json::from_slice(&bytes).ok();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+fn json_of(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// A hire running the worker harness; returns the hire record.
+fn hire_worker(
+    stack: &Stack,
+    project: &str,
+    conversation: &str,
+    out: &std::path::Path,
+    text: &str,
+    go: Option<&std::path::Path>,
+) -> Value {
+    let py = python().display().to_string();
+    let script = repo_root()
+        .join("tests/clients/worker_report.py")
+        .display()
+        .to_string();
+    let clankie = bin_dir().join("clankie").display().to_string();
+    let out = out.display().to_string();
+    let mut args = vec![
+        "hire",
+        "--project",
+        project,
+        "--conversation",
+        conversation,
+        "--",
+        &py,
+        &script,
+        &clankie,
+        &out,
+        text,
+    ];
+    let go = go.map(|g| g.display().to_string());
+    if let Some(g) = &go {
+        args.push(g);
+    }
+    json_of(&stack.clankie_ok(&args))
+}
+
+fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
+    json_of(&stack.clankie_ok(&["transcript", conversation]))["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hired_workers_report_to_their_own_lead_exactly_once() {
+    let mut stack = Stack::start().await.expect("stack");
+    let tmux = TmuxServer::start("work");
+    let socket = tmux.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    let workspace = tempfile::tempdir().expect("workspace");
+    let ws = workspace.path().display().to_string();
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "alpha",
+        "--workspace",
+        &ws,
+        "--worker-cap",
+        "2",
+    ]);
+    let lead_a = json_of(&stack.clankie_ok(&["lead", "add", "Lead A"]))["conversationId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let lead_b = json_of(&stack.clankie_ok(&["lead", "add", "Lead B"]))["conversationId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+
+    // Worker one reports at once; worker two waits for a go file.
+    let out1 = stack.state.path().join("w1.json");
+    let out2 = stack.state.path().join("w2.json");
+    let go = stack.state.path().join("go");
+    let h1 = hire_worker(&stack, "alpha", &lead_a, &out1, "w1 done", None);
+    let h2 = hire_worker(&stack, "alpha", &lead_a, &out2, "w2 done", Some(&go));
+    assert_eq!(h1["lead"], lead_a.as_str());
+    assert!(h1["paneId"].as_str().unwrap_or("").starts_with('%'), "{h1}");
+    // The cap is two: a third hire is refused.
+    let third = stack.clankie(&[
+        "hire",
+        "--project",
+        "alpha",
+        "--conversation",
+        &lead_a,
+        "--",
+        "sleep",
+        "60",
+    ]);
+    assert!(!third.status.success());
+    assert!(String::from_utf8_lossy(&third.stderr).contains("worker_cap_reached"));
+
+    let seen = wait_file(&out1, Duration::from_secs(60))
+        .await
+        .expect("worker one reported");
+    assert!(
+        seen["tools"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("message_clankie"))),
+        "{seen}"
+    );
+    assert_eq!(seen["first"]["delivered"], true, "{seen}");
+    assert_eq!(seen["first"]["replayed"], false, "{seen}");
+    assert_eq!(
+        seen["second"]["replayed"], true,
+        "the same receipt is not sent twice: {seen}"
+    );
+    assert_eq!(seen["second"]["receiptId"], seen["first"]["receiptId"]);
+    assert_eq!(seen["env"]["CLANKIE_WORKER_PANE"], "1");
+    assert_eq!(seen["env"]["CLANKIE_OPERATOR_TOKEN"], "");
+    assert_eq!(seen["env"]["CLANKIE_CAPTAIN_TOKEN"], "");
+    assert_eq!(
+        std::fs::canonicalize(seen["cwd"].as_str().unwrap_or("")).ok(),
+        std::fs::canonicalize(workspace.path()).ok(),
+        "the hire runs in the project's workspace"
+    );
+
+    // Lead A got exactly one message, framed as untrusted agent output.
+    let entries = transcript(&stack, &lead_a);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["kind"], "message");
+    assert_eq!(entries[0]["role"], "agent");
+    assert_eq!(entries[0]["untrusted"], true);
+    assert_eq!(entries[0]["text"], "w1 done");
+    assert_eq!(
+        entries[0]["source"],
+        format!("hire:{}", h1["hireId"].as_str().unwrap_or(""))
+    );
+    assert!(transcript(&stack, &lead_b).is_empty());
+    assert!(transcript(&stack, "global").is_empty());
+
+    // Only the owning lead may close a hire.
+    let h1_id = h1["hireId"].as_str().expect("hire id").to_string();
+    let refused = stack.clankie(&["close", &h1_id, "--conversation", &lead_b]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert!(err.contains("not_owner") && err.contains(&lead_a), "{err}");
+    let closed = json_of(&stack.clankie_ok(&["close", &h1_id, "--conversation", &lead_a]));
+    assert_eq!(closed["ended"], "closed");
+    let panes = tmux.run(&["list-panes", "-a", "-F", "#{pane_id}"]);
+    assert!(
+        !panes.lines().any(|p| Some(p) == h1["paneId"].as_str()),
+        "{panes}"
+    );
+
+    // The mailbox crashes; its receipts come back from the transcripts.
+    let mailbox = stack.service_pid("mailbox").expect("mailbox pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(mailbox),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    assert!(
+        stack
+            .wait_line("mailbox restarted", Duration::from_secs(30))
+            .await,
+        "{:?}",
+        stack.lines()
+    );
+
+    // Lead A goes away: worker two's report falls back to the global head,
+    // and the roster shows it unowned.
+    stack.clankie_ok(&["lead", "remove", &lead_a]);
+    std::fs::write(&go, b"go").expect("go");
+    let seen = wait_file(&out2, Duration::from_secs(60))
+        .await
+        .expect("worker two reported");
+    assert_eq!(seen["first"]["replayed"], false, "{seen}");
+    assert_eq!(seen["second"]["replayed"], true, "{seen}");
+    let head = transcript(&stack, "global");
+    assert_eq!(head.len(), 1, "{head:?}");
+    assert_eq!(head[0]["text"], "w2 done");
+    assert_eq!(
+        transcript(&stack, &lead_a).len(),
+        1,
+        "nothing new went to the removed lead"
+    );
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    let w2 = roster["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|x| x["hireId"] == h2["hireId"]).cloned())
+        .expect("w2 in roster");
+    assert_eq!(w2["lead"], "unowned", "{roster}");
+    // Lead B adopts it by acting on it.
+    let h2_id = h2["hireId"].as_str().expect("id").to_string();
+    let closed = json_of(&stack.clankie_ok(&["close", &h2_id, "--conversation", &lead_b]));
+    assert_eq!(closed["conversationId"], lead_b.as_str());
+    assert!(stack.stop(), "clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspaces_are_removed_only_at_the_revision_read_and_bearers_cannot_report() {
+    let stack = Stack::start().await.expect("stack");
+    let one = tempfile::tempdir().expect("one");
+    let two = tempfile::tempdir().expect("two");
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "beta",
+        "--workspace",
+        &one.path().display().to_string(),
+    ]);
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "beta",
+        "--workspace",
+        &two.path().display().to_string(),
+    ]);
+    let token =
+        std::fs::read_to_string(stack.state.path().join("owner.token")).expect("owner token");
+    let url = format!("{}/v1/operator/projects", stack.url);
+    let auth = format!("Bearer {}", token.trim());
+    let owner = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let (status, _) = http(&url, "GET", &[], "");
+    assert_eq!(status, 401);
+    let (status, body) = http(&url, "GET", &owner, "");
+    assert_eq!(status, 200, "{body}");
+    let listed = json_of(&body);
+    let project = &listed["projects"][0];
+    assert_eq!(project["name"], "beta");
+    assert_eq!(project["revision"], 2);
+    let ws = project["workspaces"][1]["workspaceId"]
+        .as_str()
+        .expect("ws")
+        .to_string();
+    let id = project["projectId"].as_str().expect("id").to_string();
+    let remove = |revision: u64| {
+        let body = json!({ "projectId": id, "workspaceId": ws, "expectedRevision": revision });
+        http(
+            &format!("{url}/remove-workspace"),
+            "POST",
+            &owner,
+            &body.to_string(),
+        )
+    };
+    let (status, body) = remove(1);
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(json_of(&body)["error"]["code"], "stale_revision");
+    let (status, body) = remove(2);
+    assert_eq!(status, 200, "{body}");
+    let body = json_of(&body);
+    assert_eq!(body["project"]["revision"], 3);
+    assert_eq!(
+        body["project"]["workspaces"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert!(two.path().is_dir(), "no folder is deleted");
+    let (status, _) = http(
+        &format!("{url}/remove-workspace"),
+        "POST",
+        &owner,
+        "{\"projectId\": 5}",
+    );
+    assert_eq!(status, 400);
+
+    // A bearer-linked client sees no report tool and cannot report.
+    let fleet = stack.token("remote");
+    let client = stack.client(&fleet).await.expect("client");
+    let tools = client.list_all_tools().await.expect("tools");
+    assert!(tools.iter().all(|t| t.name != "message_clankie"));
+    let r = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("message_clankie").with_arguments(
+                json!({ "text": "hi", "receiptId": "r1" })
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        )
+        .await
+        .expect("call");
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(
+        clankie_tests::structured(&r)["error"]["code"],
+        "local_process_membership_required"
+    );
+    assert!(
+        json_of(&stack.clankie_ok(&["transcript", "global"]))["entries"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+}
