@@ -87,14 +87,14 @@ enum Route {
     Local { socket: String },
 }
 
-struct Upstream {
+pub(crate) struct Upstream {
     route: Route,
     conn: Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
     /// The last verified tool list.
     tools: RwLock<Option<Vec<Tool>>>,
     last_error: RwLock<String>,
-    relist: Arc<Notify>,
-    downstream: Mutex<Option<Peer<RoleServer>>>,
+    pub(crate) relist: Arc<Notify>,
+    pub(crate) downstream: Mutex<Option<Peer<RoleServer>>>,
     /// Set by a definite non-member refusal; automatic requests stop.
     quiet: std::sync::atomic::AtomicBool,
 }
@@ -104,7 +104,7 @@ const NOT_MEMBER: &str = "local_process_membership_required";
 
 impl Upstream {
     /// Remembers whether the gateway last called this process a non-member.
-    fn note_outcome<T>(&self, result: &Result<T, String>) {
+    pub(crate) fn note_outcome<T>(&self, result: &Result<T, String>) {
         use std::sync::atomic::Ordering;
         match result {
             Err(e) if e.contains(NOT_MEMBER) => {
@@ -119,7 +119,7 @@ impl Upstream {
         }
     }
 
-    fn is_quiet(&self) -> bool {
+    pub(crate) fn is_quiet(&self) -> bool {
         self.quiet.load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -238,7 +238,7 @@ impl FleetServer {
         // A dispatch gets its receipt id here, before anything is sent.
         let mut params = params;
         let mut receipt_id = None;
-        if params.name == "message_clankie" {
+        if params.name == "message_clankie" || params.name == "message_peer" {
             let args = params.arguments.get_or_insert_with(Default::default);
             let id = match args.get("receiptId").and_then(Value::as_str) {
                 Some(id) => id.to_string(),
@@ -323,12 +323,17 @@ impl FleetServer {
 
 impl ServerHandler for FleetServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        // Deliveries arrive as Claude Code's channel notification.
+        capabilities.experimental = Some(
+            [("claude/channel".to_string(), serde_json::Map::new())]
+                .into_iter()
+                .collect(),
         );
+        let mut info = ServerConfig::new(capabilities);
         let mut implementation = Implementation::from_build_env();
         implementation.name = "clankie-fleet".into();
         implementation.version = env!("CARGO_PKG_VERSION").into();
@@ -467,6 +472,15 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         });
+    }
+    // The seat channel: only a pane's local route has a seat.
+    if let Route::Local { socket } = &up.route
+        && let Some(pane) = std::env::var("TMUX_PANE")
+            .ok()
+            .or_else(|| std::env::var("HERDR_PANE_ID").ok())
+            .filter(|p| !p.is_empty())
+    {
+        tokio::spawn(crate::seat_channel::run(up.clone(), socket.clone(), pane));
     }
     let server = FleetServer { up: up.clone() }
         .serve(rmcp::transport::stdio())

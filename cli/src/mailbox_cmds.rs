@@ -284,6 +284,29 @@ pub async fn close(
     Ok(ExitCode::SUCCESS)
 }
 
+pub async fn message(
+    paths: StatePaths,
+    hire_id: String,
+    text: String,
+    conversation: String,
+) -> anyhow::Result<ExitCode> {
+    let r = client(&paths)?
+        .message_seat(pb::MessageSeatRequest {
+            hire_id,
+            text,
+            conversation_id: conversation,
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    print_json(&json!({
+        "deliveryId": r.delivery_id,
+        "ownerConversationId": r.owner_conversation_id,
+        "adopted": r.adopted,
+    }));
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCode> {
     let hires = client(&paths)?
         .roster(pb::RosterRequest {})

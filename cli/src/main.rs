@@ -8,6 +8,7 @@
 mod fleet_bridge;
 mod mailbox_cmds;
 mod owner_cmds;
+mod seat_channel;
 mod up;
 
 use std::path::PathBuf;
@@ -68,6 +69,13 @@ enum Command {
         #[arg(long, env = "CLANKIE_CONVERSATION_ID", default_value = "")]
         conversation: String,
     },
+    /// Send a message to a hire's seat (any lead may; the owner is named).
+    Message {
+        hire_id: String,
+        text: String,
+        #[arg(long, env = "CLANKIE_CONVERSATION_ID", default_value = "")]
+        conversation: String,
+    },
     /// Every hire with its lead, or unowned.
     Roster {
         #[arg(long)]
@@ -119,6 +127,11 @@ fn main() -> std::process::ExitCode {
                 hire_id,
                 conversation,
             } => mailbox_cmds::close(paths, hire_id, conversation).await,
+            Command::Message {
+                hire_id,
+                text,
+                conversation,
+            } => mailbox_cmds::message(paths, hire_id, text, conversation).await,
             Command::Roster { json } => mailbox_cmds::roster(paths, json).await,
             Command::Transcript {
                 conversation,

@@ -49,6 +49,9 @@ pub enum FleetCommand {
         /// fleet.tools: connected or off.
         #[arg(long)]
         tools: Option<ToolsArg>,
+        /// fleet.peerMessages: on or off.
+        #[arg(long)]
+        peer_messages: Option<OnOff>,
     },
     /// Remote fleet bearer links.
     Token {
@@ -91,6 +94,12 @@ pub enum TokenCommand {
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ToolsArg {
     Connected,
+    Off,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
     Off,
 }
 
@@ -304,6 +313,7 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
             "{}",
             serde_json::json!({
                 "tools": tools_name(settings.tools),
+                "peerMessages": if settings.peer_messages { "on" } else { "off" },
                 "settingsRevision": settings.revision,
                 "links": links,
                 "localProofs": {
@@ -316,6 +326,10 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
         return;
     }
     println!("fleet.tools: {}", tools_name(settings.tools));
+    println!(
+        "fleet.peerMessages: {}",
+        if settings.peer_messages { "on" } else { "off" }
+    );
     if let Some(stats) = &s.local_proofs {
         let mut refusals: Vec<String> = stats
             .refusals
@@ -370,17 +384,22 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 .into_inner();
             print_status(&s, json);
         }
-        FleetCommand::Set { tools } => {
-            let Some(tools) = tools else {
-                bail!("nothing to set: use --tools connected|off");
-            };
+        FleetCommand::Set {
+            tools,
+            peer_messages,
+        } => {
+            if tools.is_none() && peer_messages.is_none() {
+                bail!("nothing to set: use --tools connected|off or --peer-messages on|off");
+            }
             let tools = match tools {
-                ToolsArg::Connected => FleetTools::Connected,
-                ToolsArg::Off => FleetTools::Off,
+                Some(ToolsArg::Connected) => FleetTools::Connected,
+                Some(ToolsArg::Off) => FleetTools::Off,
+                None => FleetTools::Unspecified,
             };
             let s = client
                 .set_fleet_settings(apb::SetFleetSettingsRequest {
                     tools: tools as i32,
+                    peer_messages: peer_messages.map(|p| p == OnOff::On),
                 })
                 .await
                 .map_err(refused)?

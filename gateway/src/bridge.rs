@@ -25,6 +25,8 @@ use crate::{Admitted, Shared};
 pub const TOOLS: &str = "clankie_tools";
 pub const CALL: &str = "clankie_call";
 pub const REPORT: &str = "message_clankie";
+pub const PEERS: &str = "list_fleet_seats";
+pub const PEER: &str = "message_peer";
 
 #[derive(Clone)]
 pub struct Bridge {
@@ -80,6 +82,48 @@ pub fn report_definition() -> Tool {
         }
     });
     serde_json::from_value(tool).unwrap_or_else(|_| Tool::default())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeersArgs {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PeerArgs {
+    seat: String,
+    text: String,
+    receipt_id: Option<String>,
+}
+
+/// `list_fleet_seats` and `message_peer`, offered to seats while
+/// fleet.peerMessages is on.
+pub fn peer_definitions() -> Vec<Tool> {
+    let tools = json!([
+        {
+            "name": PEERS,
+            "description": "List the current seats of your own fleet (yourself included as `self`), \
+                with each seat's id and exact binding. Use a returned seatId with message_peer.",
+            "inputSchema": { "type": "object", "properties": {}, "additionalProperties": false }
+        },
+        {
+            "name": PEER,
+            "description": "Send a message to another current seat of your fleet. It arrives as your \
+                agent output, never as an instruction. While an earlier message to that seat is \
+                unresolved, this returns its receipt and sends nothing; nothing is ever resent.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "seat": { "type": "string", "description": "A seatId from list_fleet_seats." },
+                    "text": { "type": "string", "minLength": 1, "maxLength": 32768 },
+                    "receiptId": { "type": "string", "maxLength": 128 }
+                },
+                "required": ["seat", "text"],
+                "additionalProperties": false
+            }
+        }
+    ]);
+    serde_json::from_value(tools).unwrap_or_default()
 }
 
 fn is_seat(a: &Admitted) -> bool {
@@ -390,6 +434,9 @@ impl ServerHandler for Bridge {
             // Reports are the seat's own channel, apart from fleet.tools.
             if is_seat(&a) {
                 tools.push(report_definition());
+                if self.shared.settings.borrow().peer_messages {
+                    tools.extend(peer_definitions());
+                }
             }
             serde_json::from_value(json!({ "tools": tools }))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
@@ -424,6 +471,32 @@ impl ServerHandler for Bridge {
                     Ok(args) => self.call(&a, &budget, args).await,
                     Err(e) => {
                         Err(ErrorCode::ArgumentsInvalid.err(format!("clankie_call arguments: {e}")))
+                    }
+                },
+                PEERS => {
+                    match serde_json::from_value::<PeersArgs>(args) {
+                        Ok(_) if is_seat(&a) => crate::seats::list_peers(&self.shared, &a)
+                            .await
+                            .map(CallToolResult::structured),
+                        Ok(_) => Err(ErrorCode::NativeSeatRequired
+                            .err("list_fleet_seats needs a native seat; bearer links have none")),
+                        Err(e) => Err(ErrorCode::ArgumentsInvalid
+                            .err(format!("list_fleet_seats arguments: {e}"))),
+                    }
+                }
+                PEER => match serde_json::from_value::<PeerArgs>(args) {
+                    Ok(_) if !is_seat(&a) => Err(ErrorCode::NativeSeatRequired
+                        .err("message_peer needs a native seat; bearer links have none")),
+                    Ok(p) => {
+                        let receipt = p
+                            .receipt_id
+                            .unwrap_or_else(|| format!("peer_{}", uuid::Uuid::new_v4().simple()));
+                        crate::seats::send_peer(&self.shared, &a, p.seat, p.text, receipt)
+                            .await
+                            .map(CallToolResult::structured)
+                    }
+                    Err(e) => {
+                        Err(ErrorCode::ArgumentsInvalid.err(format!("message_peer arguments: {e}")))
                     }
                 },
                 REPORT => {
@@ -571,7 +644,8 @@ pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
         },
         |s, settings: apb::FleetSettings| {
             s.settings.send_if_modified(|cur| {
-                let changed = cur.tools != settings.tools;
+                let changed =
+                    cur.tools != settings.tools || cur.peer_messages != settings.peer_messages;
                 if changed {
                     *cur = settings;
                 }

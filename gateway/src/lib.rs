@@ -12,6 +12,7 @@
 mod bridge;
 pub mod local;
 mod operator;
+mod seats;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -155,8 +156,24 @@ impl Gateway {
             Arc::new(sessions),
             config,
         );
+        use axum::routing::{get, post};
         Router::new()
             .nest_service("/mcp", mcp)
+            .route("/v1/fleet/seats/{pane}/mailbox", get(seats::mailbox))
+            .route("/v1/fleet/seats/{pane}/mailbox/ack", post(seats::ack))
+            .route(
+                "/v1/fleet/seats/{pane}/tool-catalog",
+                get(seats::tool_catalog),
+            )
+            .route("/v1/fleet/seats/{pane}/peers", get(seats::peers))
+            .route(
+                "/v1/fleet/seats/{pane}/peer-messages",
+                post(seats::peer_message),
+            )
+            .route(
+                "/v1/fleet/seats/{pane}/peer-messages/{id}",
+                get(seats::peer_receipt),
+            )
             .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
             .route(
                 "/v1/operator/projects",
@@ -194,7 +211,7 @@ impl Gateway {
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
         axum::serve(
-            local::CredListener(listener),
+            local::CredListener::new(listener)?,
             router.into_make_service_with_connect_info::<local::LocalPeer>(),
         )
         .with_graceful_shutdown(async move { shutdown.cancelled().await })

@@ -138,8 +138,19 @@ impl AsyncWrite for CredStream {
     }
 }
 
-/// The local Unix listener: turns on SO_PASSCRED for every connection.
-pub struct CredListener(pub UnixListener);
+/// The local Unix listener: every connection takes writer credentials.
+pub struct CredListener(UnixListener);
+
+impl CredListener {
+    /// Sets SO_PASSCRED on the listening socket itself: accepted sockets
+    /// inherit it, and a client writing before its connection is accepted
+    /// has its credentials attached too, so no byte goes unnamed.
+    pub fn new(listener: UnixListener) -> std::io::Result<Self> {
+        use nix::sys::socket::{setsockopt, sockopt::PassCred};
+        setsockopt(&listener, PassCred, &true).map_err(std::io::Error::from)?;
+        Ok(CredListener(listener))
+    }
+}
 
 impl axum::serve::Listener for CredListener {
     type Io = CredStream;

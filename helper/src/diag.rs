@@ -123,26 +123,29 @@ mod tests {
     #[test]
     fn finds_the_client_end_of_a_loopback_connection() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).expect("connect");
+        let client = std::net::TcpStream::connect(listener.local_addr().expect("test value"))
+            .expect("connect");
         let (_server, peer) = listener.accept().expect("accept");
         let want = std::fs::metadata(format!("/proc/self/fd/{}", client.as_raw_fd()))
             .expect("fd")
             .ino();
-        let found = tcp_client_socket(peer, listener.local_addr().unwrap()).expect("found");
+        let found =
+            tcp_client_socket(peer, listener.local_addr().expect("test value")).expect("found");
         assert_eq!(found.inode, want);
         assert_eq!(found.uid, rustix::process::getuid().as_raw());
         // The reversed tuple is the server's end, a different socket.
-        let server_end = tcp_client_socket(listener.local_addr().unwrap(), peer).expect("server");
+        let server_end =
+            tcp_client_socket(listener.local_addr().expect("test value"), peer).expect("server");
         assert_ne!(server_end.inode, want);
         drop(client);
-        let gone: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let gone: SocketAddr = "127.0.0.1:1".parse().expect("test value");
         assert_eq!(
-            tcp_client_socket(gone, listener.local_addr().unwrap()),
+            tcp_client_socket(gone, listener.local_addr().expect("test value")),
             Err(DiagError::NotFound)
         );
-        let remote: SocketAddr = "10.1.2.3:5".parse().unwrap();
+        let remote: SocketAddr = "10.1.2.3:5".parse().expect("test value");
         assert_eq!(
-            tcp_client_socket(remote, listener.local_addr().unwrap()),
+            tcp_client_socket(remote, listener.local_addr().expect("test value")),
             Err(DiagError::NotLoopback)
         );
     }

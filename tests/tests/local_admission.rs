@@ -81,7 +81,13 @@ async fn a_loopback_tcp_client_in_a_pane_needs_no_token_and_one_outside_is_refus
     assert_eq!(seen["probe"]["status"], 200, "{seen}");
     assert_eq!(
         seen["tools"],
-        serde_json::json!(["clankie_call", "clankie_tools", "message_clankie"]),
+        serde_json::json!([
+            "clankie_call",
+            "clankie_tools",
+            "list_fleet_seats",
+            "message_clankie",
+            "message_peer"
+        ]),
         "{seen}"
     );
     assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
@@ -192,7 +198,13 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
         .expect("the pane's client finished");
     assert_eq!(
         seen["tools"],
-        serde_json::json!(["clankie_call", "clankie_tools", "message_clankie"]),
+        serde_json::json!([
+            "clankie_call",
+            "clankie_tools",
+            "list_fleet_seats",
+            "message_clankie",
+            "message_peer"
+        ]),
         "{seen}"
     );
     assert_eq!(seen["call"]["outcome"], "ok", "{seen}");

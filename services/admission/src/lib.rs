@@ -109,10 +109,17 @@ enum ToolsSetting {
     Off,
 }
 
+fn on() -> bool {
+    true
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SettingsFile {
     tools: ToolsSetting,
     revision: u64,
+    #[serde(default = "on")]
+    peer_messages: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -132,6 +139,7 @@ impl Settings {
         pb::FleetSettings {
             tools: tools as i32,
             revision: self.file.revision,
+            peer_messages: !self.unreadable && self.file.peer_messages,
         }
     }
 }
@@ -200,6 +208,7 @@ impl Options {
                 file: SettingsFile {
                     tools: ToolsSetting::Connected,
                     revision: 1,
+                    peer_messages: true,
                 },
                 unreadable: false,
             },
@@ -213,6 +222,7 @@ impl Options {
                     file: SettingsFile {
                         tools: ToolsSetting::Off,
                         revision: 0,
+                        peer_messages: false,
                     },
                     unreadable: true,
                 }
@@ -488,27 +498,34 @@ impl pb::admission_server::Admission for AdmissionService {
         request: Request<pb::SetFleetSettingsRequest>,
     ) -> Result<Response<pb::FleetStatusResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
-        let tools = match FleetTools::try_from(request.into_inner().tools) {
+        let req = request.into_inner();
+        let current = self.inner.settings.borrow().clone();
+        let tools = match FleetTools::try_from(req.tools) {
             Ok(FleetTools::Connected) => ToolsSetting::Connected,
             Ok(FleetTools::Off) => ToolsSetting::Off,
+            Ok(FleetTools::Unspecified) if req.peer_messages.is_some() => current.file.tools,
             _ => {
                 return Err(ErrorCode::InvalidArgument
                     .err("tools must be connected or off")
                     .into());
             }
         };
-        let current = self.inner.settings.borrow().clone();
-        if current.unreadable && tools == ToolsSetting::Connected {
+        let peer_messages = req.peer_messages.unwrap_or(current.file.peer_messages);
+        if current.unreadable && (tools == ToolsSetting::Connected || peer_messages) {
             // Turning tools on over an unreadable file would discard it; the
             // owner must inspect it first. Turning off is always safe.
             return Err(ErrorCode::Internal
                 .err("fleet settings file is unreadable; move it aside before turning tools on")
                 .into());
         }
-        if current.unreadable || current.file.tools != tools {
+        if current.unreadable
+            || current.file.tools != tools
+            || current.file.peer_messages != peer_messages
+        {
             let file = SettingsFile {
                 tools,
                 revision: current.file.revision + 1,
+                peer_messages,
             };
             if current.unreadable {
                 let _ = state::move_aside(&self.inner.settings_path);
@@ -516,7 +533,7 @@ impl pb::admission_server::Admission for AdmissionService {
             state::save_json(&self.inner.settings_path, &file).map_err(|e| {
                 ErrorCode::Internal.err(format!("could not save fleet settings: {e}"))
             })?;
-            tracing::info!(tools = ?tools, "fleet.tools changed");
+            tracing::info!(tools = ?tools, peer_messages, "fleet settings changed");
             self.inner.settings.send_replace(Settings {
                 file,
                 unreadable: false,
@@ -583,6 +600,30 @@ impl pb::admission_server::Admission for AdmissionService {
             principal: Some(principal),
             settings: Some(settings),
         }))
+    }
+
+    async fn observe_ticket_seat(
+        &self,
+        request: Request<pb::RecheckRequest>,
+    ) -> Result<Response<pb::SeatIdentity>, Status> {
+        let ticket = request.into_inner().ticket;
+        // The ticket's proof is rechecked first: a stale proof is no seat.
+        self.recheck(&ticket).await.map_err(refused)?;
+        let local = lock(&self.inner.tickets)
+            .get(&ticket)
+            .and_then(|t| t.local.clone());
+        let Some((link, proof)) = local else {
+            return Err(refused(ErrorCode::LocalProcessMembershipRequired.err(
+                "a native seat needs a proven pane process; bearer links have none",
+            )));
+        };
+        let seat = local::observe_seat(&self.inner.helper, &link, &proof)
+            .await
+            .map_err(|r| {
+                self.count_refusal(r.reason);
+                Status::from(r.error)
+            })?;
+        Ok(Response::new(seat))
     }
 
     async fn observe_seat(

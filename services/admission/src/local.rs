@@ -333,9 +333,17 @@ pub async fn observe_seat(
             .next()
             .filter(|f| !f.exited && identity(f) == shell)
             .ok_or_else(|| not_member("lineage_changed", "seat"))?;
+        // The terminal's foreground process group leader is the agent. A
+        // command hired straight into a pane is its own foreground: then the
+        // pane's process is the agent. (An idle interactive shell is its own
+        // foreground too, so its background jobs sit under that shell's
+        // seat: the pane is a member either way.)
         let agent_pid = shell_fact.tpgid;
-        if agent_pid <= 0 || agent_pid == shell.pid {
+        if agent_pid <= 0 {
             return Err(not_member("no_foreground_agent", "seat"));
+        }
+        if agent_pid == shell.pid {
+            return Ok::<_, Refusal>(shell_fact);
         }
         let agent = observe(helper, vec![agent_pid], false)
             .await?

@@ -11,6 +11,7 @@
 //! it carries, rechecked here), pane membership reads, or any tool.
 
 mod panes;
+pub mod seats;
 pub mod store;
 
 use std::sync::Arc;
@@ -40,6 +41,14 @@ pub const MAX_REPORT: usize = 32 << 10;
 struct Inner {
     owner: OwnerCheck,
     store: Mutex<Store>,
+    /// Seats, deliveries and peer receipts (`mailbox/seats.json`); the flag
+    /// is set when the file could not be read.
+    book: Mutex<(seats::SeatBook, bool)>,
+    book_path: std::path::PathBuf,
+    /// Bumped whenever a delivery is queued; seat polls wait on it.
+    queued: watch::Sender<u64>,
+    /// When each seat last polled: a live delivery route.
+    polled: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Bumped after every transcript append; long polls wait on it.
     appended: watch::Sender<u64>,
     admission: apb::admission_client::AdmissionClient<Client>,
@@ -120,7 +129,9 @@ fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
         created_at_ms: h.created_at_ms,
         ended: h.ended.clone(),
         owner_present,
-        ..Default::default()
+        occupant_pid: h.occupant_pid,
+        occupant_pidfs_id: h.occupant_pidfs_id,
+        occupant_start_time: h.occupant_start_time,
     }
 }
 
@@ -158,6 +169,16 @@ impl MailboxService {
         let owner = OwnerCheck::load(&paths.owner_credential())?;
         let token = owner::read_owner_token(&paths.owner_credential())?;
         let store = Store::open(paths.service_dir("mailbox"))?;
+        let book_path = paths.service_dir("mailbox").join("seats.json");
+        let book = match clankie_runtime::state::load_json::<seats::SeatBook>(&book_path) {
+            clankie_runtime::state::Loaded::Missing => (seats::SeatBook::default(), false),
+            clankie_runtime::state::Loaded::Ok(b) => (b, false),
+            clankie_runtime::state::Loaded::Unreadable(e) => {
+                tracing::error!(error = %e, "seat book unreadable; peer messages are refused until the owner inspects it");
+                (seats::SeatBook::default(), true)
+            }
+        };
+        let (queued, _) = watch::channel(0);
         let admission = apb::admission_client::AdmissionClient::new(grpc::client(
             &paths.socket("admission"),
             Meta::owner(&token),
@@ -167,6 +188,10 @@ impl MailboxService {
             inner: Arc::new(Inner {
                 owner,
                 store: Mutex::new(store),
+                book: Mutex::new(book),
+                book_path,
+                queued,
+                polled: std::sync::Mutex::new(std::collections::HashMap::new()),
                 appended,
                 admission,
                 state_root: paths.root().display().to_string(),
@@ -246,6 +271,227 @@ impl MailboxService {
                 .err("several linked sessions: choose one with its link id (--link)"));
         }
         Ok(first)
+    }
+}
+
+/// A seat counts as reachable while its bridge polled within this long.
+pub const ROUTE_FRESH: Duration = Duration::from_secs(60);
+
+fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerReceipt {
+    pb::PeerReceipt {
+        peer_message_id: m.id.clone(),
+        receipt_id: m.receipt_id.clone(),
+        sender_seat: m.sender_seat.clone(),
+        recipient_seat: m.recipient_seat.clone(),
+        state: m.state.clone(),
+        outcome: m.outcome().into(),
+        text: m.text.clone().unwrap_or_default(),
+        created_at_ms: m.created_at_ms,
+        settled_at_ms: m.settled_at_ms,
+        follows: m.follows.clone(),
+        original,
+    }
+}
+
+fn delivery_pb(d: seats::DeliveryRec) -> pb::Delivery {
+    pb::Delivery {
+        delivery_id: d.delivery_id,
+        kind: d.kind,
+        from: d.from,
+        text: d.text,
+        created_at_ms: d.created_at_ms,
+        peer_message_id: d.peer_message_id,
+        follows: d.follows,
+    }
+}
+
+impl MailboxService {
+    fn save_book(&self, book: &(seats::SeatBook, bool)) -> Result<(), ClankieError> {
+        if book.1 {
+            return Err(ErrorCode::ServiceUnavailable
+                .err("the seat book cannot be read; the owner must inspect it"));
+        }
+        clankie_runtime::state::save_json(&self.inner.book_path, &book.0).map_err(internal)
+    }
+
+    fn ticket_of<T>(req: &Request<T>) -> Result<String, ClankieError> {
+        grpc::ticket(req.metadata())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
+            })
+    }
+
+    /// The native seat behind a request: a proven pane process under the
+    /// pane's foreground agent, observed fresh (never reused between
+    /// requests). Returns the seat and the fleet settings.
+    async fn native_seat<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<(seats::SeatRec, apb::FleetSettings), ClankieError> {
+        let ticket = Self::ticket_of(req)?;
+        let mut call = Request::new(apb::RecheckRequest {
+            ticket: ticket.clone(),
+        });
+        call.set_timeout(Duration::from_secs(5));
+        let checked = self
+            .inner
+            .admission
+            .clone()
+            .recheck(call)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner();
+        let principal = checked.principal.unwrap_or_default();
+        if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
+            return Err(ErrorCode::NativeSeatRequired
+                .err("peer messages and reviews need a native seat; bearer links have none"));
+        }
+        let mut call = Request::new(apb::RecheckRequest { ticket });
+        call.set_timeout(Duration::from_secs(5));
+        let seat = self
+            .inner
+            .admission
+            .clone()
+            .observe_ticket_seat(call)
+            .await
+            .map_err(|s| {
+                let e = ClankieError::from_status(&s);
+                if e.code == ErrorCode::LocalProcessMembershipRequired {
+                    ErrorCode::NativeSeatRequired.err(format!(
+                        "this process is not under the pane's foreground agent: {}",
+                        e.message
+                    ))
+                } else {
+                    e
+                }
+            })?
+            .into_inner();
+        let agent = seat.agent.unwrap_or_default();
+        let rec = seats::SeatRec {
+            seat_id: seats::seat_id(
+                &seat.link_id,
+                &seat.pane_id,
+                agent.pidfs_id,
+                agent.start_time,
+                agent.pid,
+            ),
+            fleet: seat.fleet,
+            link_id: seat.link_id,
+            pane_id: seat.pane_id,
+            agent_pid: agent.pid,
+            agent_pidfs_id: agent.pidfs_id,
+            agent_start_time: agent.start_time,
+            agent_executable: seat.agent_executable,
+            gone: false,
+        };
+        {
+            let mut book = self.inner.book.lock().await;
+            if book.0.upsert_seat(rec.clone(), now_ms()) {
+                self.save_book(&book)?;
+            }
+        }
+        // A hire's occupant is recorded once proven.
+        let mut store = self.inner.store.lock().await;
+        if let Some(h) = store.state.hires.iter_mut().find(|h| {
+            h.ended.is_empty()
+                && h.link_id == rec.link_id
+                && h.pane_id == rec.pane_id
+                && h.occupant_pidfs_id == 0
+        }) {
+            h.occupant_pid = rec.agent_pid;
+            h.occupant_pidfs_id = rec.agent_pidfs_id;
+            h.occupant_start_time = rec.agent_start_time;
+            if !store.unreadable {
+                store.save().map_err(internal)?;
+            }
+        }
+        Ok((rec, checked.settings.unwrap_or_default()))
+    }
+
+    fn reachable(&self, seat_id: &str) -> bool {
+        self.inner
+            .polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(seat_id)
+            .is_some_and(|t| t.elapsed() < ROUTE_FRESH)
+    }
+
+    fn note_poll(&self, seat_id: &str) {
+        self.inner
+            .polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(seat_id.to_string(), std::time::Instant::now());
+    }
+
+    /// Live panes per linked tmux server (links that cannot be listed are
+    /// left out: unknown is not gone).
+    async fn live_panes(&self) -> std::collections::HashMap<String, Vec<String>> {
+        let links = {
+            let mut call = Request::new(apb::FleetStatusRequest {});
+            call.set_timeout(Duration::from_secs(5));
+            self.inner
+                .admission
+                .clone()
+                .fleet_status(call)
+                .await
+                .map(|r| r.into_inner().links)
+                .unwrap_or_default()
+        };
+        let mut live = std::collections::HashMap::new();
+        for l in links.iter().filter(|l| l.kind == "tmux") {
+            if let Ok(panes) = panes::live(&l.socket).await {
+                live.insert(l.link_id.clone(), panes);
+            }
+        }
+        live
+    }
+
+    /// Marks seats whose pane closed as gone (settling their messages).
+    async fn sweep_gone(&self) -> Result<(), ClankieError> {
+        let live = self.live_panes().await;
+        let mut book = self.inner.book.lock().await;
+        let closed: Vec<(String, String)> = book
+            .0
+            .seats
+            .iter()
+            .filter(|s| !s.gone)
+            .filter(|s| {
+                live.get(&s.link_id)
+                    .is_some_and(|panes| !panes.contains(&s.pane_id))
+            })
+            .map(|s| (s.link_id.clone(), s.pane_id.clone()))
+            .collect();
+        let stale = book.0.supersede_stale(now_ms());
+        if closed.is_empty() && !stale {
+            return Ok(());
+        }
+        for (link, pane) in closed {
+            book.0.pane_gone(&link, &pane, now_ms());
+        }
+        self.save_book(&book)
+    }
+
+    fn seat_pb(&self, s: &seats::SeatRec, hires: &[HireRec]) -> pb::Seat {
+        let hire = hires
+            .iter()
+            .find(|h| h.ended.is_empty() && h.link_id == s.link_id && h.pane_id == s.pane_id);
+        pb::Seat {
+            seat_id: s.seat_id.clone(),
+            fleet: s.fleet.clone(),
+            pane_id: s.pane_id.clone(),
+            link_id: s.link_id.clone(),
+            hire_id: hire.map(|h| h.hire_id.clone()).unwrap_or_default(),
+            role: hire.map(|h| h.role.clone()).unwrap_or_default(),
+            project_id: hire.map(|h| h.project_id.clone()).unwrap_or_default(),
+            agent_pid: s.agent_pid,
+            agent_pidfs_id: s.agent_pidfs_id,
+            agent_start_time: s.agent_start_time,
+            agent_executable: s.agent_executable.clone(),
+            reachable: !s.gone && self.reachable(&s.seat_id),
+        }
     }
 }
 
@@ -583,6 +829,9 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             created_at_ms: now_ms(),
             ended: String::new(),
             hand_started: false,
+            occupant_pid: 0,
+            occupant_pidfs_id: 0,
+            occupant_start_time: 0,
         };
         store.state.hires.push(hire.clone());
         if let Err(e) = store.save() {
@@ -772,5 +1021,244 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             replayed: false,
             hire_id,
         }))
+    }
+    async fn message_seat(
+        &self,
+        request: Request<pb::MessageSeatRequest>,
+    ) -> Result<Response<pb::MessageSeatResponse>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let caller_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        let index = store
+            .state
+            .hires
+            .iter()
+            .position(|h| h.hire_id == req.hire_id && h.ended.is_empty())
+            .ok_or_else(|| {
+                refuse(ErrorCode::HireNotFound.err(format!("no open hire {}", req.hire_id)))
+            })?;
+        let hire = store.state.hires[index].clone();
+        // A hire whose lead is gone is adopted by the conversation messaging it.
+        let adopted = !present(&store.state, &hire.conversation_id);
+        if adopted {
+            store.state.hires[index].conversation_id = caller_id.clone();
+            store.save().map_err(|e| refuse(internal(e)))?;
+        }
+        let owner_conversation_id = store.state.hires[index].conversation_id.clone();
+        drop(store);
+        let delivery_id = short_id("dlv");
+        {
+            let mut book = self.inner.book.lock().await;
+            book.0.deliveries.push(seats::DeliveryRec {
+                delivery_id: delivery_id.clone(),
+                link_id: hire.link_id.clone(),
+                pane_id: hire.pane_id.clone(),
+                seat_id: String::new(),
+                kind: "lead".into(),
+                from: format!("conversation:{caller_id}"),
+                text: req.text,
+                created_at_ms: now_ms(),
+                peer_message_id: String::new(),
+                follows: String::new(),
+                delivered_at_ms: 0,
+            });
+            self.save_book(&book).map_err(refuse)?;
+        }
+        self.inner.queued.send_modify(|n| *n += 1);
+        Ok(Response::new(pb::MessageSeatResponse {
+            delivery_id,
+            owner_conversation_id,
+            adopted,
+        }))
+    }
+
+    async fn seat_poll(
+        &self,
+        request: Request<pb::SeatPollRequest>,
+    ) -> Result<Response<pb::SeatPollResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let wait = Duration::from_millis(u64::from(request.into_inner().wait_ms)).min(MAX_WAIT);
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut changes = self.inner.queued.subscribe();
+        loop {
+            self.note_poll(&seat.seat_id);
+            let pending = self.inner.book.lock().await.0.pending(&seat);
+            if !pending.is_empty() || tokio::time::Instant::now() >= deadline {
+                return Ok(Response::new(pb::SeatPollResponse {
+                    seat_id: seat.seat_id,
+                    deliveries: pending.into_iter().map(delivery_pb).collect(),
+                }));
+            }
+            let _ = tokio::time::timeout_at(deadline, changes.changed()).await;
+        }
+    }
+
+    async fn seat_ack(
+        &self,
+        request: Request<pb::SeatAckRequest>,
+    ) -> Result<Response<pb::SeatAckResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let delivery_id = request.into_inner().delivery_id;
+        let mut book = self.inner.book.lock().await;
+        let recorded = book.0.ack(&seat, &delivery_id, now_ms()).ok_or_else(|| {
+            refuse(ErrorCode::ReceiptNotFound.err("no such delivery for this seat"))
+        })?;
+        if recorded {
+            self.save_book(&book).map_err(refuse)?;
+            tracing::info!(delivery = %delivery_id, "mailbox.delivery.acknowledged");
+        }
+        Ok(Response::new(pb::SeatAckResponse { recorded }))
+    }
+
+    async fn list_peers(
+        &self,
+        request: Request<pb::ListPeersRequest>,
+    ) -> Result<Response<pb::ListPeersResponse>, Status> {
+        let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
+        if !settings.peer_messages {
+            return Err(refuse(
+                ErrorCode::PeerMessagesOff.err("the owner turned peer messages off"),
+            ));
+        }
+        self.sweep_gone().await.map_err(refuse)?;
+        let hires = self.inner.store.lock().await.state.hires.clone();
+        let book = self.inner.book.lock().await;
+        let seats = book
+            .0
+            .seats
+            .iter()
+            .filter(|s| !s.gone && s.fleet == me.fleet && s.seat_id != me.seat_id)
+            .map(|s| self.seat_pb(s, &hires))
+            .collect();
+        Ok(Response::new(pb::ListPeersResponse {
+            self_: Some(self.seat_pb(&me, &hires)),
+            seats,
+        }))
+    }
+
+    async fn send_peer(
+        &self,
+        request: Request<pb::SendPeerRequest>,
+    ) -> Result<Response<pb::PeerReceipt>, Status> {
+        let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
+        // Off refuses every new send, stale catalogs included.
+        if !settings.peer_messages {
+            return Err(refuse(
+                ErrorCode::PeerMessagesOff.err("the owner turned peer messages off"),
+            ));
+        }
+        let req = request.into_inner();
+        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
+            ));
+        }
+        if req.receipt_id.is_empty() || req.receipt_id.len() > 128 {
+            return Err(refuse(
+                ErrorCode::InvalidArgument
+                    .err("a peer message needs a receipt id (at most 128 bytes)"),
+            ));
+        }
+        self.sweep_gone().await.map_err(refuse)?;
+        let mut book = self.inner.book.lock().await;
+        let recipient = book
+            .0
+            .seat(&req.seat)
+            .filter(|r| !r.gone && r.fleet == me.fleet && r.seat_id != me.seat_id)
+            .cloned();
+        // An earlier send under this receipt id answers even if the
+        // recipient has gone since.
+        if let Some(m) = book
+            .0
+            .peer_messages
+            .iter()
+            .find(|m| m.receipt_id == req.receipt_id && m.sender_seat == me.seat_id)
+        {
+            return Ok(Response::new(receipt_pb(m, true)));
+        }
+        let Some(recipient) = recipient else {
+            return Err(refuse(
+                ErrorCode::RecipientUnknown
+                    .err("no such current seat in this fleet; list the seats again"),
+            ));
+        };
+        if !self.reachable(&recipient.seat_id) {
+            return Err(refuse(
+                ErrorCode::RecipientUnknown.err("that seat has no live delivery route right now"),
+            ));
+        }
+        let now = now_ms();
+        let outcome = book.0.send(
+            &me,
+            &recipient,
+            &req.receipt_id,
+            &req.text,
+            short_id("pm"),
+            short_id("dlv"),
+            now,
+        );
+        let (index, original) = match outcome {
+            seats::SendOutcome::Original(i) => (i, true),
+            seats::SendOutcome::Sent(i) => (i, false),
+        };
+        let receipt = receipt_pb(&book.0.peer_messages[index], original);
+        self.save_book(&book).map_err(refuse)?;
+        drop(book);
+        if !original {
+            self.inner.queued.send_modify(|n| *n += 1);
+            tracing::info!(
+                message = %receipt.peer_message_id,
+                sender = %me.seat_id,
+                recipient = %recipient.seat_id,
+                "mailbox.peer_message.sent"
+            );
+            // Clankie's default transcript records it as agent output; no
+            // one is woken.
+            let mut store = self.inner.store.lock().await;
+            let entry = EntryRec {
+                seq: 0,
+                kind: "peer".into(),
+                role: "agent".into(),
+                text: req.text,
+                source: format!("peer:{}->{}", me.seat_id, recipient.seat_id),
+                untrusted: true,
+                at_ms: now,
+                receipt_id: String::new(),
+                hire_id: String::new(),
+            };
+            if let Err(e) = store.append(HEAD, entry) {
+                tracing::error!(error = %e, "peer message not written to the transcript");
+            }
+            drop(store);
+            self.inner.appended.send_modify(|n| *n += 1);
+        }
+        Ok(Response::new(receipt))
+    }
+
+    async fn get_peer_receipt(
+        &self,
+        request: Request<pb::GetPeerReceiptRequest>,
+    ) -> Result<Response<pb::PeerReceipt>, Status> {
+        // Reads stay allowed with peer messages off.
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let id = request.into_inner().peer_message_id;
+        self.sweep_gone().await.map_err(refuse)?;
+        let book = self.inner.book.lock().await;
+        let m = book
+            .0
+            .peer_messages
+            .iter()
+            .find(|m| m.id == id && m.sender_seat == me.seat_id)
+            .ok_or_else(|| {
+                refuse(ErrorCode::ReceiptNotFound.err("no such peer message of yours"))
+            })?;
+        Ok(Response::new(receipt_pb(m, true)))
     }
 }

@@ -75,6 +75,13 @@ pub struct HireRec {
     pub ended: String,
     #[serde(default)]
     pub hand_started: bool,
+    /// The occupant's identity, recorded when its seat is first proven.
+    #[serde(default)]
+    pub occupant_pid: i32,
+    #[serde(default)]
+    pub occupant_pidfs_id: u64,
+    #[serde(default)]
+    pub occupant_start_time: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -70,6 +70,9 @@ codes! {
     HireNotFound => "hire_not_found",
     WorkerCapReached => "worker_cap_reached",
     NoLinkedSession => "no_linked_session",
+    PeerMessagesOff => "peer_messages_off",
+    RecipientUnknown => "recipient_unknown",
+    NativeSeatRequired => "native_seat_required",
     ServiceUnavailable => "service_unavailable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
@@ -92,12 +95,15 @@ impl ErrorCode {
             | ErrorCode::FleetToolsOff
             | ErrorCode::OwnerCredentialInvalid
             | ErrorCode::NotOwner
-            | ErrorCode::RoleNotAllowed => Code::PermissionDenied,
+            | ErrorCode::RoleNotAllowed
+            | ErrorCode::PeerMessagesOff
+            | ErrorCode::NativeSeatRequired => Code::PermissionDenied,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
             | ErrorCode::ConversationNotFound
-            | ErrorCode::HireNotFound => Code::NotFound,
+            | ErrorCode::HireNotFound
+            | ErrorCode::RecipientUnknown => Code::NotFound,
             ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
             ErrorCode::AccountChanged | ErrorCode::ReceiptConflict | ErrorCode::StaleRevision => {
                 Code::Aborted
@@ -132,12 +138,15 @@ impl ErrorCode {
             | ErrorCode::FleetToolsOff
             | ErrorCode::OwnerCredentialInvalid
             | ErrorCode::NotOwner
-            | ErrorCode::RoleNotAllowed => StatusCode::FORBIDDEN,
+            | ErrorCode::RoleNotAllowed
+            | ErrorCode::PeerMessagesOff
+            | ErrorCode::NativeSeatRequired => StatusCode::FORBIDDEN,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
             | ErrorCode::ConversationNotFound
-            | ErrorCode::HireNotFound => StatusCode::NOT_FOUND,
+            | ErrorCode::HireNotFound
+            | ErrorCode::RecipientUnknown => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
             | ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict

@@ -1,0 +1,195 @@
+//! The bridge's seat channel: the seat's mailbox long poll over the
+//! gateway's local Unix socket, one kept-alive connection (so the seat is
+//! proven once per connection).
+//!
+//! - Each poll waits up to 25 s and carries the catalog revision; a changed
+//!   revision makes the bridge list its tools again.
+//! - Each delivery goes to the harness as an MCP notification,
+//!   `notifications/claude/channel` with `{content, meta}` (Claude Code's
+//!   channel notification; the harness must accept it), and is acknowledged
+//!   only after that handoff succeeded: the ack is the native delivery
+//!   receipt. A delivery that could not be handed off is not acknowledged
+//!   and comes back on the next poll.
+//! - A failing poll (or a service without the route) is retried every 5 s.
+//!   A definite non-member refusal makes the channel quiet until the
+//!   harness itself is admitted again; a process that is not its pane's
+//!   foreground agent (not a native seat) stops polling for 5 minutes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use rmcp::model::{CustomNotification, ServerNotification};
+use serde_json::{Value, json};
+
+use crate::fleet_bridge::Upstream;
+
+/// The MCP notification method deliveries use.
+pub const CHANNEL_METHOD: &str = "notifications/claude/channel";
+const POLL_WAIT_MS: u64 = 25_000;
+const RETRY: Duration = Duration::from_secs(5);
+const NOT_A_SEAT_PAUSE: Duration = Duration::from_secs(300);
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+struct Http {
+    socket: String,
+    sender: Option<Sender>,
+}
+
+impl Http {
+    async fn connect(&mut self) -> Result<&mut Sender, String> {
+        if self.sender.as_ref().is_some_and(|s| !s.is_closed()) {
+            return self.sender.as_mut().ok_or_else(|| "no connection".into());
+        }
+        let stream = tokio::net::UnixStream::connect(&self.socket)
+            .await
+            .map_err(|e| format!("cannot reach the gateway: {e}"))?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("handshake: {e}"))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(self.sender.insert(sender))
+    }
+
+    /// One request; returns the status and the JSON body.
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), String> {
+        let sender = self.connect().await?;
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::HOST, "localhost")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(bytes)))
+            .map_err(|e| e.to_string())?;
+        let resp = match sender.send_request(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.sender = None;
+                return Err(e.to_string());
+            }
+        };
+        let status = resp.status().as_u16();
+        let collected = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((
+            status,
+            serde_json::from_slice(&collected).unwrap_or(Value::Null),
+        ))
+    }
+}
+
+fn encode(pane: &str) -> String {
+    pane.replace('%', "%25")
+}
+
+/// Runs the seat channel until the process exits.
+pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
+    let mut http = Http {
+        socket,
+        sender: None,
+    };
+    let base = format!("/v1/fleet/seats/{}", encode(&pane));
+    let mut revision = String::new();
+    loop {
+        if up.is_quiet() {
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        let path = format!("{base}/mailbox?wait={POLL_WAIT_MS}&revision={revision}");
+        let (status, body) = match http.call("GET", &path, None).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(error = %e, "seat poll failed");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        if status != 200 {
+            let code = body["error"]["code"].as_str().unwrap_or("").to_string();
+            up.note_outcome::<()>(&Err(code.clone()));
+            if code == "native_seat_required" {
+                tracing::info!(
+                    "this bridge is not its pane's native seat; the seat channel pauses"
+                );
+                tokio::time::sleep(NOT_A_SEAT_PAUSE).await;
+            } else {
+                tokio::time::sleep(RETRY).await;
+            }
+            continue;
+        }
+        if let Some(r) = body["catalogRevision"].as_str() {
+            if !revision.is_empty() && r != revision {
+                up.relist.notify_one();
+            }
+            revision = r.to_string();
+        }
+        for d in body["deliveries"].as_array().cloned().unwrap_or_default() {
+            let Some(id) = d["deliveryId"].as_str() else {
+                continue;
+            };
+            if !handoff(&up, &d).await {
+                // Not handed off: no receipt; the next poll brings it again.
+                tokio::time::sleep(RETRY).await;
+                break;
+            }
+            match http
+                .call(
+                    "POST",
+                    &format!("{base}/mailbox/ack"),
+                    Some(json!({ "deliveryId": id })),
+                )
+                .await
+            {
+                Ok((200, _)) => {}
+                Ok((s, b)) => tracing::warn!(status = s, body = %b, "delivery receipt refused"),
+                Err(e) => tracing::warn!(error = %e, "delivery receipt not recorded"),
+            }
+        }
+    }
+}
+
+/// Hands one delivery to the harness; true once the notification was sent.
+async fn handoff(up: &Upstream, d: &Value) -> bool {
+    let Some(peer) = up.downstream.lock().await.clone() else {
+        return false;
+    };
+    let text = |k: &str| d[k].as_str().unwrap_or("").to_string();
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "source".into(),
+        json!(if text("kind") == "peer" {
+            "peer"
+        } else {
+            "lead"
+        }),
+    );
+    meta.insert("from".into(), json!(text("from")));
+    meta.insert("delivery_id".into(), json!(text("deliveryId")));
+    for (k, key) in [("peerMessageId", "peer_message_id"), ("follows", "follows")] {
+        if !text(k).is_empty() {
+            meta.insert(key.into(), json!(text(k)));
+        }
+    }
+    let params = json!({ "content": text("text"), "meta": meta });
+    peer.send_notification(ServerNotification::CustomNotification(
+        CustomNotification::new(CHANNEL_METHOD, Some(params)),
+    ))
+    .await
+    .is_ok()
+}

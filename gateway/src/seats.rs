@@ -1,0 +1,349 @@
+//! The seat routes: a seat's mailbox long poll (which also carries its
+//! catalog revision), delivery receipts, the catalog-only long poll, and the
+//! peer message routes. Every route was admitted by the middleware; the path's
+//! pane must be the pane admission proved for this connection, and the
+//! mailbox then requires the native seat proof.
+//!
+//! - `GET  /v1/fleet/seats/{paneId}/mailbox?wait=MS&revision=R`
+//! - `POST /v1/fleet/seats/{paneId}/mailbox/ack` `{deliveryId}`
+//! - `GET  /v1/fleet/seats/{paneId}/tool-catalog?wait=MS&revision=R`
+//! - `GET  /v1/fleet/seats/{paneId}/peers`
+//! - `POST /v1/fleet/seats/{paneId}/peer-messages` `{seat, text, receiptId}`
+//! - `GET  /v1/fleet/seats/{paneId}/peer-messages/{id}`
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Extension, Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{Admitted, Shared, refusal};
+
+/// The longest wait a seat may ask for.
+pub const MAX_WAIT: Duration = Duration::from_secs(25);
+
+/// The revision a seat's catalog has: the connected catalog and the fleet
+/// settings (tools and peer messages) together.
+pub(crate) fn seat_revision(shared: &Shared) -> String {
+    format!(
+        "{}.{}",
+        shared.catalog.borrow().revision,
+        shared.settings.borrow().revision
+    )
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Wait {
+    wait: Option<u64>,
+    revision: Option<String>,
+}
+
+fn check_pane(a: &Admitted, pane: &str) -> Result<(), ClankieError> {
+    if a.principal.pane_id.is_empty() {
+        return Err(ErrorCode::NativeSeatRequired
+            .err("seat routes need a native seat; bearer links have none"));
+    }
+    if a.principal.pane_id != pane {
+        return Err(ErrorCode::NativeSeatRequired.err(format!(
+            "this connection was proven for pane {}, not {pane}",
+            a.principal.pane_id
+        )));
+    }
+    Ok(())
+}
+
+fn request<T>(shared: &Shared, a: &Admitted, msg: T, extra: Duration) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(msg);
+    req.set_timeout(shared.request_budget + extra);
+    grpc::set_ticket(&mut req, &a.ticket);
+    req
+}
+
+fn failed(s: tonic::Status) -> Response {
+    refusal(&ClankieError::from_status(&s))
+}
+
+/// Waits until the seat revision differs from `known`, or `wait` passes.
+async fn revision_change(shared: &Shared, known: &str, wait: Duration) -> String {
+    let mut catalog = shared.catalog.subscribe();
+    let mut settings = shared.settings.subscribe();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let now = seat_revision(shared);
+        if now != known || tokio::time::Instant::now() >= deadline {
+            return now;
+        }
+        tokio::select! {
+            _ = catalog.changed() => {}
+            _ = settings.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+pub(crate) async fn mailbox(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+    Query(q): Query<Wait>,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    let wait = Duration::from_millis(q.wait.unwrap_or(0)).min(MAX_WAIT);
+    let known = q.revision.unwrap_or_default();
+    // The poll ends on a delivery or on a catalog change, whichever is first.
+    let mut client = shared.mailbox.clone();
+    let poll = client.seat_poll(request(
+        &shared,
+        &a,
+        pb::SeatPollRequest {
+            wait_ms: wait.as_millis() as u32,
+        },
+        wait,
+    ));
+    let changed = async {
+        if known.is_empty() {
+            std::future::pending::<String>().await
+        } else {
+            revision_change(&shared, &known, wait).await
+        }
+    };
+    tokio::select! {
+        polled = poll => match polled {
+            Ok(r) => {
+                let r = r.into_inner();
+                axum::Json(json!({
+                    "seatId": r.seat_id,
+                    "catalogRevision": seat_revision(&shared),
+                    "deliveries": r.deliveries.iter().map(|d| json!({
+                        "deliveryId": d.delivery_id,
+                        "kind": d.kind,
+                        "from": d.from,
+                        "text": d.text,
+                        "createdAtMs": d.created_at_ms,
+                        "peerMessageId": d.peer_message_id,
+                        "follows": d.follows,
+                    })).collect::<Vec<_>>(),
+                }))
+                .into_response()
+            }
+            Err(s) => failed(s),
+        },
+        revision = changed => axum::Json(json!({
+            "catalogRevision": revision,
+            "deliveries": [],
+        }))
+        .into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Ack {
+    delivery_id: String,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(body)
+        .map_err(|e| refusal(&ErrorCode::InvalidArgument.err(format!("malformed body: {e}"))))
+}
+
+pub(crate) async fn ack(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    let ack: Ack = match parse(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    match shared
+        .mailbox
+        .clone()
+        .seat_ack(request(
+            &shared,
+            &a,
+            pb::SeatAckRequest {
+                delivery_id: ack.delivery_id,
+            },
+            Duration::ZERO,
+        ))
+        .await
+    {
+        Ok(r) => axum::Json(json!({ "recorded": r.into_inner().recorded })).into_response(),
+        Err(s) => failed(s),
+    }
+}
+
+pub(crate) async fn tool_catalog(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+    Query(q): Query<Wait>,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    // Never reads or binds the mailbox.
+    let wait = Duration::from_millis(q.wait.unwrap_or(0)).min(MAX_WAIT);
+    let revision = revision_change(&shared, &q.revision.unwrap_or_default(), wait).await;
+    axum::Json(json!({ "catalogRevision": revision })).into_response()
+}
+
+pub(crate) fn seat_json(s: &pb::Seat) -> Value {
+    json!({
+        "seatId": s.seat_id,
+        "fleet": s.fleet,
+        "paneId": s.pane_id,
+        "linkId": s.link_id,
+        "hireId": s.hire_id,
+        "role": s.role,
+        "projectId": s.project_id,
+        "binding": {
+            "agentPid": s.agent_pid,
+            "agentPidfsId": s.agent_pidfs_id.to_string(),
+            "agentStartTime": s.agent_start_time.to_string(),
+            "agentExecutable": s.agent_executable,
+        },
+        "reachable": s.reachable,
+    })
+}
+
+pub(crate) fn receipt_json(r: &pb::PeerReceipt) -> Value {
+    let mut v = json!({
+        "peerMessageId": r.peer_message_id,
+        "receiptId": r.receipt_id,
+        "senderSeat": r.sender_seat,
+        "recipientSeat": r.recipient_seat,
+        "state": r.state,
+        "outcome": r.outcome,
+        "createdAtMs": r.created_at_ms,
+        "original": r.original,
+    });
+    if !r.text.is_empty() {
+        v["text"] = json!(r.text);
+    }
+    if r.settled_at_ms != 0 {
+        v["settledAtMs"] = json!(r.settled_at_ms);
+    }
+    if !r.follows.is_empty() {
+        v["follows"] = json!(r.follows);
+    }
+    v
+}
+
+pub(crate) async fn list_peers(shared: &Shared, a: &Admitted) -> Result<Value, ClankieError> {
+    let r = shared
+        .mailbox
+        .clone()
+        .list_peers(request(shared, a, pb::ListPeersRequest {}, Duration::ZERO))
+        .await
+        .map_err(|s| ClankieError::from_status(&s))?
+        .into_inner();
+    Ok(json!({
+        "self": r.self_.as_ref().map(seat_json),
+        "seats": r.seats.iter().map(seat_json).collect::<Vec<_>>(),
+    }))
+}
+
+pub(crate) async fn send_peer(
+    shared: &Shared,
+    a: &Admitted,
+    seat: String,
+    text: String,
+    receipt_id: String,
+) -> Result<Value, ClankieError> {
+    let r = shared
+        .mailbox
+        .clone()
+        .send_peer(request(
+            shared,
+            a,
+            pb::SendPeerRequest {
+                seat,
+                text,
+                receipt_id,
+            },
+            Duration::ZERO,
+        ))
+        .await
+        .map_err(|s| ClankieError::from_status(&s))?
+        .into_inner();
+    Ok(receipt_json(&r))
+}
+
+pub(crate) async fn peers(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    match list_peers(&shared, &a).await {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => refusal(&e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Send {
+    seat: String,
+    text: String,
+    receipt_id: String,
+}
+
+pub(crate) async fn peer_message(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    let send: Send = match parse(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    match send_peer(&shared, &a, send.seat, send.text, send.receipt_id).await {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => refusal(&e),
+    }
+}
+
+pub(crate) async fn peer_receipt(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path((pane, id)): Path<(String, String)>,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    match shared
+        .mailbox
+        .clone()
+        .get_peer_receipt(request(
+            &shared,
+            &a,
+            pb::GetPeerReceiptRequest {
+                peer_message_id: id,
+            },
+            Duration::ZERO,
+        ))
+        .await
+    {
+        Ok(r) => axum::Json(receipt_json(&r.into_inner())).into_response(),
+        Err(s) => failed(s),
+    }
+}
