@@ -235,6 +235,20 @@ fn refusal_result(code: &str, message: String) -> CallToolResult {
 
 impl FleetServer {
     async fn forward(&self, params: CallToolRequestParams) -> CallToolResult {
+        // The bridge itself reads the change a seat submits for review.
+        if params.name == "submit_for_review" {
+            let args = Value::Object(params.arguments.clone().unwrap_or_default());
+            let (Route::Local { socket }, Some(pane)) = (&self.up.route, pane_id()) else {
+                return refusal_result(
+                    "native_seat_required",
+                    "submit_for_review needs a seat in a linked pane".into(),
+                );
+            };
+            return match crate::review::submit(socket, &pane, &args).await {
+                Ok(v) => CallToolResult::structured(v),
+                Err(v) => CallToolResult::structured_error(v),
+            };
+        }
         // A dispatch gets its receipt id here, before anything is sent.
         let mut params = params;
         let mut receipt_id = None;
@@ -392,7 +406,7 @@ impl ServerHandler for FleetServer {
     }
 }
 
-fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
+pub(crate) fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
     let bytes = std::fs::read(paths.gateway_discovery()).with_context(|| {
         format!(
             "no gateway discovery file in {}; pass --url or set CLANKIE_FLEET_URL",
@@ -405,6 +419,14 @@ fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
         .and_then(Value::as_str)
         .map(str::to_string)
         .with_context(|| format!("the gateway discovery file names no {key}"))
+}
+
+/// The pane this process runs in, as the multiplexer told it.
+fn pane_id() -> Option<String> {
+    std::env::var("TMUX_PANE")
+        .ok()
+        .or_else(|| std::env::var("HERDR_PANE_ID").ok())
+        .filter(|p| !p.is_empty())
 }
 
 pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -475,10 +497,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     }
     // The seat channel: only a pane's local route has a seat.
     if let Route::Local { socket } = &up.route
-        && let Some(pane) = std::env::var("TMUX_PANE")
-            .ok()
-            .or_else(|| std::env::var("HERDR_PANE_ID").ok())
-            .filter(|p| !p.is_empty())
+        && let Some(pane) = pane_id()
     {
         tokio::spawn(crate::seat_channel::run(up.clone(), socket.clone(), pane));
     }

@@ -8,6 +8,7 @@
 mod fleet_bridge;
 mod mailbox_cmds;
 mod owner_cmds;
+mod review;
 mod seat_channel;
 mod up;
 
@@ -76,6 +77,11 @@ enum Command {
         #[arg(long, env = "CLANKIE_CONVERSATION_ID", default_value = "")]
         conversation: String,
     },
+    /// Landing review: submit from a seat's pane; list or show as the owner.
+    Review {
+        #[command(subcommand)]
+        command: review::ReviewCommand,
+    },
     /// Every hire with its lead, or unowned.
     Roster {
         #[arg(long)]
@@ -132,6 +138,7 @@ fn main() -> std::process::ExitCode {
                 text,
                 conversation,
             } => mailbox_cmds::message(paths, hire_id, text, conversation).await,
+            Command::Review { command } => review::run(paths, command).await,
             Command::Roster { json } => mailbox_cmds::roster(paths, json).await,
             Command::Transcript {
                 conversation,

@@ -33,12 +33,21 @@ const NOT_A_SEAT_PAUSE: Duration = Duration::from_secs(300);
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
-struct Http {
+/// A small HTTP/1.1 client on the gateway's local socket, keeping its
+/// connection (and so its proof) between requests.
+pub(crate) struct Http {
     socket: String,
     sender: Option<Sender>,
 }
 
 impl Http {
+    pub(crate) fn new(socket: String) -> Self {
+        Http {
+            socket,
+            sender: None,
+        }
+    }
+
     async fn connect(&mut self) -> Result<&mut Sender, String> {
         if self.sender.as_ref().is_some_and(|s| !s.is_closed()) {
             return self.sender.as_mut().ok_or_else(|| "no connection".into());
@@ -57,7 +66,7 @@ impl Http {
     }
 
     /// One request; returns the status and the JSON body.
-    async fn call(
+    pub(crate) async fn call(
         &mut self,
         method: &str,
         path: &str,
@@ -100,10 +109,7 @@ fn encode(pane: &str) -> String {
 
 /// Runs the seat channel until the process exits.
 pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
-    let mut http = Http {
-        socket,
-        sender: None,
-    };
+    let mut http = Http::new(socket);
     let base = format!("/v1/fleet/seats/{}", encode(&pane));
     let mut revision = String::new();
     loop {

@@ -27,6 +27,9 @@ pub const CALL: &str = "clankie_call";
 pub const REPORT: &str = "message_clankie";
 pub const PEERS: &str = "list_fleet_seats";
 pub const PEER: &str = "message_peer";
+pub const SUBMIT: &str = "submit_for_review";
+pub const CANDIDATE: &str = "review_candidate";
+pub const VERDICT: &str = "review_verdict";
 
 #[derive(Clone)]
 pub struct Bridge {
@@ -119,6 +122,79 @@ pub fn peer_definitions() -> Vec<Tool> {
                     "receiptId": { "type": "string", "maxLength": 128 }
                 },
                 "required": ["seat", "text"],
+                "additionalProperties": false
+            }
+        }
+    ]);
+    serde_json::from_value(tools).unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CandidateArgs {
+    candidate_id: String,
+}
+
+/// The landing review tools, offered to seats whose project names a
+/// standing reviewer. `submit_for_review` is carried out by the bridge,
+/// which reads the change from the checkout it names.
+pub fn review_definitions() -> Vec<Tool> {
+    let tools = json!([
+        {
+            "name": SUBMIT,
+            "description": "Submit the exact committed change of a checkout for landing review: \
+                `git diff --binary` from the merge base with origin/main (or `base`) to HEAD of the \
+                absolute checkout you name (resolved to its work-tree root; never the bridge's own \
+                folder). The result echoes checkout, HEAD, base and patch-id.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "checkout": { "type": "string", "description": "Absolute path inside the git checkout." },
+                    "summary": { "type": "string", "minLength": 1 },
+                    "issue": { "type": "string" },
+                    "evidence": { "type": "string" },
+                    "base": { "type": "string", "description": "A commit to diff from instead of the merge base with origin/main." }
+                },
+                "required": ["checkout", "summary"],
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": CANDIDATE,
+            "description": "Read a review candidate: its record and the stored patch (author and the project's reviewer).",
+            "inputSchema": {
+                "type": "object",
+                "properties": { "candidateId": { "type": "string" } },
+                "required": ["candidateId"],
+                "additionalProperties": false
+            }
+        },
+        {
+            "name": VERDICT,
+            "description": "Record your verdict on a candidate you read: approve, or changes with at least one \
+                concrete finding. Name the patchId you read; the author cannot decide.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "candidateId": { "type": "string" },
+                    "patchId": { "type": "string" },
+                    "verdict": { "type": "string", "enum": ["approve", "changes"] },
+                    "findings": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "text": { "type": "string", "minLength": 1 },
+                                "file": { "type": "string" },
+                                "line": { "type": "integer", "minimum": 0 }
+                            },
+                            "required": ["text"],
+                            "additionalProperties": false
+                        }
+                    },
+                    "summary": { "type": "string" }
+                },
+                "required": ["candidateId", "patchId", "verdict"],
                 "additionalProperties": false
             }
         }
@@ -437,6 +513,21 @@ impl ServerHandler for Bridge {
                 if self.shared.settings.borrow().peer_messages {
                     tools.extend(peer_definitions());
                 }
+                // Review tools only when the seat's project has a standing
+                // reviewer (and the mailbox answers).
+                let mut req = tonic::Request::new(clankie_proto::mailbox::v1::SeatToolsRequest {});
+                req.set_timeout(Duration::from_secs(5));
+                clankie_runtime::grpc::set_ticket(&mut req, &a.ticket);
+                if self
+                    .shared
+                    .mailbox
+                    .clone()
+                    .seat_tools(req)
+                    .await
+                    .is_ok_and(|r| r.into_inner().reviews)
+                {
+                    tools.extend(review_definitions());
+                }
             }
             serde_json::from_value(json!({ "tools": tools }))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
@@ -473,6 +564,34 @@ impl ServerHandler for Bridge {
                         Err(ErrorCode::ArgumentsInvalid.err(format!("clankie_call arguments: {e}")))
                     }
                 },
+                SUBMIT => Err(ErrorCode::InvalidArgument.err(
+                    "submit_for_review reads the change from your checkout: call it through \
+                     `clankie mcp --fleet`, or run `clankie review submit` in your pane",
+                )),
+                CANDIDATE => {
+                    match serde_json::from_value::<CandidateArgs>(args) {
+                        Ok(c) if is_seat(&a) => {
+                            crate::seats::review::read(&self.shared, &a, c.candidate_id)
+                                .await
+                                .map(CallToolResult::structured)
+                        }
+                        Ok(_) => Err(ErrorCode::NativeSeatRequired
+                            .err("reviews need a native seat; bearer links have none")),
+                        Err(e) => Err(ErrorCode::ArgumentsInvalid
+                            .err(format!("review_candidate arguments: {e}"))),
+                    }
+                }
+                VERDICT => {
+                    match serde_json::from_value::<crate::seats::review::Verdict>(args) {
+                        Ok(v) if is_seat(&a) => crate::seats::review::decide(&self.shared, &a, v)
+                            .await
+                            .map(CallToolResult::structured),
+                        Ok(_) => Err(ErrorCode::NativeSeatRequired
+                            .err("reviews need a native seat; bearer links have none")),
+                        Err(e) => Err(ErrorCode::ArgumentsInvalid
+                            .err(format!("review_verdict arguments: {e}"))),
+                    }
+                }
                 PEERS => {
                     match serde_json::from_value::<PeersArgs>(args) {
                         Ok(_) if is_seat(&a) => crate::seats::list_peers(&self.shared, &a)

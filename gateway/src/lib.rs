@@ -174,6 +174,18 @@ impl Gateway {
                 "/v1/fleet/seats/{pane}/peer-messages/{id}",
                 get(seats::peer_receipt),
             )
+            .route(
+                "/v1/fleet/seats/{pane}/review-candidates",
+                post(seats::review::submit),
+            )
+            .route(
+                "/v1/fleet/seats/{pane}/review-candidates/{id}",
+                get(seats::review::get),
+            )
+            .route(
+                "/v1/fleet/seats/{pane}/review-verdicts",
+                post(seats::review::verdict),
+            )
             .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
             .route(
                 "/v1/operator/projects",

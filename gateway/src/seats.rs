@@ -347,3 +347,204 @@ pub(crate) async fn peer_receipt(
         Err(s) => failed(s),
     }
 }
+
+/// The landing review routes and tools. The change itself is read by the
+/// bridge (or `clankie review submit`) from the checkout it names, never here.
+pub(crate) mod review {
+    use super::*;
+    use base64::Engine as _;
+
+    pub(crate) fn candidate_json(c: &pb::ReviewCandidate, with_patch: bool) -> Value {
+        let mut v = json!({
+            "candidateId": c.candidate_id,
+            "projectId": c.project_id,
+            "authorSeat": c.author_seat,
+            "authorHire": c.author_hire,
+            "reviewerSeat": c.reviewer_seat,
+            "checkout": c.checkout,
+            "head": c.head,
+            "base": c.base,
+            "patchId": c.patch_id,
+            "patchSha256": c.patch_sha256,
+            "summary": c.summary,
+            "issue": c.issue,
+            "state": c.state,
+            "previous": c.previous,
+            "findings": c.findings.iter().map(|f| json!({
+                "text": f.text, "file": f.file, "line": f.line,
+            })).collect::<Vec<_>>(),
+            "verdictSummary": c.verdict_summary,
+            "createdAtMs": c.created_at_ms,
+            "decidedAtMs": c.decided_at_ms,
+        });
+        if !c.evidence.is_empty() {
+            v["evidence"] = json!(c.evidence);
+        }
+        if with_patch {
+            v["patch"] = json!(String::from_utf8_lossy(&c.patch));
+        }
+        v
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub(crate) struct Submit {
+        checkout: String,
+        head: String,
+        base: String,
+        patch_id: String,
+        /// base64 of `git diff --binary BASE HEAD`.
+        patch: String,
+        summary: String,
+        #[serde(default)]
+        issue: String,
+        #[serde(default)]
+        evidence: String,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub(crate) struct FindingArg {
+        text: String,
+        #[serde(default)]
+        file: String,
+        #[serde(default)]
+        line: u32,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub(crate) struct Verdict {
+        pub(crate) candidate_id: String,
+        pub(crate) patch_id: String,
+        pub(crate) verdict: String,
+        #[serde(default)]
+        pub(crate) findings: Vec<FindingArg>,
+        #[serde(default)]
+        pub(crate) summary: String,
+    }
+
+    pub(crate) async fn read(
+        shared: &Shared,
+        a: &Admitted,
+        candidate_id: String,
+    ) -> Result<Value, ClankieError> {
+        let c = shared
+            .mailbox
+            .clone()
+            .get_review_candidate(request(
+                shared,
+                a,
+                pb::GetReviewCandidateRequest { candidate_id },
+                Duration::ZERO,
+            ))
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner();
+        Ok(candidate_json(&c, true))
+    }
+
+    pub(crate) async fn decide(
+        shared: &Shared,
+        a: &Admitted,
+        v: Verdict,
+    ) -> Result<Value, ClankieError> {
+        let c = shared
+            .mailbox
+            .clone()
+            .review_verdict(request(
+                shared,
+                a,
+                pb::ReviewVerdictRequest {
+                    candidate_id: v.candidate_id,
+                    patch_id: v.patch_id,
+                    verdict: v.verdict,
+                    findings: v
+                        .findings
+                        .into_iter()
+                        .map(|f| pb::Finding {
+                            text: f.text,
+                            file: f.file,
+                            line: f.line,
+                        })
+                        .collect(),
+                    summary: v.summary,
+                },
+                Duration::ZERO,
+            ))
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner();
+        Ok(candidate_json(&c, false))
+    }
+
+    pub(crate) async fn submit(
+        State(shared): State<Arc<Shared>>,
+        Extension(a): Extension<Admitted>,
+        Path(pane): Path<String>,
+        body: axum::body::Bytes,
+    ) -> Response {
+        if let Err(e) = check_pane(&a, &pane) {
+            return refusal(&e);
+        }
+        let s: Submit = match parse(&body) {
+            Ok(v) => v,
+            Err(r) => return r,
+        };
+        let Ok(patch) = base64::engine::general_purpose::STANDARD.decode(s.patch.as_bytes()) else {
+            return refusal(&ErrorCode::InvalidArgument.err("patch must be base64"));
+        };
+        let msg = pb::SubmitReviewRequest {
+            checkout: s.checkout,
+            head: s.head,
+            base: s.base,
+            patch_id: s.patch_id,
+            patch,
+            summary: s.summary,
+            issue: s.issue,
+            evidence: s.evidence,
+        };
+        match shared
+            .mailbox
+            .clone()
+            .submit_review(request(&shared, &a, msg, Duration::ZERO))
+            .await
+        {
+            Ok(r) => axum::Json(candidate_json(&r.into_inner(), false)).into_response(),
+            Err(s) => failed(s),
+        }
+    }
+
+    pub(crate) async fn get(
+        State(shared): State<Arc<Shared>>,
+        Extension(a): Extension<Admitted>,
+        Path((pane, id)): Path<(String, String)>,
+    ) -> Response {
+        if let Err(e) = check_pane(&a, &pane) {
+            return refusal(&e);
+        }
+        match read(&shared, &a, id).await {
+            Ok(v) => axum::Json(v).into_response(),
+            Err(e) => refusal(&e),
+        }
+    }
+
+    pub(crate) async fn verdict(
+        State(shared): State<Arc<Shared>>,
+        Extension(a): Extension<Admitted>,
+        Path(pane): Path<String>,
+        body: axum::body::Bytes,
+    ) -> Response {
+        if let Err(e) = check_pane(&a, &pane) {
+            return refusal(&e);
+        }
+        let v: Verdict = match parse(&body) {
+            Ok(v) => v,
+            Err(r) => return r,
+        };
+        match decide(&shared, &a, v).await {
+            Ok(v) => axum::Json(v).into_response(),
+            Err(e) => refusal(&e),
+        }
+    }
+}

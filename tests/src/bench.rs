@@ -633,10 +633,20 @@ fn cpu_seconds_all() -> f64 {
     ticks as f64 / 100.0
 }
 
+mod bench_seats;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
+    // Inside a hired pane: the harness of one seat.
+    if what == "seat" {
+        let mut rest = std::env::args().skip(2);
+        let (Some(dir), Some(name)) = (rest.next(), rest.next()) else {
+            anyhow::bail!("usage: clankie-bench seat DIR NAME");
+        };
+        return bench_seats::seat_mode(dir.into(), name).await;
+    }
     let quick = std::env::var("CLANKIE_BENCH_QUICK").is_ok();
     let (rounds, secs, receipts, queries) = if quick {
         (100, 1, 100, 2_000)
@@ -648,13 +658,17 @@ async fn main() -> anyhow::Result<()> {
         "receipts" => bench_receipts(receipts).await?,
         "search" => bench_search(queries),
         "proof" => bench_proof(rounds.min(500)).await?,
+        "seats" => bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
             bench_call(rounds, secs).await?;
             bench_proof(rounds.min(500)).await?;
+            bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
         }
-        other => anyhow::bail!("unknown benchmark {other}: call, receipts, search, proof or all"),
+        other => {
+            anyhow::bail!("unknown benchmark {other}: call, receipts, search, proof, seats or all")
+        }
     }
     Ok(())
 }

@@ -45,6 +45,16 @@ async fn wait_json(path: &std::path::Path, timeout: Duration) -> Value {
 
 impl Seat {
     async fn hire(stack: &Stack, dir: &std::path::Path, name: &str, lead: &str) -> Seat {
+        Self::hire_as(stack, dir, name, lead, "worker").await
+    }
+
+    async fn hire_as(
+        stack: &Stack,
+        dir: &std::path::Path,
+        name: &str,
+        lead: &str,
+        role: &str,
+    ) -> Seat {
         let py = python().display().to_string();
         let script = repo_root()
             .join("tests/clients/peer_seat.py")
@@ -58,6 +68,8 @@ impl Seat {
             "alpha",
             "--conversation",
             lead,
+            "--role",
+            role,
             "--",
             &py,
             &script,
@@ -127,6 +139,24 @@ impl Seat {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+
+    async fn wait_inbox_containing(&self, needle: &str) {
+        for _ in 0..600 {
+            if self
+                .inbox()
+                .iter()
+                .any(|m| m["content"].as_str().is_some_and(|c| c.contains(needle)))
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "{} never received {needle:?}: {:?}",
+            self.name,
+            self.inbox()
+        );
     }
 
     async fn wait_inbox(&self, content: &str) {
@@ -403,4 +433,240 @@ async fn seats_message_each_other_with_honest_receipts() {
         b.inbox().iter().filter(|m| m["content"] == "off").count(),
         0
     );
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn patch_id(dir: &std::path::Path, base: &str) -> String {
+    let diff = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["diff", "--binary", base, "HEAD"])
+        .output()
+        .expect("diff")
+        .stdout;
+    let mut child = std::process::Command::new("git")
+        .args(["patch-id", "--stable"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("patch-id");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&diff)
+        .expect("write");
+    let out = child.wait_with_output().expect("patch-id");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn landing_review_routes_the_exact_change_to_the_reviewer() {
+    let stack = Stack::start().await.expect("stack");
+    let tmux = TmuxServer::start("work");
+    let socket = tmux.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    // A real repository with a bare origin; the work is one commit ahead.
+    let repos = tempfile::tempdir().expect("repos");
+    let origin = repos.path().join("origin.git");
+    let work = repos.path().join("work");
+    git(
+        repos.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            &origin.display().to_string(),
+        ],
+    );
+    git(
+        repos.path(),
+        &[
+            "clone",
+            "-q",
+            &origin.display().to_string(),
+            &work.display().to_string(),
+        ],
+    );
+    git(&work, &["checkout", "-q", "-b", "main"]);
+    std::fs::write(work.join("README"), "base\n").expect("write");
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "base"]);
+    git(&work, &["push", "-q", "origin", "main"]);
+    let base = git(&work, &["rev-parse", "HEAD"]);
+    std::fs::create_dir_all(work.join("src")).expect("mkdir");
+    std::fs::write(work.join("src/feature.txt"), "the feature\n").expect("write");
+    std::fs::write(work.join("src/blob.bin"), [0u8, 159, 146, 150, 255]).expect("write");
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "feature"]);
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let expected_patch_id = patch_id(&work, &base);
+
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "alpha",
+        "--workspace",
+        &work.display().to_string(),
+        "--reviewer",
+    ]);
+    let lead = json_of(&stack.clankie_ok(&["lead", "add", "Lead"]))["conversationId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let dir = tempfile::tempdir().expect("dir");
+    let author = Seat::hire(&stack, dir.path(), "author", &lead).await;
+    let reviewer = Seat::hire_as(&stack, dir.path(), "reviewer", &lead, "reviewer").await;
+    let tools = author.run(json!({ "list": true })).await;
+    for t in ["submit_for_review", "review_candidate", "review_verdict"] {
+        assert!(
+            tools["tools"]
+                .as_array()
+                .is_some_and(|l| l.contains(&json!(t))),
+            "{tools}"
+        );
+    }
+
+    // Refused with nothing stored: relative, missing and non-git checkouts.
+    let not_git = tempfile::tempdir().expect("plain");
+    for checkout in [
+        "work".to_string(),
+        repos.path().join("missing").display().to_string(),
+        not_git.path().display().to_string(),
+    ] {
+        let r = author
+            .call(
+                "submit_for_review",
+                json!({ "checkout": checkout, "summary": "x" }),
+            )
+            .await;
+        assert_eq!(r["isError"], true, "{r}");
+        assert_eq!(r["result"]["error"]["code"], "invalid_argument", "{r}");
+    }
+    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+    assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(0));
+
+    // A folder inside the checkout resolves to its work-tree root.
+    let sub = work.join("src").display().to_string();
+    let r = author
+        .call(
+            "submit_for_review",
+            json!({ "checkout": sub, "summary": "add the feature", "issue": "LOCAL-1" }),
+        )
+        .await;
+    assert_eq!(r["isError"], false, "{r}");
+    let c = &r["result"];
+    assert_eq!(c["checkout"], work.display().to_string());
+    assert_eq!(c["head"], head.as_str());
+    assert_eq!(c["base"], base.as_str());
+    assert_eq!(c["patchId"], expected_patch_id.as_str());
+    assert_eq!(c["reviewerSeat"], reviewer.seat_id().as_str());
+    let first = c["candidateId"].as_str().expect("id").to_string();
+    reviewer.wait_inbox_containing(&first).await;
+
+    // The reviewer reads the exact patch; the author cannot decide; the
+    // verdict must name the patch read; CHANGES needs a finding.
+    let read = reviewer
+        .call("review_candidate", json!({ "candidateId": first }))
+        .await;
+    assert!(
+        read["result"]["patch"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the feature"),
+        "{read}"
+    );
+    assert!(
+        read["result"]["patch"]
+            .as_str()
+            .unwrap_or("")
+            .contains("GIT binary patch"),
+        "{read}"
+    );
+    let own = author
+        .call(
+            "review_verdict",
+            json!({ "candidateId": first, "patchId": expected_patch_id, "verdict": "approve" }),
+        )
+        .await;
+    assert_eq!(own["result"]["error"]["code"], "not_reviewer", "{own}");
+    let wrong = reviewer
+        .call(
+            "review_verdict",
+            json!({ "candidateId": first, "patchId": "0".repeat(40), "verdict": "approve" }),
+        )
+        .await;
+    assert_eq!(
+        wrong["result"]["error"]["code"], "patch_mismatch",
+        "{wrong}"
+    );
+    let bare = reviewer
+        .call(
+            "review_verdict",
+            json!({ "candidateId": first, "patchId": expected_patch_id, "verdict": "changes" }),
+        )
+        .await;
+    assert_eq!(
+        bare["result"]["error"]["code"], "invalid_argument",
+        "{bare}"
+    );
+    let changes = reviewer
+        .call(
+            "review_verdict",
+            json!({
+                "candidateId": first, "patchId": expected_patch_id, "verdict": "changes",
+                "findings": [{ "text": "feature.txt lacks a trailing summary", "file": "src/feature.txt", "line": 1 }]
+            }),
+        )
+        .await;
+    assert_eq!(changes["result"]["state"], "changes", "{changes}");
+    author.wait_inbox_containing("changes").await;
+
+    // A new commit for the same issue links to the candidate that got CHANGES.
+    std::fs::write(work.join("src/feature.txt"), "the feature\nsummary\n").expect("write");
+    git(&work, &["commit", "-q", "-am", "address review"]);
+    let second_patch = patch_id(&work, &base);
+    let r = author
+        .call(
+            "submit_for_review",
+            json!({ "checkout": work.display().to_string(), "summary": "again", "issue": "LOCAL-1" }),
+        )
+        .await;
+    assert_eq!(r["result"]["previous"], first.as_str(), "{r}");
+    let second = r["result"]["candidateId"].as_str().expect("id").to_string();
+    let ok = reviewer
+        .call(
+            "review_verdict",
+            json!({ "candidateId": second, "patchId": second_patch, "verdict": "approve" }),
+        )
+        .await;
+    assert_eq!(ok["result"]["state"], "approved", "{ok}");
+    let shown = json_of(&stack.clankie_ok(&["review", "show", &second]));
+    assert_eq!(shown["state"], "approved");
+    assert!(shown["patch"].as_str().unwrap_or("").contains("summary"));
 }

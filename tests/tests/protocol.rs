@@ -1,8 +1,6 @@
 //! The gateway's wire behaviour: protocol versions, malformed JSON-RPC,
 //! credentials, health, and the stateless 2026-07-28 revision.
 
-use std::time::Duration;
-
 use clankie_tests::{Stack, call, http, structured};
 use rmcp::ClientServiceExt;
 use serde_json::{Value, json};

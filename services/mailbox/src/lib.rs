@@ -11,6 +11,7 @@
 //! it carries, rechecked here), pane membership reads, or any tool.
 
 mod panes;
+pub mod reviews;
 pub mod seats;
 pub mod store;
 
@@ -45,6 +46,10 @@ struct Inner {
     /// is set when the file could not be read.
     book: Mutex<(seats::SeatBook, bool)>,
     book_path: std::path::PathBuf,
+    /// Landing review candidates (`mailbox/reviews.json`) and their patches.
+    reviews: Mutex<(reviews::ReviewBook, bool)>,
+    reviews_path: std::path::PathBuf,
+    patches_dir: std::path::PathBuf,
     /// Bumped whenever a delivery is queued; seat polls wait on it.
     queued: watch::Sender<u64>,
     /// When each seat last polled: a live delivery route.
@@ -179,6 +184,19 @@ impl MailboxService {
             }
         };
         let (queued, _) = watch::channel(0);
+        let reviews_path = paths.service_dir("mailbox").join("reviews.json");
+        let patches_dir = paths.service_dir("mailbox").join("patches");
+        clankie_runtime::state::private_dir(&patches_dir)?;
+        let review_book = match clankie_runtime::state::load_json::<reviews::ReviewBook>(
+            &reviews_path,
+        ) {
+            clankie_runtime::state::Loaded::Missing => (reviews::ReviewBook::default(), false),
+            clankie_runtime::state::Loaded::Ok(b) => (b, false),
+            clankie_runtime::state::Loaded::Unreadable(e) => {
+                tracing::error!(error = %e, "review records unreadable; reviews are refused until the owner inspects them");
+                (reviews::ReviewBook::default(), true)
+            }
+        };
         let admission = apb::admission_client::AdmissionClient::new(grpc::client(
             &paths.socket("admission"),
             Meta::owner(&token),
@@ -190,6 +208,9 @@ impl MailboxService {
                 store: Mutex::new(store),
                 book: Mutex::new(book),
                 book_path,
+                reviews: Mutex::new(review_book),
+                reviews_path,
+                patches_dir,
                 queued,
                 polled: std::sync::Mutex::new(std::collections::HashMap::new()),
                 appended,
@@ -492,6 +513,102 @@ impl MailboxService {
             agent_executable: s.agent_executable.clone(),
             reachable: !s.gone && self.reachable(&s.seat_id),
         }
+    }
+}
+
+fn candidate_pb(c: &reviews::CandidateRec, patch: Vec<u8>) -> pb::ReviewCandidate {
+    pb::ReviewCandidate {
+        candidate_id: c.candidate_id.clone(),
+        project_id: c.project_id.clone(),
+        author_seat: c.author_seat.clone(),
+        author_hire: c.author_hire.clone(),
+        reviewer_seat: c.reviewer_seat.clone(),
+        checkout: c.checkout.clone(),
+        head: c.head.clone(),
+        base: c.base.clone(),
+        patch_id: c.patch_id.clone(),
+        patch_sha256: c.patch_sha256.clone(),
+        summary: c.summary.clone(),
+        issue: c.issue.clone(),
+        evidence: c.evidence.clone(),
+        state: c.state.clone(),
+        findings: c
+            .findings
+            .iter()
+            .map(|f| pb::Finding {
+                text: f.text.clone(),
+                file: f.file.clone(),
+                line: f.line,
+            })
+            .collect(),
+        verdict_summary: c.verdict_summary.clone(),
+        previous: c.previous.clone(),
+        created_at_ms: c.created_at_ms,
+        decided_at_ms: c.decided_at_ms,
+        patch,
+    }
+}
+
+impl MailboxService {
+    fn save_reviews(&self, book: &(reviews::ReviewBook, bool)) -> Result<(), ClankieError> {
+        if book.1 {
+            return Err(ErrorCode::ServiceUnavailable
+                .err("the review records cannot be read; the owner must inspect them"));
+        }
+        clankie_runtime::state::save_json(&self.inner.reviews_path, &book.0).map_err(internal)
+    }
+
+    /// The open hire holding a seat's pane.
+    async fn hire_of(&self, seat: &seats::SeatRec) -> Option<HireRec> {
+        self.inner
+            .store
+            .lock()
+            .await
+            .state
+            .hires
+            .iter()
+            .find(|h| h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id)
+            .cloned()
+    }
+
+    /// Whether a seat is a reviewer of a project: its open hire there was
+    /// hired as reviewer.
+    async fn is_reviewer(&self, seat: &seats::SeatRec, project_id: &str) -> bool {
+        self.hire_of(seat)
+            .await
+            .is_some_and(|h| h.project_id == project_id && h.role == "reviewer")
+    }
+
+    /// Queues a mailbox delivery to whoever holds a seat's pane now.
+    async fn deliver(
+        &self,
+        seat: &seats::SeatRec,
+        kind: &str,
+        from: String,
+        text: String,
+    ) -> Result<(), ClankieError> {
+        let mut book = self.inner.book.lock().await;
+        book.0.deliveries.push(seats::DeliveryRec {
+            delivery_id: short_id("dlv"),
+            link_id: seat.link_id.clone(),
+            pane_id: seat.pane_id.clone(),
+            seat_id: seat.seat_id.clone(),
+            kind: kind.into(),
+            from,
+            text,
+            created_at_ms: now_ms(),
+            peer_message_id: String::new(),
+            follows: String::new(),
+            delivered_at_ms: 0,
+        });
+        self.save_book(&book)?;
+        drop(book);
+        self.inner.queued.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    fn read_patch(&self, sha: &str) -> Vec<u8> {
+        std::fs::read(self.inner.patches_dir.join(format!("{sha}.patch"))).unwrap_or_default()
     }
 }
 
@@ -876,6 +993,11 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 .await
                 .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         }
+        {
+            let mut book = self.inner.book.lock().await;
+            book.0.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
+            self.save_book(&book).map_err(refuse)?;
+        }
         let h = &mut store.state.hires[index];
         h.conversation_id = caller_id;
         if h.ended.is_empty() {
@@ -1166,7 +1288,9 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                     .err("a peer message needs a receipt id (at most 128 bytes)"),
             ));
         }
-        self.sweep_gone().await.map_err(refuse)?;
+        // No pane sweep here: a closed recipient stops polling and loses its
+        // live route; a closed hire marks its seats gone at once; receipt
+        // reads reconcile the rest.
         let mut book = self.inner.book.lock().await;
         let recipient = book
             .0
@@ -1260,5 +1384,287 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 refuse(ErrorCode::ReceiptNotFound.err("no such peer message of yours"))
             })?;
         Ok(Response::new(receipt_pb(m, true)))
+    }
+    async fn seat_tools(
+        &self,
+        request: Request<pb::SeatToolsRequest>,
+    ) -> Result<Response<pb::SeatToolsResponse>, Status> {
+        let principal = self.pane_principal(&request).await.map_err(refuse)?;
+        let store = self.inner.store.lock().await;
+        let reviews = store
+            .state
+            .hires
+            .iter()
+            .find(|h| {
+                h.ended.is_empty()
+                    && h.link_id == principal.link_id
+                    && h.pane_id == principal.pane_id
+            })
+            .and_then(|h| {
+                store
+                    .state
+                    .projects
+                    .iter()
+                    .find(|p| p.project_id == h.project_id)
+            })
+            .is_some_and(|p| p.standing_reviewer);
+        Ok(Response::new(pb::SeatToolsResponse { reviews }))
+    }
+
+    async fn submit_review(
+        &self,
+        request: Request<pb::SubmitReviewRequest>,
+    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let bad = |m: &str| refuse(ErrorCode::InvalidArgument.err(m.to_string()));
+        if !req.checkout.starts_with('/') {
+            return Err(bad("the checkout must be an absolute path"));
+        }
+        if !reviews::is_object_name(&req.head)
+            || !reviews::is_object_name(&req.base)
+            || !reviews::is_object_name(&req.patch_id)
+        {
+            return Err(bad("head, base and patch-id must be full hex object names"));
+        }
+        if req.patch.is_empty() || req.summary.trim().is_empty() {
+            return Err(bad("a candidate needs a non-empty patch and a summary"));
+        }
+        let hire = self.hire_of(&me).await.ok_or_else(|| {
+            refuse(
+                ErrorCode::ReviewNotConfigured
+                    .err("only a hired seat of a project can submit for review"),
+            )
+        })?;
+        let project = {
+            let store = self.inner.store.lock().await;
+            store
+                .state
+                .projects
+                .iter()
+                .find(|p| p.project_id == hire.project_id)
+                .cloned()
+        };
+        if !project.as_ref().is_some_and(|p| p.standing_reviewer) {
+            return Err(refuse(
+                ErrorCode::ReviewNotConfigured
+                    .err("this seat's project names no standing reviewer"),
+            ));
+        }
+        // A live reviewer seat of the project, other than the author.
+        let reviewer_hires: Vec<HireRec> = {
+            let store = self.inner.store.lock().await;
+            store
+                .state
+                .hires
+                .iter()
+                .filter(|h| {
+                    h.ended.is_empty() && h.project_id == hire.project_id && h.role == "reviewer"
+                })
+                .cloned()
+                .collect()
+        };
+        let reviewer = {
+            let book = self.inner.book.lock().await;
+            book.0
+                .seats
+                .iter()
+                .filter(|s| !s.gone && s.seat_id != me.seat_id)
+                .filter(|s| {
+                    reviewer_hires
+                        .iter()
+                        .any(|h| h.link_id == s.link_id && h.pane_id == s.pane_id)
+                })
+                .find(|s| self.reachable(&s.seat_id))
+                .cloned()
+        };
+        let Some(reviewer) = reviewer else {
+            return Err(refuse(ErrorCode::NoReviewer.err(
+                "no live reviewer seat other than the author; nothing was stored",
+            )));
+        };
+        let sha = reviews::sha256_hex(&req.patch);
+        let patch_path = self.inner.patches_dir.join(format!("{sha}.patch"));
+        if !patch_path.exists() {
+            clankie_runtime::state::atomic_write(&patch_path, &req.patch)
+                .map_err(|e| refuse(internal(e)))?;
+        }
+        let mut book = self.inner.reviews.lock().await;
+        let candidate = reviews::CandidateRec {
+            candidate_id: short_id("cand"),
+            project_id: hire.project_id.clone(),
+            author_seat: me.seat_id.clone(),
+            author_hire: hire.hire_id.clone(),
+            reviewer_seat: reviewer.seat_id.clone(),
+            checkout: req.checkout,
+            head: req.head,
+            base: req.base,
+            patch_id: req.patch_id,
+            patch_sha256: sha,
+            summary: req.summary.chars().take(4000).collect(),
+            issue: req.issue.chars().take(200).collect(),
+            evidence: req.evidence.chars().take(8000).collect(),
+            state: "pending".into(),
+            findings: Vec::new(),
+            verdict_summary: String::new(),
+            previous: book.0.previous_for(&hire.project_id, &req.issue),
+            created_at_ms: now_ms(),
+            decided_at_ms: 0,
+        };
+        book.0.candidates.push(candidate.clone());
+        self.save_reviews(&book).map_err(refuse)?;
+        drop(book);
+        let text = format!(
+            "Review candidate {} from seat {}: {} (issue {}, HEAD {}, patch-id {}). Read it with review_candidate, decide with review_verdict.",
+            candidate.candidate_id,
+            me.seat_id,
+            candidate.summary,
+            if candidate.issue.is_empty() {
+                "none"
+            } else {
+                &candidate.issue
+            },
+            candidate.head,
+            candidate.patch_id
+        );
+        self.deliver(&reviewer, "review", format!("seat:{}", me.seat_id), text)
+            .await
+            .map_err(refuse)?;
+        tracing::info!(candidate = %candidate.candidate_id, "mailbox.review.submitted");
+        Ok(Response::new(candidate_pb(&candidate, Vec::new())))
+    }
+
+    async fn get_review_candidate(
+        &self,
+        request: Request<pb::GetReviewCandidateRequest>,
+    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let id = request.into_inner().candidate_id;
+        let c = self
+            .inner
+            .reviews
+            .lock()
+            .await
+            .0
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| {
+                refuse(ErrorCode::CandidateNotFound.err(format!("no candidate {id}")))
+            })?;
+        if c.author_seat != me.seat_id && !self.is_reviewer(&me, &c.project_id).await {
+            return Err(refuse(ErrorCode::NotReviewer.err(
+                "only the author and the project's reviewer read a candidate",
+            )));
+        }
+        Ok(Response::new(candidate_pb(
+            &c,
+            self.read_patch(&c.patch_sha256),
+        )))
+    }
+
+    async fn review_verdict(
+        &self,
+        request: Request<pb::ReviewVerdictRequest>,
+    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let mut book = self.inner.reviews.lock().await;
+        let index = book
+            .0
+            .candidates
+            .iter()
+            .position(|c| c.candidate_id == req.candidate_id)
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::CandidateNotFound.err(format!("no candidate {}", req.candidate_id)),
+                )
+            })?;
+        let candidate = book.0.candidates[index].clone();
+        if candidate.author_seat == me.seat_id {
+            return Err(refuse(
+                ErrorCode::NotReviewer.err("the author cannot decide its own candidate"),
+            ));
+        }
+        if !self.is_reviewer(&me, &candidate.project_id).await {
+            return Err(refuse(
+                ErrorCode::NotReviewer.err("only the project's reviewer decides a candidate"),
+            ));
+        }
+        let findings: Vec<reviews::FindingRec> = req
+            .findings
+            .iter()
+            .map(|f| reviews::FindingRec {
+                text: f.text.clone(),
+                file: f.file.clone(),
+                line: f.line,
+            })
+            .collect();
+        reviews::check_verdict(&candidate, &req.patch_id, &req.verdict, &findings)
+            .map_err(|(code, m)| refuse(code.err(m)))?;
+        let c = &mut book.0.candidates[index];
+        c.state = if req.verdict == "approve" {
+            "approved"
+        } else {
+            "changes"
+        }
+        .into();
+        c.findings = findings;
+        c.verdict_summary = req.summary.chars().take(4000).collect();
+        c.decided_at_ms = now_ms();
+        let decided = c.clone();
+        self.save_reviews(&book).map_err(refuse)?;
+        drop(book);
+        // The author hears the verdict on its seat.
+        let author = self
+            .inner
+            .book
+            .lock()
+            .await
+            .0
+            .seat(&decided.author_seat)
+            .cloned();
+        if let Some(author) = author.filter(|a| !a.gone) {
+            let text = format!(
+                "Review of {}: {}{}",
+                decided.candidate_id,
+                decided.state,
+                if decided.verdict_summary.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", decided.verdict_summary)
+                }
+            );
+            if let Err(e) = self
+                .deliver(&author, "review", format!("seat:{}", me.seat_id), text)
+                .await
+            {
+                tracing::warn!(error = %e, "verdict not queued for the author");
+            }
+        }
+        Ok(Response::new(candidate_pb(&decided, Vec::new())))
+    }
+
+    async fn list_reviews(
+        &self,
+        request: Request<pb::ListReviewsRequest>,
+    ) -> Result<Response<pb::ListReviewsResponse>, Status> {
+        self.owner(&request)?;
+        let id = request.into_inner().candidate_id;
+        let book = self.inner.reviews.lock().await;
+        let candidates = book
+            .0
+            .candidates
+            .iter()
+            .filter(|c| id.is_empty() || c.candidate_id == id)
+            .map(|c| {
+                let patch = if id.is_empty() {
+                    Vec::new()
+                } else {
+                    self.read_patch(&c.patch_sha256)
+                };
+                candidate_pb(c, patch)
+            })
+            .collect();
+        Ok(Response::new(pb::ListReviewsResponse { candidates }))
     }
 }

@@ -73,6 +73,11 @@ codes! {
     PeerMessagesOff => "peer_messages_off",
     RecipientUnknown => "recipient_unknown",
     NativeSeatRequired => "native_seat_required",
+    ReviewNotConfigured => "review_not_configured",
+    NoReviewer => "no_reviewer",
+    CandidateNotFound => "candidate_not_found",
+    PatchMismatch => "patch_mismatch",
+    NotReviewer => "not_reviewer",
     ServiceUnavailable => "service_unavailable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
@@ -97,18 +102,24 @@ impl ErrorCode {
             | ErrorCode::NotOwner
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
-            | ErrorCode::NativeSeatRequired => Code::PermissionDenied,
+            | ErrorCode::NativeSeatRequired
+            | ErrorCode::NotReviewer => Code::PermissionDenied,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
             | ErrorCode::ConversationNotFound
             | ErrorCode::HireNotFound
-            | ErrorCode::RecipientUnknown => Code::NotFound,
+            | ErrorCode::RecipientUnknown
+            | ErrorCode::CandidateNotFound => Code::NotFound,
             ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
             ErrorCode::AccountChanged | ErrorCode::ReceiptConflict | ErrorCode::StaleRevision => {
                 Code::Aborted
             }
-            ErrorCode::WorkerCapReached | ErrorCode::NoLinkedSession => Code::FailedPrecondition,
+            ErrorCode::WorkerCapReached
+            | ErrorCode::NoLinkedSession
+            | ErrorCode::ReviewNotConfigured
+            | ErrorCode::NoReviewer
+            | ErrorCode::PatchMismatch => Code::FailedPrecondition,
             ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
             ErrorCode::FleetAdmissionUnavailable
             | ErrorCode::AccountUnavailable
@@ -140,20 +151,25 @@ impl ErrorCode {
             | ErrorCode::NotOwner
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
-            | ErrorCode::NativeSeatRequired => StatusCode::FORBIDDEN,
+            | ErrorCode::NativeSeatRequired
+            | ErrorCode::NotReviewer => StatusCode::FORBIDDEN,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
             | ErrorCode::ConversationNotFound
             | ErrorCode::HireNotFound
-            | ErrorCode::RecipientUnknown => StatusCode::NOT_FOUND,
+            | ErrorCode::RecipientUnknown
+            | ErrorCode::CandidateNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
             | ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict
             | ErrorCode::ProjectExists
             | ErrorCode::StaleRevision
             | ErrorCode::WorkerCapReached
-            | ErrorCode::NoLinkedSession => StatusCode::CONFLICT,
+            | ErrorCode::NoLinkedSession
+            | ErrorCode::ReviewNotConfigured
+            | ErrorCode::NoReviewer
+            | ErrorCode::PatchMismatch => StatusCode::CONFLICT,
             ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -1,0 +1,267 @@
+//! Landing review from the seat's side: reading the exact committed change
+//! of a checkout, and submitting it over the gateway's local socket; plus
+//! the owner's `clankie review list|show`.
+//!
+//! The change is `git diff --binary` from the merge base with `origin/main`
+//! (or a given base) to HEAD of the absolute checkout named, resolved to its
+//! work-tree root. The bridge's own working folder is never read. A missing,
+//! relative or non-git checkout is refused before anything is sent.
+
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+use base64::Engine as _;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::grpc;
+use clankie_runtime::paths::StatePaths;
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use crate::owner_cmds::{owner_meta, refused};
+use crate::seat_channel::Http;
+
+/// A change read from a checkout.
+pub struct Change {
+    pub root: String,
+    pub head: String,
+    pub base: String,
+    pub patch_id: String,
+    pub patch: Vec<u8>,
+}
+
+fn git(dir: &str, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    use std::io::Write as _;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("git could not start: {e}"))?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin
+            .write_all(bytes)
+            .map_err(|e| format!("git stdin: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| format!("git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git {}: {}",
+            args.first().unwrap_or(&""),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+/// Reads the committed change of the checkout at `checkout`.
+pub fn read_change(checkout: &str, base: Option<&str>) -> Result<Change, String> {
+    if !Path::new(checkout).is_absolute() {
+        return Err(format!(
+            "the checkout must be an absolute path, not {checkout:?}"
+        ));
+    }
+    if !Path::new(checkout).is_dir() {
+        return Err(format!("no such checkout folder: {checkout}"));
+    }
+    let root = text(
+        git(checkout, &["rev-parse", "--show-toplevel"], None)
+            .map_err(|_| format!("{checkout} is not inside a git checkout"))?,
+    );
+    let head = text(git(
+        &root,
+        &["rev-parse", "--verify", "HEAD^{commit}"],
+        None,
+    )?);
+    let base = match base.filter(|b| !b.is_empty()) {
+        Some(b) => text(git(
+            &root,
+            &["rev-parse", "--verify", &format!("{b}^{{commit}}")],
+            None,
+        )?),
+        None => text(
+            git(&root, &["merge-base", "origin/main", "HEAD"], None)
+                .map_err(|e| format!("no merge base with origin/main ({e}); pass base"))?,
+        ),
+    };
+    let patch = git(&root, &["diff", "--binary", &base, &head], None)?;
+    if patch.is_empty() {
+        return Err(format!(
+            "no committed change between {base} and HEAD {head}"
+        ));
+    }
+    let id = text(git(&root, &["patch-id", "--stable"], Some(&patch))?);
+    let patch_id = id.split_whitespace().next().unwrap_or("").to_string();
+    if patch_id.is_empty() {
+        return Err("git patch-id gave no id for this change".into());
+    }
+    Ok(Change {
+        root,
+        head,
+        base,
+        patch_id,
+        patch,
+    })
+}
+
+/// Reads the change and submits it for this pane's seat. Returns the
+/// candidate, or a refusal `{error: {code, message}}`.
+pub async fn submit(socket: &str, pane: &str, args: &Value) -> Result<Value, Value> {
+    let field = |k: &str| args[k].as_str().unwrap_or("").to_string();
+    let checkout = field("checkout");
+    let base = field("base");
+    let refused =
+        |code: &str, message: String| json!({ "error": { "code": code, "message": message } });
+    let change = tokio::task::spawn_blocking(move || read_change(&checkout, Some(&base)))
+        .await
+        .map_err(|e| refused("internal", e.to_string()))?
+        .map_err(|m| refused("invalid_argument", format!("{m}; nothing was stored")))?;
+    let body = json!({
+        "checkout": change.root,
+        "head": change.head,
+        "base": change.base,
+        "patchId": change.patch_id,
+        "patch": base64::engine::general_purpose::STANDARD.encode(&change.patch),
+        "summary": field("summary"),
+        "issue": field("issue"),
+        "evidence": field("evidence"),
+    });
+    let mut http = Http::new(socket.to_string());
+    let path = format!(
+        "/v1/fleet/seats/{}/review-candidates",
+        pane.replace('%', "%25")
+    );
+    match http.call("POST", &path, Some(body)).await {
+        Ok((200, v)) => Ok(v),
+        Ok((_, v)) if v.get("error").is_some() => Err(v),
+        Ok((status, v)) => Err(refused(
+            "service_unavailable",
+            format!("HTTP {status}: {v}"),
+        )),
+        Err(e) => Err(refused(
+            "fleet_admission_unavailable",
+            format!("the gateway is unreachable ({e}); nothing was submitted"),
+        )),
+    }
+}
+
+#[derive(Subcommand)]
+pub enum ReviewCommand {
+    /// Submit this pane's committed change (for seats without the review tools).
+    Submit {
+        /// Absolute path inside the git checkout.
+        #[arg(long)]
+        checkout: String,
+        #[arg(long)]
+        summary: String,
+        #[arg(long, default_value = "")]
+        issue: String,
+        #[arg(long, default_value = "")]
+        evidence: String,
+        /// Diff from this commit instead of the merge base with origin/main.
+        #[arg(long, default_value = "")]
+        base: String,
+    },
+    /// Owner: every candidate.
+    List,
+    /// Owner: one candidate with its patch.
+    Show { candidate_id: String },
+}
+
+fn candidate_json(c: &pb::ReviewCandidate) -> Value {
+    json!({
+        "candidateId": c.candidate_id,
+        "projectId": c.project_id,
+        "authorSeat": c.author_seat,
+        "reviewerSeat": c.reviewer_seat,
+        "checkout": c.checkout,
+        "head": c.head,
+        "base": c.base,
+        "patchId": c.patch_id,
+        "summary": c.summary,
+        "issue": c.issue,
+        "state": c.state,
+        "previous": c.previous,
+        "findings": c.findings.iter().map(|f| json!({"text": f.text, "file": f.file, "line": f.line})).collect::<Vec<_>>(),
+    })
+}
+
+pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ReviewCommand::Submit {
+            checkout,
+            summary,
+            issue,
+            evidence,
+            base,
+        } => {
+            let socket = crate::fleet_bridge::discovery(&paths, "unix")?;
+            let pane = std::env::var("TMUX_PANE")
+                .or_else(|_| std::env::var("HERDR_PANE_ID"))
+                .map_err(|_| {
+                    anyhow::anyhow!("run `clankie review submit` inside the seat's pane")
+                })?;
+            let args = json!({
+                "checkout": checkout, "summary": summary, "issue": issue,
+                "evidence": evidence, "base": base,
+            });
+            match submit(&socket, &pane, &args).await {
+                Ok(v) => {
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(v) => {
+                    eprintln!(
+                        "clankie: refused ({}): {}",
+                        v["error"]["code"].as_str().unwrap_or("unknown"),
+                        v["error"]["message"].as_str().unwrap_or("")
+                    );
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        ReviewCommand::List | ReviewCommand::Show { .. } => {
+            let id = match &command {
+                ReviewCommand::Show { candidate_id } => candidate_id.clone(),
+                _ => String::new(),
+            };
+            let mut client = pb::mailbox_client::MailboxClient::new(grpc::client(
+                &paths.socket("mailbox"),
+                owner_meta(&paths)?,
+            ));
+            let all = client
+                .list_reviews(pb::ListReviewsRequest {
+                    candidate_id: id.clone(),
+                })
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .candidates;
+            if id.is_empty() {
+                let list: Vec<Value> = all.iter().map(candidate_json).collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({ "candidates": list }))?
+                );
+            } else {
+                let c = all
+                    .first()
+                    .ok_or_else(|| anyhow::anyhow!("no candidate {id}"))?;
+                let mut v = candidate_json(c);
+                v["patch"] = json!(String::from_utf8_lossy(&c.patch));
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Landing review records.
+//!
+//! A candidate is the exact committed change a seat submitted: the patch
+//! bytes are stored content-addressed (`mailbox/patches/<sha256>.patch`,
+//! written and synced before the record that names them), and the record
+//! in `mailbox/reviews.json` (atomic rename) names its author seat, the
+//! reviewer seat it was routed to, checkout, HEAD, base, patch-id and state.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FindingRec {
+    pub text: String,
+    #[serde(default)]
+    pub file: String,
+    #[serde(default)]
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateRec {
+    pub candidate_id: String,
+    pub project_id: String,
+    pub author_seat: String,
+    pub author_hire: String,
+    pub reviewer_seat: String,
+    pub checkout: String,
+    pub head: String,
+    pub base: String,
+    pub patch_id: String,
+    pub patch_sha256: String,
+    pub summary: String,
+    #[serde(default)]
+    pub issue: String,
+    #[serde(default)]
+    pub evidence: String,
+    pub state: String,
+    #[serde(default)]
+    pub findings: Vec<FindingRec>,
+    #[serde(default)]
+    pub verdict_summary: String,
+    #[serde(default)]
+    pub previous: String,
+    pub created_at_ms: i64,
+    #[serde(default)]
+    pub decided_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewBook {
+    pub version: u32,
+    pub candidates: Vec<CandidateRec>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A git object name or patch-id: 40 or 64 lowercase hex digits.
+pub fn is_object_name(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64)
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl ReviewBook {
+    pub fn get(&self, id: &str) -> Option<&CandidateRec> {
+        self.candidates.iter().find(|c| c.candidate_id == id)
+    }
+
+    /// The latest candidate of the same project and issue that got CHANGES:
+    /// a new submission for that issue links to it.
+    pub fn previous_for(&self, project_id: &str, issue: &str) -> String {
+        if issue.is_empty() {
+            return String::new();
+        }
+        self.candidates
+            .iter()
+            .rev()
+            .find(|c| c.project_id == project_id && c.issue == issue && c.state == "changes")
+            .map(|c| c.candidate_id.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Checks a verdict's shape; who may give it is checked by the caller.
+pub fn check_verdict(
+    candidate: &CandidateRec,
+    patch_id: &str,
+    verdict: &str,
+    findings: &[FindingRec],
+) -> Result<(), (clankie_runtime::ErrorCode, String)> {
+    use clankie_runtime::ErrorCode;
+    if candidate.state != "pending" {
+        return Err((
+            ErrorCode::InvalidArgument,
+            format!(
+                "candidate {} was already decided ({})",
+                candidate.candidate_id, candidate.state
+            ),
+        ));
+    }
+    if patch_id != candidate.patch_id {
+        return Err((
+            ErrorCode::PatchMismatch,
+            format!(
+                "the verdict names patch-id {patch_id}; candidate {} is patch-id {}",
+                candidate.candidate_id, candidate.patch_id
+            ),
+        ));
+    }
+    match verdict {
+        "approve" => Ok(()),
+        "changes" if findings.iter().any(|f| !f.text.trim().is_empty()) => Ok(()),
+        "changes" => Err((
+            ErrorCode::InvalidArgument,
+            "changes needs at least one concrete finding".into(),
+        )),
+        other => Err((
+            ErrorCode::InvalidArgument,
+            format!("verdict {other}: approve or changes"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate() -> CandidateRec {
+        CandidateRec {
+            candidate_id: "c1".into(),
+            project_id: "p".into(),
+            author_seat: "a".into(),
+            author_hire: "h".into(),
+            reviewer_seat: "r".into(),
+            checkout: "/x".into(),
+            head: "1".repeat(40),
+            base: "2".repeat(40),
+            patch_id: "3".repeat(40),
+            patch_sha256: "4".repeat(64),
+            summary: "s".into(),
+            issue: "LOCAL-1".into(),
+            evidence: String::new(),
+            state: "pending".into(),
+            findings: Vec::new(),
+            verdict_summary: String::new(),
+            previous: String::new(),
+            created_at_ms: 0,
+            decided_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn verdicts_need_the_patch_read_and_changes_need_a_finding() {
+        let c = candidate();
+        let pid = "3".repeat(40);
+        assert!(check_verdict(&c, &pid, "approve", &[]).is_ok());
+        assert_eq!(
+            check_verdict(&c, &"9".repeat(40), "approve", &[]).map_err(|e| e.0),
+            Err(clankie_runtime::ErrorCode::PatchMismatch)
+        );
+        assert!(check_verdict(&c, &pid, "changes", &[]).is_err());
+        let f = FindingRec {
+            text: "off by one".into(),
+            file: "a.rs".into(),
+            line: 3,
+        };
+        assert!(check_verdict(&c, &pid, "changes", &[f]).is_ok());
+        assert!(check_verdict(&c, &pid, "maybe", &[]).is_err());
+        let mut done = c.clone();
+        done.state = "approved".into();
+        assert!(check_verdict(&done, &pid, "approve", &[]).is_err());
+        let mut book = ReviewBook::default();
+        let mut changed = c.clone();
+        changed.state = "changes".into();
+        book.candidates.push(changed);
+        assert_eq!(book.previous_for("p", "LOCAL-1"), "c1");
+        assert_eq!(book.previous_for("p", ""), "");
+        assert!(is_object_name(&"a".repeat(40)) && !is_object_name("HEAD"));
+    }
+}

@@ -1,0 +1,309 @@
+//! The mailbox benchmarks: peer message send → recipient bridge handoff,
+//! beside a bare gRPC round trip on the mailbox's socket, and a catalog
+//! change fanned out to 100 waiting bridges.
+//!
+//! Seats are real: hired panes of a linked tmux session, each running this
+//! binary in `seat` mode as the harness of a real `clankie mcp --fleet`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use clankie_proto::mailbox::v1 as pb;
+use clankie_tests::{Stack, TmuxServer, bin_dir};
+use rmcp::model::{CallToolRequestParams, CustomNotification};
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::{line, summarize, us};
+
+const CHANNEL: &str = "notifications/claude/channel";
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn append(path: &Path, line: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(tmp, path)
+}
+
+struct SeatHandler {
+    recv: PathBuf,
+    changed: PathBuf,
+    lock: Mutex<()>,
+}
+
+impl ClientHandler for SeatHandler {
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == CHANNEL {
+            let content = notification
+                .params
+                .as_ref()
+                .and_then(|p| p["content"].as_str())
+                .unwrap_or("")
+                .to_string();
+            let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            append(&self.recv, &format!("{content} {}", now_ns()));
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        append(&self.changed, &now_ns().to_string());
+    }
+}
+
+fn args(v: Value) -> serde_json::Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// `clankie-bench seat DIR NAME`: a seat's harness inside a pane.
+pub async fn seat_mode(dir: PathBuf, name: String) -> anyhow::Result<()> {
+    let file = |s: &str| dir.join(format!("{name}.{s}"));
+    let handler = SeatHandler {
+        recv: file("recv"),
+        changed: file("changed"),
+        lock: Mutex::new(()),
+    };
+    let mut cmd = tokio::process::Command::new(bin_dir().join("clankie"));
+    cmd.args(["mcp", "--fleet"]).env("RUST_LOG", "warn");
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let client = handler.serve(transport).await?;
+    loop {
+        let r = client
+            .call_tool(CallToolRequestParams::new("list_fleet_seats"))
+            .await?;
+        let v = r.structured_content.unwrap_or(Value::Null);
+        if v["self"]["reachable"] == true {
+            write_atomic(&file("seat"), v["self"]["seatId"].as_str().unwrap_or(""))?;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file("send")) {
+            let order: Value = serde_json::from_str(&text)?;
+            let to = order["to"].as_str().unwrap_or("").to_string();
+            let n = order["n"].as_u64().unwrap_or(0) as usize;
+            let wait = PathBuf::from(order["wait"].as_str().unwrap_or(""));
+            for i in 0..n {
+                // The previous message settles when its delivery receipt
+                // lands, just after the handoff; until then a send to the
+                // same seat reads the original and sends nothing.
+                loop {
+                    let t0 = now_ns();
+                    let r = client
+                        .call_tool(CallToolRequestParams::new("message_peer").with_arguments(
+                            args(json!({
+                                "seat": to, "text": format!("{i} {t0}"), "receiptId": format!("b{i}")
+                            })),
+                        ))
+                        .await?;
+                    anyhow::ensure!(r.is_error != Some(true), "send {i} refused: {r:?}");
+                    let v = r.structured_content.unwrap_or(Value::Null);
+                    if v["original"] != true {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_micros(500)).await;
+                }
+                // The next message goes once this one was handed off.
+                loop {
+                    let lines = std::fs::read_to_string(&wait)
+                        .map(|t| t.lines().count())
+                        .unwrap_or(0);
+                    if lines > i {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_micros(200)).await;
+                }
+            }
+            write_atomic(&file("sent"), "done")?;
+            std::fs::remove_file(file("send"))?;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Ok(t) = std::fs::read_to_string(path) {
+            return Ok(t);
+        }
+        anyhow::ensure!(
+            Instant::now() < end,
+            "timed out waiting for {}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn hire(stack: &Stack, lead: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let out = stack.clankie(&[
+        "hire",
+        "--project",
+        "bench",
+        "--conversation",
+        lead,
+        "--",
+        &exe.display().to_string(),
+        "seat",
+        &dir.display().to_string(),
+        name,
+    ]);
+    anyhow::ensure!(
+        out.status.success(),
+        "hire {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
+    println!(
+        "== peer message send → recipient handoff vs a bare gRPC round trip; catalog fan-out =="
+    );
+    let stack = Stack::start().await?;
+    let tmux = TmuxServer::start("work");
+    stack.clankie_ok(&[
+        "fleet",
+        "link",
+        "--tmux",
+        &tmux.socket.display().to_string(),
+        "--session",
+        "work",
+    ]);
+    let workspace = tempfile::tempdir()?;
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "bench",
+        "--workspace",
+        &workspace.path().display().to_string(),
+        "--worker-cap",
+        &(seats + 2).to_string(),
+    ]);
+    let lead: Value = serde_json::from_str(&stack.clankie_ok(&["lead", "add", "Bench"]))?;
+    let lead = lead["conversationId"].as_str().unwrap_or("").to_string();
+    let dir = tempfile::tempdir()?;
+    hire(&stack, &lead, dir.path(), "a")?;
+    hire(&stack, &lead, dir.path(), "b")?;
+    wait_for(&dir.path().join("a.seat"), Duration::from_secs(60)).await?;
+    let b_seat = wait_for(&dir.path().join("b.seat"), Duration::from_secs(60)).await?;
+
+    // The baseline: a bare gRPC round trip on the mailbox's own socket.
+    let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
+    let mut mailbox = pb::mailbox_client::MailboxClient::new(clankie_runtime::grpc::client(
+        &stack.state.path().join("run/mailbox.sock"),
+        clankie_runtime::grpc::Meta::owner(token.trim()),
+    ));
+    let mut bare = Vec::with_capacity(messages);
+    for _ in 0..messages {
+        let t = Instant::now();
+        mailbox
+            .list_conversations(pb::ListConversationsRequest {})
+            .await?;
+        bare.push(t.elapsed());
+    }
+
+    // Sequential peer messages from a to b, each handed to b's harness.
+    let recv = dir.path().join("b.recv");
+    let started = Instant::now();
+    write_atomic(
+        &dir.path().join("a.send"),
+        &json!({ "to": b_seat.trim(), "n": messages, "wait": recv }).to_string(),
+    )?;
+    wait_for(&dir.path().join("a.sent"), Duration::from_secs(600)).await?;
+    let wall = started.elapsed();
+    let mut lat = Vec::with_capacity(messages);
+    for l in std::fs::read_to_string(&recv)?.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if let [_, t0, t1] = f.as_slice() {
+            let (t0, t1): (u128, u128) = (t0.parse()?, t1.parse()?);
+            lat.push(Duration::from_nanos(t1.saturating_sub(t0) as u64));
+        }
+    }
+    anyhow::ensure!(
+        lat.len() == messages,
+        "{} of {messages} handed off",
+        lat.len()
+    );
+    let (b, p) = (summarize(bare), summarize(lat));
+    line("bare gRPC round trip (mailbox.sock)", &b);
+    line("peer send → recipient handoff", &p);
+    println!(
+        "  handoff / bare: p50 x{:.0}, p99 x{:.0}; {:.0} messages/s sequential (each waits for its handoff)",
+        us(p.p50) / us(b.p50).max(1e-9),
+        us(p.p99) / us(b.p99).max(1e-9),
+        messages as f64 / wall.as_secs_f64()
+    );
+
+    // Catalog change → every waiting bridge told (tools/list_changed).
+    for i in 0..seats {
+        hire(&stack, &lead, dir.path(), &format!("s{i}"))?;
+    }
+    for i in 0..seats {
+        wait_for(
+            &dir.path().join(format!("s{i}.seat")),
+            Duration::from_secs(300),
+        )
+        .await?;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let t0 = now_ns();
+    let started = Instant::now();
+    stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    let mut told = Vec::with_capacity(seats);
+    for i in 0..seats {
+        let path = dir.path().join(format!("s{i}.changed"));
+        loop {
+            let first_after = std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse::<u128>().ok())
+                .find(|t| *t >= t0);
+            if let Some(t) = first_after {
+                told.push(Duration::from_nanos((t - t0) as u64));
+                break;
+            }
+            anyhow::ensure!(
+                started.elapsed() < Duration::from_secs(120),
+                "seat s{i} was never told"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let last = told.iter().max().copied().unwrap_or_default();
+    let t = summarize(told);
+    line(&format!("catalog change → {seats} bridges told"), &t);
+    println!(
+        "  last of {seats} bridges told after {:.1} ms (includes the `clankie fleet set` process)",
+        last.as_secs_f64() * 1e3
+    );
+    tmux.kill();
+    Ok(())
+}
