@@ -4,12 +4,14 @@
 //!
 //! - Each poll waits up to 25 s and carries the catalog revision; a changed
 //!   revision makes the bridge list its tools again.
-//! - Each delivery goes to the harness as an MCP notification,
-//!   `notifications/claude/channel` with `{content, meta}` (Claude Code's
-//!   channel notification; the harness must accept it), and is acknowledged
-//!   only after that handoff succeeded: the ack is the native delivery
-//!   receipt. A delivery that could not be handed off is not acknowledged
-//!   and comes back on the next poll.
+//! - Listed deliveries are claimed first (exclusively: a claim survives
+//!   timeouts and lost responses). Each claimed one goes to the harness as an
+//!   MCP notification, `notifications/claude/channel` with `{content, meta}`
+//!   (Claude Code's channel notification), and is acknowledged under its
+//!   claim only after that handoff: the ack is the native delivery receipt.
+//!   A delivery definitely not handed off (no harness session yet) is
+//!   released for a later poll; one whose handoff or ack is uncertain stays
+//!   claimed and is never handed off twice.
 //! - A failing poll (or a service without the route) is retried every 5 s.
 //!   A definite non-member refusal makes the channel quiet until the
 //!   harness itself is admitted again; a process that is not its pane's
@@ -145,35 +147,99 @@ pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
             }
             revision = r.to_string();
         }
-        for d in body["deliveries"].as_array().cloned().unwrap_or_default() {
-            let Some(id) = d["deliveryId"].as_str() else {
-                continue;
-            };
-            if !handoff(&up, &d).await {
-                // Not handed off: no receipt; the next poll brings it again.
+        let listed: Vec<Value> = body["deliveries"].as_array().cloned().unwrap_or_default();
+        if listed.is_empty() {
+            continue;
+        }
+        let ids: Vec<&str> = listed
+            .iter()
+            .filter_map(|d| d["deliveryId"].as_str())
+            .collect();
+        let claimed = match http
+            .call(
+                "POST",
+                &format!("{base}/mailbox/claim"),
+                Some(json!({ "deliveryIds": ids })),
+            )
+            .await
+        {
+            Ok((200, v)) => v,
+            // A lost claim answer leaves those deliveries claimed: never
+            // handed off twice, reconciled by their receipts.
+            Ok((s, b)) => {
+                tracing::warn!(status = s, body = %b, "claim refused");
                 tokio::time::sleep(RETRY).await;
-                break;
+                continue;
             }
-            match http
-                .call(
-                    "POST",
-                    &format!("{base}/mailbox/ack"),
-                    Some(json!({ "deliveryId": id })),
-                )
-                .await
-            {
-                Ok((200, _)) => {}
-                Ok((s, b)) => tracing::warn!(status = s, body = %b, "delivery receipt refused"),
-                Err(e) => tracing::warn!(error = %e, "delivery receipt not recorded"),
+            Err(e) => {
+                tracing::warn!(error = %e, "claim answer lost");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        let claim = claimed["claimId"].as_str().unwrap_or("").to_string();
+        let mut held = claimed["deliveries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter();
+        while let Some(d) = held.next() {
+            let id = d["deliveryId"].as_str().unwrap_or("").to_string();
+            match handoff(&up, &d).await {
+                Handoff::Done => {}
+                Handoff::NotYet => {
+                    // Definitely not handed off: release it and the rest.
+                    for rest in std::iter::once(d).chain(held.by_ref()) {
+                        let rid = rest["deliveryId"].as_str().unwrap_or("");
+                        let _ = http
+                            .call(
+                                "POST",
+                                &format!("{base}/mailbox/release"),
+                                Some(json!({ "deliveryId": rid, "claimId": claim })),
+                            )
+                            .await;
+                    }
+                    tokio::time::sleep(RETRY).await;
+                    break;
+                }
+                Handoff::Uncertain => {
+                    tracing::warn!("handoff to the harness failed; the delivery stays claimed");
+                    continue;
+                }
+            }
+            let body = json!({ "deliveryId": id, "claimId": claim });
+            for attempt in 0..3 {
+                match http
+                    .call("POST", &format!("{base}/mailbox/ack"), Some(body.clone()))
+                    .await
+                {
+                    Ok((200, _)) => break,
+                    Ok((s, b)) => {
+                        tracing::warn!(status = s, body = %b, "delivery receipt refused");
+                        break;
+                    }
+                    Err(e) if attempt == 2 => {
+                        tracing::warn!(error = %e, "delivery receipt not recorded")
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
             }
         }
     }
 }
 
-/// Hands one delivery to the harness; true once the notification was sent.
-async fn handoff(up: &Upstream, d: &Value) -> bool {
+enum Handoff {
+    Done,
+    /// No harness session yet: definitely not handed off.
+    NotYet,
+    /// The notification may or may not have reached the harness.
+    Uncertain,
+}
+
+/// Hands one delivery to the harness.
+async fn handoff(up: &Upstream, d: &Value) -> Handoff {
     let Some(peer) = up.downstream.lock().await.clone() else {
-        return false;
+        return Handoff::NotYet;
     };
     let text = |k: &str| d[k].as_str().unwrap_or("").to_string();
     let mut meta = serde_json::Map::new();
@@ -193,9 +259,13 @@ async fn handoff(up: &Upstream, d: &Value) -> bool {
         }
     }
     let params = json!({ "content": text("text"), "meta": meta });
-    peer.send_notification(ServerNotification::CustomNotification(
-        CustomNotification::new(CHANNEL_METHOD, Some(params)),
-    ))
-    .await
-    .is_ok()
+    match peer
+        .send_notification(ServerNotification::CustomNotification(
+            CustomNotification::new(CHANNEL_METHOD, Some(params)),
+        ))
+        .await
+    {
+        Ok(()) => Handoff::Done,
+        Err(_) => Handoff::Uncertain,
+    }
 }

@@ -161,6 +161,11 @@ impl Gateway {
             .nest_service("/mcp", mcp)
             .route("/v1/fleet/seats/{pane}/mailbox", get(seats::mailbox))
             .route("/v1/fleet/seats/{pane}/mailbox/ack", post(seats::ack))
+            .route("/v1/fleet/seats/{pane}/mailbox/claim", post(seats::claim))
+            .route(
+                "/v1/fleet/seats/{pane}/mailbox/release",
+                post(seats::release),
+            )
             .route(
                 "/v1/fleet/seats/{pane}/tool-catalog",
                 get(seats::tool_catalog),

@@ -5,7 +5,9 @@
 //! mailbox then requires the native seat proof.
 //!
 //! - `GET  /v1/fleet/seats/{paneId}/mailbox?wait=MS&revision=R`
-//! - `POST /v1/fleet/seats/{paneId}/mailbox/ack` `{deliveryId}`
+//! - `POST /v1/fleet/seats/{paneId}/mailbox/claim` `{deliveryIds}`
+//! - `POST /v1/fleet/seats/{paneId}/mailbox/ack` `{deliveryId, claimId}`
+//! - `POST /v1/fleet/seats/{paneId}/mailbox/release` `{deliveryId, claimId}`
 //! - `GET  /v1/fleet/seats/{paneId}/tool-catalog?wait=MS&revision=R`
 //! - `GET  /v1/fleet/seats/{paneId}/peers`
 //! - `POST /v1/fleet/seats/{paneId}/peer-messages` `{seat, text, receiptId}`
@@ -120,15 +122,7 @@ pub(crate) async fn mailbox(
                 axum::Json(json!({
                     "seatId": r.seat_id,
                     "catalogRevision": seat_revision(&shared),
-                    "deliveries": r.deliveries.iter().map(|d| json!({
-                        "deliveryId": d.delivery_id,
-                        "kind": d.kind,
-                        "from": d.from,
-                        "text": d.text,
-                        "createdAtMs": d.created_at_ms,
-                        "peerMessageId": d.peer_message_id,
-                        "follows": d.follows,
-                    })).collect::<Vec<_>>(),
+                    "deliveries": r.deliveries.iter().map(delivery_json).collect::<Vec<_>>(),
                 }))
                 .into_response()
             }
@@ -146,6 +140,95 @@ pub(crate) async fn mailbox(
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Ack {
     delivery_id: String,
+    claim_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Claim {
+    delivery_ids: Vec<String>,
+}
+
+fn delivery_json(d: &pb::Delivery) -> Value {
+    json!({
+        "deliveryId": d.delivery_id,
+        "kind": d.kind,
+        "from": d.from,
+        "text": d.text,
+        "createdAtMs": d.created_at_ms,
+        "peerMessageId": d.peer_message_id,
+        "follows": d.follows,
+    })
+}
+
+pub(crate) async fn claim(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    let c: Claim = match parse(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    match shared
+        .mailbox
+        .clone()
+        .seat_claim(request(
+            &shared,
+            &a,
+            pb::SeatClaimRequest {
+                delivery_ids: c.delivery_ids,
+            },
+            Duration::ZERO,
+        ))
+        .await
+    {
+        Ok(r) => {
+            let r = r.into_inner();
+            axum::Json(json!({
+                "claimId": r.claim_id,
+                "deliveries": r.deliveries.iter().map(delivery_json).collect::<Vec<_>>(),
+            }))
+            .into_response()
+        }
+        Err(s) => failed(s),
+    }
+}
+
+pub(crate) async fn release(
+    State(shared): State<Arc<Shared>>,
+    Extension(a): Extension<Admitted>,
+    Path(pane): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(e) = check_pane(&a, &pane) {
+        return refusal(&e);
+    }
+    let r: Ack = match parse(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    match shared
+        .mailbox
+        .clone()
+        .seat_release(request(
+            &shared,
+            &a,
+            pb::SeatReleaseRequest {
+                delivery_id: r.delivery_id,
+                claim_id: r.claim_id,
+            },
+            Duration::ZERO,
+        ))
+        .await
+    {
+        Ok(r) => axum::Json(json!({ "released": r.into_inner().recorded })).into_response(),
+        Err(s) => failed(s),
+    }
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Response> {
@@ -174,6 +257,7 @@ pub(crate) async fn ack(
             &a,
             pb::SeatAckRequest {
                 delivery_id: ack.delivery_id,
+                claim_id: ack.claim_id,
             },
             Duration::ZERO,
         ))

@@ -608,7 +608,7 @@ impl pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<pb::SeatIdentity>, Status> {
         let ticket = request.into_inner().ticket;
         // The ticket's proof is rechecked first: a stale proof is no seat.
-        self.recheck(&ticket).await.map_err(refused)?;
+        let (_, settings) = self.recheck(&ticket).await.map_err(refused)?;
         let local = lock(&self.inner.tickets)
             .get(&ticket)
             .and_then(|t| t.local.clone());
@@ -617,12 +617,13 @@ impl pb::admission_server::Admission for AdmissionService {
                 "a native seat needs a proven pane process; bearer links have none",
             )));
         };
-        let seat = local::observe_seat(&self.inner.helper, &link, &proof)
+        let mut seat = local::observe_seat(&self.inner.helper, &link, &proof)
             .await
             .map_err(|r| {
                 self.count_refusal(r.reason);
                 Status::from(r.error)
             })?;
+        seat.settings = Some(settings);
         Ok(Response::new(seat))
     }
 

@@ -387,5 +387,6 @@ pub async fn observe_seat(
         agent: Some(pb_identity(&identity(&after))),
         agent_executable: after.executable,
         agent_argv: after.argv.into_iter().take(8).collect(),
+        settings: None,
     })
 }

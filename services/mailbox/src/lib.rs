@@ -351,23 +351,8 @@ impl MailboxService {
         req: &Request<T>,
     ) -> Result<(seats::SeatRec, apb::FleetSettings), ClankieError> {
         let ticket = Self::ticket_of(req)?;
-        let mut call = Request::new(apb::RecheckRequest {
-            ticket: ticket.clone(),
-        });
-        call.set_timeout(Duration::from_secs(5));
-        let checked = self
-            .inner
-            .admission
-            .clone()
-            .recheck(call)
-            .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner();
-        let principal = checked.principal.unwrap_or_default();
-        if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
-            return Err(ErrorCode::NativeSeatRequired
-                .err("peer messages and reviews need a native seat; bearer links have none"));
-        }
+        // One call: admission rechecks the ticket's proof, then observes the
+        // seat fresh (bearer tickets have no seat).
         let mut call = Request::new(apb::RecheckRequest { ticket });
         call.set_timeout(Duration::from_secs(5));
         let seat = self
@@ -380,7 +365,7 @@ impl MailboxService {
                 let e = ClankieError::from_status(&s);
                 if e.code == ErrorCode::LocalProcessMembershipRequired {
                     ErrorCode::NativeSeatRequired.err(format!(
-                        "this process is not under the pane's foreground agent: {}",
+                        "a native seat is a proven pane process under the pane's foreground agent: {}",
                         e.message
                     ))
                 } else {
@@ -388,6 +373,7 @@ impl MailboxService {
                 }
             })?
             .into_inner();
+        let settings = seat.settings.unwrap_or_default();
         let agent = seat.agent.unwrap_or_default();
         let rec = seats::SeatRec {
             seat_id: seats::seat_id(
@@ -427,7 +413,7 @@ impl MailboxService {
                 store.save().map_err(internal)?;
             }
         }
-        Ok((rec, checked.settings.unwrap_or_default()))
+        Ok((rec, settings))
     }
 
     fn reachable(&self, seat_id: &str) -> bool {
@@ -600,6 +586,8 @@ impl MailboxService {
             peer_message_id: String::new(),
             follows: String::new(),
             delivered_at_ms: 0,
+            claim_id: String::new(),
+            claimed_at_ms: 0,
         });
         self.save_book(&book)?;
         drop(book);
@@ -1190,6 +1178,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 peer_message_id: String::new(),
                 follows: String::new(),
                 delivered_at_ms: 0,
+                claim_id: String::new(),
+                claimed_at_ms: 0,
             });
             self.save_book(&book).map_err(refuse)?;
         }
@@ -1227,11 +1217,18 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         request: Request<pb::SeatAckRequest>,
     ) -> Result<Response<pb::SeatAckResponse>, Status> {
         let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
-        let delivery_id = request.into_inner().delivery_id;
+        let req = request.into_inner();
+        let delivery_id = req.delivery_id;
         let mut book = self.inner.book.lock().await;
-        let recorded = book.0.ack(&seat, &delivery_id, now_ms()).ok_or_else(|| {
-            refuse(ErrorCode::ReceiptNotFound.err("no such delivery for this seat"))
-        })?;
+        let recorded = book
+            .0
+            .ack(&seat, &delivery_id, &req.claim_id, now_ms())
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::ReceiptNotFound
+                        .err("no such delivery under this claim for this seat"),
+                )
+            })?;
         if recorded {
             self.save_book(&book).map_err(refuse)?;
             tracing::info!(delivery = %delivery_id, "mailbox.delivery.acknowledged");
@@ -1666,5 +1663,39 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             })
             .collect();
         Ok(Response::new(pb::ListReviewsResponse { candidates }))
+    }
+    async fn seat_claim(
+        &self,
+        request: Request<pb::SeatClaimRequest>,
+    ) -> Result<Response<pb::SeatClaimResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let ids = request.into_inner().delivery_ids;
+        let claim_id = short_id("claim");
+        let mut book = self.inner.book.lock().await;
+        let held = book.0.claim(&seat, &ids, &claim_id, now_ms());
+        if !held.is_empty() {
+            // The claim is durable before the bridge hears of it.
+            self.save_book(&book).map_err(refuse)?;
+        }
+        Ok(Response::new(pb::SeatClaimResponse {
+            claim_id,
+            deliveries: held.into_iter().map(delivery_pb).collect(),
+        }))
+    }
+
+    async fn seat_release(
+        &self,
+        request: Request<pb::SeatReleaseRequest>,
+    ) -> Result<Response<pb::SeatAckResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let mut book = self.inner.book.lock().await;
+        let released = book.0.release(&seat, &req.delivery_id, &req.claim_id);
+        if released {
+            self.save_book(&book).map_err(refuse)?;
+            drop(book);
+            self.inner.queued.send_modify(|n| *n += 1);
+        }
+        Ok(Response::new(pb::SeatAckResponse { recorded: released }))
     }
 }

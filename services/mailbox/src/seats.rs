@@ -14,6 +14,14 @@
 //!   unresolved message are kept, older ones keep a compact receipt so an
 //!   old id can never dispatch again.
 //!
+//! Inbound claims: a seat's poll only lists unclaimed deliveries; the bridge
+//! then claims them, hands each to its harness and acknowledges it under its
+//! claim. A claim stays exclusive through timeouts and lost responses: no
+//! other poll sees that delivery again. Only the claimant's release, sent
+//! when it definitely did not hand the delivery off, makes it claimable
+//! again. A claimed delivery that is never acknowledged stays uncertain (a
+//! peer message then settles `superseded` after 15 minutes), never resent.
+//!
 //! Saved in `mailbox/seats.json` by atomic rename after fsync.
 
 use serde::{Deserialize, Serialize};
@@ -60,6 +68,12 @@ pub struct DeliveryRec {
     pub follows: String,
     #[serde(default)]
     pub delivered_at_ms: i64,
+    /// Set when a bridge claimed it: exclusive through timeouts and lost
+    /// responses; cleared only by that claimant's release before handoff.
+    #[serde(default)]
+    pub claim_id: String,
+    #[serde(default)]
+    pub claimed_at_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -264,6 +278,8 @@ impl SeatBook {
             peer_message_id: message_id.clone(),
             follows: follows.clone(),
             delivered_at_ms: 0,
+            claim_id: String::new(),
+            claimed_at_ms: 0,
         });
         self.peer_messages.push(PeerMessageRec {
             id: message_id,
@@ -281,30 +297,77 @@ impl SeatBook {
         SendOutcome::Sent(self.peer_messages.len() - 1)
     }
 
-    /// Undelivered deliveries for the seat now holding a pane.
+    fn for_seat(d: &DeliveryRec, seat: &SeatRec) -> bool {
+        d.link_id == seat.link_id
+            && d.pane_id == seat.pane_id
+            && (d.seat_id.is_empty() || d.seat_id == seat.seat_id)
+    }
+
+    /// Unclaimed, undelivered deliveries for the seat now holding a pane.
     pub fn pending(&self, seat: &SeatRec) -> Vec<DeliveryRec> {
         self.deliveries
             .iter()
-            .filter(|d| {
-                d.delivered_at_ms == 0
-                    && d.link_id == seat.link_id
-                    && d.pane_id == seat.pane_id
-                    && (d.seat_id.is_empty() || d.seat_id == seat.seat_id)
-            })
+            .filter(|d| d.delivered_at_ms == 0 && d.claim_id.is_empty() && Self::for_seat(d, seat))
             .cloned()
             .collect()
     }
 
-    /// Records a native delivery receipt. Only the seat it was for may ack.
-    pub fn ack(&mut self, seat: &SeatRec, delivery_id: &str, now: i64) -> Option<bool> {
-        let d = self.deliveries.iter_mut().find(|d| {
-            d.delivery_id == delivery_id
-                && d.link_id == seat.link_id
-                && d.pane_id == seat.pane_id
-                && (d.seat_id.is_empty() || d.seat_id == seat.seat_id)
-        })?;
+    /// Claims the named deliveries that are still unclaimed for this seat;
+    /// returns the ones this claim now holds.
+    pub fn claim(
+        &mut self,
+        seat: &SeatRec,
+        ids: &[String],
+        claim_id: &str,
+        now: i64,
+    ) -> Vec<DeliveryRec> {
+        let mut held = Vec::new();
+        for d in self.deliveries.iter_mut().filter(|d| {
+            ids.contains(&d.delivery_id)
+                && d.delivered_at_ms == 0
+                && d.claim_id.is_empty()
+                && Self::for_seat(d, seat)
+        }) {
+            d.claim_id = claim_id.to_string();
+            d.claimed_at_ms = now;
+            held.push(d.clone());
+        }
+        held
+    }
+
+    /// The claimant definitely did not hand the delivery off: it becomes
+    /// claimable again. Any other claim id changes nothing.
+    pub fn release(&mut self, seat: &SeatRec, delivery_id: &str, claim_id: &str) -> bool {
+        match self.deliveries.iter_mut().find(|d| {
+            d.delivery_id == delivery_id && d.delivered_at_ms == 0 && Self::for_seat(d, seat)
+        }) {
+            Some(d) if !claim_id.is_empty() && d.claim_id == claim_id => {
+                d.claim_id.clear();
+                d.claimed_at_ms = 0;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Records a native delivery receipt under the claim that holds it.
+    /// Only the seat it was for, with that claim, may ack.
+    pub fn ack(
+        &mut self,
+        seat: &SeatRec,
+        delivery_id: &str,
+        claim_id: &str,
+        now: i64,
+    ) -> Option<bool> {
+        let d = self
+            .deliveries
+            .iter_mut()
+            .find(|d| d.delivery_id == delivery_id && Self::for_seat(d, seat))?;
         if d.delivered_at_ms != 0 {
             return Some(false);
+        }
+        if d.claim_id.is_empty() || d.claim_id != claim_id {
+            return None;
         }
         d.delivered_at_ms = now;
         let peer = d.peer_message_id.clone();
@@ -402,11 +465,23 @@ mod tests {
         // The superseded original is withdrawn, never delivered later.
         assert_eq!(b.pending(&r).len(), 1);
         assert_eq!(b.pending(&r)[0].peer_message_id, "pm1");
-        // Delivery: the receipt is confirmed, and only the recipient may ack.
-        assert_eq!(b.ack(&a, "d1", later + 1), None);
-        assert_eq!(b.ack(&r, "d1", later + 1), Some(true));
+        // A definite refusal before handoff releases it for the next poll.
+        assert_eq!(b.claim(&r, &["d1".into()], "c0", later).len(), 1);
+        assert!(b.release(&r, "d1", "c0"));
+        assert_eq!(b.pending(&r).len(), 1);
+        // Delivery: claimed, then acknowledged under that claim; only the
+        // recipient may claim or ack.
+        assert!(b.claim(&a, &["d1".into()], "c-a", later).is_empty());
+        assert_eq!(b.claim(&r, &["d1".into()], "c1", later).len(), 1);
+        // A claim is exclusive: a second poll neither sees nor claims it.
+        assert!(b.pending(&r).is_empty());
+        assert!(b.claim(&r, &["d1".into()], "c2", later).is_empty());
+        assert!(!b.release(&r, "d1", "c2"), "only the claimant releases");
+        assert_eq!(b.ack(&a, "d1", "c1", later + 1), None);
+        assert_eq!(b.ack(&r, "d1", "c2", later + 1), None);
+        assert_eq!(b.ack(&r, "d1", "c1", later + 1), Some(true));
         assert_eq!(b.peer_messages[1].state, "delivered");
-        assert_eq!(b.ack(&r, "d1", later + 2), Some(false));
+        assert_eq!(b.ack(&r, "d1", "c1", later + 2), Some(false));
     }
 
     #[test]
@@ -438,7 +513,8 @@ mod tests {
                 .last()
                 .map(|m| m.delivery_id.clone())
                 .unwrap_or_default();
-            b.ack(&r, &d, i as i64 + 1);
+            b.claim(&r, std::slice::from_ref(&d), "c", i as i64);
+            b.ack(&r, &d, "c", i as i64 + 1);
         }
         let kept = b.peer_messages.iter().filter(|m| m.text.is_some()).count();
         assert_eq!(kept, RETAINED_BODIES);
