@@ -340,6 +340,46 @@ pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+/// The roster as Herdr users read it: owner, hired, and `mine` for the
+/// conversation in CLANKIE_CONVERSATION_ID.
+pub async fn agent_list(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCode> {
+    let mine = std::env::var("CLANKIE_CONVERSATION_ID").unwrap_or_default();
+    let hires = client(&paths)?
+        .roster(pb::RosterRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .hires;
+    let rows: Vec<serde_json::Value> = hires
+        .iter()
+        .filter(|h| h.ended.is_empty())
+        .map(|h| {
+            let mut v = hire_json(h);
+            v["owner"] = v["lead"].clone();
+            v["hired"] = json!(true);
+            if !mine.is_empty() {
+                v["mine"] = json!(h.owner_present && h.conversation_id == mine);
+            }
+            v
+        })
+        .collect();
+    if json_out {
+        print_json(&json!({ "agents": rows }));
+    } else {
+        for r in &rows {
+            println!(
+                "{}  pane {}  {}  owner {}{}",
+                r["hireId"].as_str().unwrap_or(""),
+                r["paneId"].as_str().unwrap_or(""),
+                r["role"].as_str().unwrap_or(""),
+                r["owner"].as_str().unwrap_or(""),
+                if r["mine"] == true { "  (mine)" } else { "" }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn transcript(
     paths: StatePaths,
     conversation: String,

@@ -82,6 +82,11 @@ enum Command {
         #[command(subcommand)]
         command: review::ReviewCommand,
     },
+    /// Herdr-style views of the roster.
+    Herdr {
+        #[command(subcommand)]
+        command: HerdrCommand,
+    },
     /// Every hire with its lead, or unowned.
     Roster {
         #[arg(long)]
@@ -96,6 +101,24 @@ enum Command {
         /// Wait up to this many milliseconds for a new entry (at most 25000).
         #[arg(long, default_value_t = 0)]
         wait: u32,
+    },
+}
+
+#[derive(Subcommand)]
+enum HerdrCommand {
+    /// Worker agents with their lead (`unowned` when it is gone).
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AgentCommand {
+    /// Every hire: owner, hired, and `mine` when CLANKIE_CONVERSATION_ID is set.
+    List {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -139,6 +162,12 @@ fn main() -> std::process::ExitCode {
                 conversation,
             } => mailbox_cmds::message(paths, hire_id, text, conversation).await,
             Command::Review { command } => review::run(paths, command).await,
+            Command::Herdr {
+                command:
+                    HerdrCommand::Agent {
+                        command: AgentCommand::List { json },
+                    },
+            } => mailbox_cmds::agent_list(paths, json).await,
             Command::Roster { json } => mailbox_cmds::roster(paths, json).await,
             Command::Transcript {
                 conversation,

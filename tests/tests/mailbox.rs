@@ -204,6 +204,12 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
         .and_then(|h| h.iter().find(|x| x["hireId"] == h2["hireId"]).cloned())
         .expect("w2 in roster");
     assert_eq!(w2["lead"], "unowned", "{roster}");
+    let agents = json_of(&stack.clankie_ok(&["herdr", "agent", "list", "--json"]));
+    let row = agents["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["hireId"] == h2["hireId"]).cloned())
+        .expect("w2 listed");
+    assert_eq!(row["owner"], "unowned", "{agents}");
     // Lead B adopts it by acting on it.
     let h2_id = h2["hireId"].as_str().expect("id").to_string();
     let closed = json_of(&stack.clankie_ok(&["close", &h2_id, "--conversation", &lead_b]));

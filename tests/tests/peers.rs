@@ -55,6 +55,18 @@ impl Seat {
         lead: &str,
         role: &str,
     ) -> Seat {
+        Self::hire_with(stack, dir, name, lead, role, "").await
+    }
+
+    /// A hire in a given linked session (`link`: its link id, or "").
+    async fn hire_with(
+        stack: &Stack,
+        dir: &std::path::Path,
+        name: &str,
+        lead: &str,
+        role: &str,
+        link: &str,
+    ) -> Seat {
         let py = python().display().to_string();
         let script = repo_root()
             .join("tests/clients/peer_seat.py")
@@ -70,6 +82,8 @@ impl Seat {
             lead,
             "--role",
             role,
+            "--link",
+            link,
             "--",
             &py,
             &script,
@@ -432,6 +446,58 @@ async fn seats_message_each_other_with_honest_receipts() {
     assert_eq!(
         b.inbox().iter().filter(|m| m["content"] == "off").count(),
         0
+    );
+
+    // Peers never cross a fleet boundary: a seat of another fleet neither
+    // sees nor reaches this fleet's seats.
+    stack.clankie_ok(&["fleet", "set", "--peer-messages", "on"]);
+    let other = TmuxServer::start("elsewhere");
+    let linked = stack.clankie_ok(&[
+        "fleet",
+        "link",
+        "--tmux",
+        &other.socket.display().to_string(),
+        "--fleet",
+        "other",
+    ]);
+    let link = linked
+        .split_whitespace()
+        .last()
+        .expect("link id")
+        .to_string();
+    let x = Seat::hire_with(&stack, dir.path(), "x", &lead, "worker", &link).await;
+    let seen = x.call("list_fleet_seats", json!({})).await;
+    assert_eq!(seen["result"]["self"]["fleet"], "other", "{seen}");
+    assert!(
+        seen["result"]["seats"]
+            .as_array()
+            .is_some_and(|s| s.is_empty()),
+        "{seen}"
+    );
+    let cross = x
+        .call(
+            "message_peer",
+            json!({ "seat": b_id, "text": "across", "receiptId": "x1" }),
+        )
+        .await;
+    assert_eq!(
+        cross["result"]["error"]["code"], "recipient_unknown",
+        "{cross}"
+    );
+    assert_eq!(
+        b.inbox()
+            .iter()
+            .filter(|m| m["content"] == "across")
+            .count(),
+        0
+    );
+    // The audit names every send by ids, never its text.
+    let audit = std::fs::read_to_string(stack.state.path().join("audit/peer-messages.jsonl"))
+        .expect("audit");
+    assert_eq!(audit.lines().count(), 3, "{audit}");
+    assert!(
+        !audit.contains("hello b") && audit.contains(&first_id),
+        "{audit}"
     );
 }
 

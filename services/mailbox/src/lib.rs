@@ -25,6 +25,7 @@ use clankie_runtime::grpc::{self, Client, Meta};
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::{ClankieError, ErrorCode};
+use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tonic::{Request, Response, Status};
 
@@ -52,6 +53,8 @@ struct Inner {
     patches_dir: std::path::PathBuf,
     /// Bumped whenever a delivery is queued; seat polls wait on it.
     queued: watch::Sender<u64>,
+    /// `audit/peer-messages.jsonl`: one line per send (ids only, no text).
+    audit_path: std::path::PathBuf,
     /// When each seat last polled: a live delivery route.
     polled: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Bumped after every transcript append; long polls wait on it.
@@ -213,6 +216,7 @@ impl MailboxService {
                 patches_dir,
                 queued,
                 polled: std::sync::Mutex::new(std::collections::HashMap::new()),
+                audit_path: paths.audit_dir().join("peer-messages.jsonl"),
                 appended,
                 admission,
                 state_root: paths.root().display().to_string(),
@@ -414,6 +418,29 @@ impl MailboxService {
             }
         }
         Ok((rec, settings))
+    }
+
+    /// Appends one audit line (fsynced); a failure is logged, not fatal.
+    fn audit(&self, line: &serde_json::Value) {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let result = (|| {
+            if let Some(dir) = self.inner.audit_path.parent() {
+                clankie_runtime::state::private_dir(dir)?;
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&self.inner.audit_path)?;
+            let mut bytes = serde_json::to_vec(line)?;
+            bytes.push(b'\n');
+            f.write_all(&bytes)?;
+            f.sync_data()
+        })();
+        if let Err(e) = result {
+            tracing::error!(error = %e, "peer message audit not written");
+        }
     }
 
     fn reachable(&self, seat_id: &str) -> bool {
@@ -1334,6 +1361,17 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         drop(book);
         if !original {
             self.inner.queued.send_modify(|n| *n += 1);
+            self.audit(&json!({
+                "event": "peer_message.sent",
+                "atMs": now,
+                "peerMessageId": receipt.peer_message_id,
+                "receiptId": receipt.receipt_id,
+                "fleet": me.fleet,
+                "sender": me.seat_id,
+                "senderPane": me.pane_id,
+                "recipient": recipient.seat_id,
+                "follows": receipt.follows,
+            }));
             tracing::info!(
                 message = %receipt.peer_message_id,
                 sender = %me.seat_id,
