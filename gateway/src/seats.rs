@@ -87,6 +87,48 @@ async fn revision_change(shared: &Shared, known: &str, wait: Duration) -> String
     }
 }
 
+/// Whether the seat's agent is mid-turn (Herdr `working` or `blocked`).
+/// `unknown` means Herdr sees no agent in the pane: there is no turn to
+/// wait for. A status that cannot be read does not hold anything.
+async fn mid_turn(shared: &Shared, a: &Admitted) -> bool {
+    let mut req = tonic::Request::new(clankie_proto::admission::v1::RecheckRequest {
+        ticket: a.ticket.clone(),
+    });
+    req.set_timeout(Duration::from_secs(5));
+    match shared.admission.clone().seat_status(req).await {
+        Ok(r) => matches!(r.into_inner().agent_status.as_str(), "working" | "blocked"),
+        Err(_) => false,
+    }
+}
+
+/// How often a held change looks at the turn again.
+const HOLD_CHECK: Duration = Duration::from_secs(5);
+
+/// Waits for a changed seat revision, but holds a change while the seat is
+/// mid-turn: the bridge keeps its published catalog until the turn
+/// settles. Returns `known` when nothing may be published within `wait`.
+async fn settled_revision(shared: &Shared, a: &Admitted, known: &str, wait: Duration) -> String {
+    // A bridge without a revision learns the current one at once.
+    if known.is_empty() {
+        return seat_revision(shared);
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    let revision = revision_change(shared, known, wait).await;
+    if revision == known {
+        return revision;
+    }
+    loop {
+        if !mid_turn(shared, a).await {
+            return seat_revision(shared);
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return known.to_string();
+        }
+        tokio::time::sleep(HOLD_CHECK.min(deadline - now)).await;
+    }
+}
+
 pub(crate) async fn mailbox(
     State(shared): State<Arc<Shared>>,
     Extension(a): Extension<Admitted>,
@@ -112,16 +154,27 @@ pub(crate) async fn mailbox(
         if known.is_empty() {
             std::future::pending::<String>().await
         } else {
-            revision_change(&shared, &known, wait).await
+            let revision = settled_revision(&shared, &a, &known, wait).await;
+            if revision == known {
+                // Held (or unchanged) to the end: let the poll answer.
+                std::future::pending::<String>().await
+            } else {
+                revision
+            }
         }
     };
     tokio::select! {
         polled = poll => match polled {
             Ok(r) => {
                 let r = r.into_inner();
+                // A change still held by a running turn is not published.
+                let mut revision = seat_revision(&shared);
+                if !known.is_empty() && revision != known && mid_turn(&shared, &a).await {
+                    revision = known.clone();
+                }
                 axum::Json(json!({
                     "seatId": r.seat_id,
-                    "catalogRevision": seat_revision(&shared),
+                    "catalogRevision": revision,
                     "deliveries": r.deliveries.iter().map(delivery_json).collect::<Vec<_>>(),
                 }))
                 .into_response()
@@ -279,7 +332,7 @@ pub(crate) async fn tool_catalog(
     }
     // Never reads or binds the mailbox.
     let wait = Duration::from_millis(q.wait.unwrap_or(0)).min(MAX_WAIT);
-    let revision = revision_change(&shared, &q.revision.unwrap_or_default(), wait).await;
+    let revision = settled_revision(&shared, &a, &q.revision.unwrap_or_default(), wait).await;
     axum::Json(json!({ "catalogRevision": revision })).into_response()
 }
 

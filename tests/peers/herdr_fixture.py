@@ -5,9 +5,11 @@ each against the request schema of the real protocol
 (tests/fixtures/herdr-api.schema.json), checks its own answers against the
 response schemas, and answers like the recorded Herdr 0.8.0 transcript.
 
-  python herdr_fixture.py SOCKET PANES_JSON VIOLATIONS_LOG
+  python herdr_fixture.py SOCKET PANES_JSON VIOLATIONS_LOG [ACTS_LOG]
 PANES_JSON maps pane ids to shell pids, e.g. {"w1:p1": 1234}.
-Every schema violation is appended to VIOLATIONS_LOG.
+Every schema violation is appended to VIOLATIONS_LOG. pane.split,
+pane.send_text and pane.close change the fixture's panes and, with ACTS_LOG,
+are recorded there as JSON lines {"method", "params"}.
 """
 import json
 import os
@@ -32,6 +34,14 @@ SUCCESS = validator("success_response")
 ERROR = validator("error_response")
 
 
+def status():
+    """The agent status to report: HERDR_FIXTURE_STATUS_FILE's content, if set."""
+    path = os.environ.get("HERDR_FIXTURE_STATUS_FILE")
+    if path and os.path.exists(path):
+        return open(path).read().strip() or "unknown"
+    return "unknown"
+
+
 def pane(pid_map, pane_id):
     ws, _, _ = pane_id.partition(":")
     return {
@@ -42,14 +52,46 @@ def pane(pid_map, pane_id):
         "focused": False,
         "cwd": "/tmp",
         "foreground_cwd": "/tmp",
-        "agent_status": "unknown",
+        "agent_status": status(),
         "scroll": {"offset_from_bottom": 0, "max_offset_from_bottom": 0, "viewport_rows": 24},
         "revision": 0,
     }
 
 
+ACTS = None
+LOCK = threading.Lock()
+
+
+def act(req):
+    if ACTS:
+        with open(ACTS, "a") as f:
+            f.write(json.dumps({"method": req.get("method"), "params": req.get("params")}) + "\n")
+
+
 def answer(req, panes):
     method, params, rid = req.get("method"), req.get("params", {}), req.get("id")
+    if method == "pane.split":
+        act(req)
+        with LOCK:
+            target = params.get("target_pane_id")
+            if target not in panes:
+                return {"id": rid, "error": {"code": "pane_not_found", "message": f"pane {target} not found"}}
+            ws = target.partition(":")[0]
+            n = 1 + max(int(p.rpartition("p")[2]) for p in panes if p.startswith(ws + ":"))
+            new = f"{ws}:p{n}"
+            panes[new] = os.getpid()
+        return {"id": rid, "result": {"type": "pane_info", "pane": pane(panes, new)}}
+    if method == "pane.send_text":
+        act(req)
+        if params.get("pane_id") not in panes:
+            return {"id": rid, "error": {"code": "pane_not_found", "message": "pane not found"}}
+        return {"id": rid, "result": {"type": "ok"}}
+    if method == "pane.close":
+        act(req)
+        with LOCK:
+            if panes.pop(params.get("pane_id"), None) is None:
+                return {"id": rid, "error": {"code": "pane_not_found", "message": "pane not found"}}
+        return {"id": rid, "result": {"type": "ok"}}
     if method == "ping":
         return {"id": rid, "result": {"type": "pong", "version": "0.8.0", "protocol": 20,
                                       "capabilities": {"live_handoff": True, "detached_server_daemon": True}}}
@@ -92,7 +134,9 @@ def note(log, line):
 
 
 def main():
+    global ACTS
     path, panes, log = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    ACTS = sys.argv[4] if len(sys.argv) > 4 else None
     if os.path.exists(path):
         os.unlink(path)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

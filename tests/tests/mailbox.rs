@@ -313,3 +313,150 @@ async fn workspaces_are_removed_only_at_the_revision_read_and_bearers_cannot_rep
             .is_some_and(Vec::is_empty)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hire_into_a_linked_herdr_workspace_speaks_the_schema() {
+    let stack = Stack::start().await.expect("stack");
+    let dir = tempfile::Builder::new()
+        .prefix("hd")
+        .tempdir_in("/tmp")
+        .expect("tmp");
+    let socket = dir.path().join("herdr.sock");
+    let violations = dir.path().join("violations.log");
+    let acts = dir.path().join("acts.log");
+    let mut fixture = std::process::Command::new(python())
+        .arg(repo_root().join("tests/peers/herdr_fixture.py"))
+        .arg(&socket)
+        .arg(format!(r#"{{"w1:p1": {}}}"#, std::process::id()))
+        .arg(&violations)
+        .arg(&acts)
+        .spawn()
+        .expect("fixture");
+    for _ in 0..100 {
+        if socket.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let socket_arg = socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--herdr", "--socket", &socket_arg]);
+    let workspace = tempfile::tempdir().expect("workspace");
+    let ws = workspace.path().display().to_string();
+    stack.clankie_ok(&["project", "add", "gamma", "--workspace", &ws]);
+    let hire = json_of(&stack.clankie_ok(&[
+        "hire",
+        "--project",
+        "gamma",
+        "--",
+        "claude",
+        "--model",
+        "it's fine",
+    ]));
+    assert_eq!(hire["paneId"], "w1:p2", "{hire}");
+    let done: Vec<Value> = clankie_tests::file_lines(&acts)
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(done[0]["method"], "pane.split", "{done:?}");
+    assert_eq!(done[0]["params"]["cwd"], ws.as_str());
+    assert_eq!(done[0]["params"]["env"]["CLANKIE_WORKER_PANE"], "1");
+    assert_eq!(done[0]["params"]["env"]["CLANKIE_OPERATOR_TOKEN"], "");
+    assert_eq!(done[0]["params"]["env"]["CLANKIE_CAPTAIN_TOKEN"], "");
+    assert_eq!(done[1]["method"], "pane.send_text");
+    assert_eq!(done[1]["params"]["pane_id"], "w1:p2");
+    assert_eq!(
+        done[1]["params"]["text"],
+        "exec 'claude' '--model' 'it'\\''s fine'\n"
+    );
+    // The roster sees the pane live; closing closes it in Herdr.
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    assert_eq!(roster["hires"][0]["ended"], "", "{roster}");
+    let id = hire["hireId"].as_str().expect("id");
+    let closed = json_of(&stack.clankie_ok(&["close", id]));
+    assert_eq!(closed["ended"], "closed");
+    let done = clankie_tests::file_lines(&acts);
+    assert!(
+        done.last()
+            .is_some_and(|l| l.contains("pane.close") && l.contains("w1:p2")),
+        "{done:?}"
+    );
+    let _ = fixture.kill();
+    let _ = fixture.wait();
+    let found = clankie_tests::file_lines(&violations);
+    assert!(found.is_empty(), "schema violations: {found:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_catalog_waits_while_the_herdr_agent_is_mid_turn() {
+    let stack = Stack::start().await.expect("stack");
+    let dir = tempfile::Builder::new()
+        .prefix("hd")
+        .tempdir_in("/tmp")
+        .expect("tmp");
+    let socket = dir.path().join("herdr.sock");
+    let status = dir.path().join("status");
+    let go = dir.path().join("go");
+    let out = dir.path().join("catalog.json");
+    std::fs::write(&status, "working").expect("status");
+    // The waiting client is the pane's own process (its "shell").
+    let mut client = std::process::Command::new(python())
+        .arg(repo_root().join("tests/clients/catalog_wait.py"))
+        .arg(stack.state.path())
+        .arg(&go)
+        .arg(&out)
+        .arg("w1:p1")
+        .spawn()
+        .expect("client");
+    let mut fixture = std::process::Command::new(python())
+        .arg(repo_root().join("tests/peers/herdr_fixture.py"))
+        .arg(&socket)
+        .arg(format!(r#"{{"w1:p1": {}}}"#, client.id()))
+        .arg(dir.path().join("violations.log"))
+        .env("HERDR_FIXTURE_STATUS_FILE", &status)
+        .spawn()
+        .expect("fixture");
+    for _ in 0..100 {
+        if socket.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stack.clankie_ok(&[
+        "fleet",
+        "link",
+        "--herdr",
+        "--socket",
+        &socket.display().to_string(),
+    ]);
+    std::fs::write(&go, b"go").expect("go");
+    let first = wait_file(
+        &dir.path().join("catalog.json.first"),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("first revision");
+    assert_eq!(first["status"], 200, "{first}");
+    let before = first["body"]["catalogRevision"]
+        .as_str()
+        .expect("rev")
+        .to_string();
+    // The catalog changes while the agent works: the change is held.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!out.exists(), "a changed catalog was published mid-turn");
+    // The turn settles: the waiting poll answers with the new revision.
+    std::fs::write(&status, "idle").expect("status");
+    let answer = wait_file(&out, Duration::from_secs(30))
+        .await
+        .expect("answer");
+    assert_eq!(answer["status"], 200, "{answer}");
+    assert_ne!(
+        answer["body"]["catalogRevision"],
+        before.as_str(),
+        "{answer}"
+    );
+    let _ = client.wait();
+    let _ = fixture.kill();
+    let _ = fixture.wait();
+}

@@ -627,6 +627,23 @@ impl pb::admission_server::Admission for AdmissionService {
         Ok(Response::new(seat))
     }
 
+    async fn seat_status(
+        &self,
+        request: Request<pb::RecheckRequest>,
+    ) -> Result<Response<pb::SeatStatusResponse>, Status> {
+        let ticket = request.into_inner().ticket;
+        let local = lock(&self.inner.tickets)
+            .get(&ticket)
+            .and_then(|t| t.local.clone());
+        let Some((link, proof)) = local else {
+            return Ok(Response::new(pb::SeatStatusResponse::default()));
+        };
+        let agent_status = local::agent_status(&link, &proof.pane_id)
+            .await
+            .map_err(|r| Status::from(r.error))?;
+        Ok(Response::new(pb::SeatStatusResponse { agent_status }))
+    }
+
     async fn observe_seat(
         &self,
         request: Request<pb::ProveLocalRequest>,

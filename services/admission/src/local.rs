@@ -313,6 +313,21 @@ pub async fn recheck(
     }
 }
 
+/// The agent status a pane host reports for a pane (Herdr only).
+pub async fn agent_status(link: &LocalLink, pane_id: &str) -> Result<String, Refusal> {
+    match &link.host {
+        Host::Tmux(_) => Ok(String::new()),
+        Host::Herdr(h) => match h
+            .request("pane.get", serde_json::json!({ "pane_id": pane_id }))
+            .await
+        {
+            Ok(v) => Ok(v["pane"]["agent_status"].as_str().unwrap_or("").to_string()),
+            Err(PaneError::NotFound) => Err(not_member("pane_gone", "status")),
+            Err(PaneError::Unavailable(_)) => Err(unavailable("pane_host_unavailable", "status")),
+        },
+    }
+}
+
 /// Observes the seat of a proven connection: the pane's foreground agent,
 /// read at two checkpoints around a fresh pane read, whose identity must sit
 /// in the socket owner's ancestry. Nothing here is cached.

@@ -284,44 +284,16 @@ impl Herdr {
 
     /// Sends one request and reads its response line.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, PaneError> {
-        let exchange = async {
-            let stream = tokio::net::UnixStream::connect(&self.socket)
-                .await
-                .map_err(|_| PaneError::Unavailable("herdr_unavailable"))?;
-            let (read, mut write) = stream.into_split();
-            let id = format!("clankie_{}", std::process::id());
-            let mut line = json!({ "id": id, "method": method, "params": params }).to_string();
-            line.push('\n');
-            write
-                .write_all(line.as_bytes())
-                .await
-                .map_err(|_| PaneError::Unavailable("herdr_write_failed"))?;
-            let mut reader = BufReader::new(read).take(1 << 20);
-            let mut answer = String::new();
-            reader
-                .read_line(&mut answer)
-                .await
-                .map_err(|_| PaneError::Unavailable("herdr_read_failed"))?;
-            let v: Value = serde_json::from_str(&answer)
-                .map_err(|_| PaneError::Unavailable("herdr_malformed"))?;
-            if v["id"] != json!(id) {
-                return Err(PaneError::Unavailable("herdr_malformed"));
-            }
-            if let Some(err) = v.get("error") {
-                if err["code"] == "pane_not_found" {
-                    return Err(PaneError::NotFound);
-                }
-                return Err(PaneError::Unavailable("herdr_error"));
-            }
-            Ok(v["result"].clone())
-        };
-        tokio::time::timeout(READ_TIMEOUT, exchange)
+        use clankie_runtime::herdr::{HerdrError, request};
+        request(&self.socket, method, params, READ_TIMEOUT)
             .await
-            .map_err(|_| PaneError::Unavailable("herdr_timeout"))?
+            .map_err(|e| match e {
+                HerdrError::PaneNotFound => PaneError::NotFound,
+                HerdrError::Refused(_) => PaneError::Unavailable("herdr_error"),
+                HerdrError::Unavailable(r) => PaneError::Unavailable(r),
+            })
     }
 }
-
-use tokio::io::AsyncReadExt as _;
 
 impl PaneHost for Herdr {
     async fn pane(&self, pane_id: &str) -> Result<Pane, PaneError> {

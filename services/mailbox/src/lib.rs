@@ -143,6 +143,43 @@ fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
     }
 }
 
+/// Opens a hired pane in a linked session (tmux or Herdr).
+async fn open_pane(
+    link: &apb::FleetLink,
+    cwd: &str,
+    env: &[(&str, String)],
+    command: &[String],
+) -> Result<String, panes::TmuxError> {
+    if link.kind == "herdr" {
+        return panes::herdr::open(
+            std::path::Path::new(&link.socket),
+            &link.session,
+            cwd,
+            env,
+            command,
+        )
+        .await;
+    }
+    let session = panes::session(&link.socket, &link.session).await?;
+    panes::open(&link.socket, &session, cwd, env, command).await
+}
+
+async fn close_pane(link: &apb::FleetLink, pane: &str) -> Result<(), panes::TmuxError> {
+    if link.kind == "herdr" {
+        return panes::herdr::close(std::path::Path::new(&link.socket), pane).await;
+    }
+    panes::close(&link.socket, pane).await
+}
+
+/// Live panes of a linked session; links that are not local have none.
+async fn live_panes_of(link: &apb::FleetLink) -> Result<Vec<String>, panes::TmuxError> {
+    match link.kind.as_str() {
+        "tmux" => panes::live(&link.socket).await,
+        "herdr" => panes::herdr::live(std::path::Path::new(&link.socket)).await,
+        _ => Err(panes::TmuxError("not a local link".into())),
+    }
+}
+
 fn short_id(prefix: &str) -> String {
     format!(
         "{prefix}-{}",
@@ -283,13 +320,12 @@ impl MailboxService {
             .await
             .map_err(|s| ClankieError::from_status(&s))?
             .into_inner();
-        let mut local = status
-            .links
-            .into_iter()
-            .filter(|l| l.kind == "tmux" && (link_id.is_empty() || l.link_id == link_id));
+        let mut local = status.links.into_iter().filter(|l| {
+            (l.kind == "tmux" || l.kind == "herdr") && (link_id.is_empty() || l.link_id == link_id)
+        });
         let first = local.next().ok_or_else(|| {
             ErrorCode::NoLinkedSession
-                .err("no linked tmux session to hire into: clankie fleet link --tmux SOCKET")
+                .err("no linked session to hire into: clankie fleet link --tmux SOCKET or --herdr")
         })?;
         if link_id.is_empty() && local.next().is_some() {
             return Err(ErrorCode::InvalidArgument
@@ -475,8 +511,8 @@ impl MailboxService {
                 .unwrap_or_default()
         };
         let mut live = std::collections::HashMap::new();
-        for l in links.iter().filter(|l| l.kind == "tmux") {
-            if let Ok(panes) = panes::live(&l.socket).await {
+        for l in &links {
+            if let Ok(panes) = live_panes_of(l).await {
                 live.insert(l.link_id.clone(), panes);
             }
         }
@@ -936,16 +972,13 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 project.name
             ))));
         }
-        let session = panes::session(&link.socket, &link.session)
-            .await
-            .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         let env = [
             ("CLANKIE_WORKER_PANE", "1".to_string()),
             ("CLANKIE_OPERATOR_TOKEN", String::new()),
             ("CLANKIE_CAPTAIN_TOKEN", String::new()),
             ("CLANKIE_STATE", self.inner.state_root.clone()),
         ];
-        let pane_id = panes::open(&link.socket, &session, &workspace.path, &env, &req.command)
+        let pane_id = open_pane(&link, &workspace.path, &env, &req.command)
             .await
             .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         let hire = HireRec {
@@ -968,7 +1001,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         store.state.hires.push(hire.clone());
         if let Err(e) = store.save() {
             // The pane must not outlive a hire that was never recorded.
-            let _ = panes::close(&link.socket, &hire.pane_id).await;
+            let _ = close_pane(&link, &hire.pane_id).await;
             store.state.hires.pop();
             return Err(refuse(internal(e)));
         }
@@ -1004,7 +1037,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         }
         if hire.ended.is_empty() {
             let link = self.link(&hire.link_id).await.map_err(refuse)?;
-            panes::close(&link.socket, &hire.pane_id)
+            close_pane(&link, &hire.pane_id)
                 .await
                 .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         }
@@ -1041,8 +1074,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 .unwrap_or_default()
         };
         let mut live = std::collections::HashMap::new();
-        for l in links.iter().filter(|l| l.kind == "tmux") {
-            if let Ok(panes) = panes::live(&l.socket).await {
+        for l in &links {
+            if let Ok(panes) = live_panes_of(l).await {
                 live.insert(l.link_id.clone(), panes);
             }
         }

@@ -101,3 +101,123 @@ pub async fn live(socket: &str) -> Result<Vec<String>, TmuxError> {
     .await?;
     Ok(out.lines().map(str::to_string).collect())
 }
+
+/// Herdr: the same three acts through its socket API.
+pub mod herdr {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use clankie_runtime::herdr::{HerdrError, request};
+    use serde_json::{Value, json};
+
+    use super::TmuxError;
+
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
+    fn failed(e: HerdrError) -> TmuxError {
+        TmuxError(match e {
+            HerdrError::PaneNotFound => "herdr: pane not found".into(),
+            HerdrError::Refused(code) => format!("herdr refused: {code}"),
+            HerdrError::Unavailable(r) => format!("herdr: {r}"),
+        })
+    }
+
+    /// Single-quotes one word for the pane's shell.
+    pub fn quote(word: &str) -> String {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+
+    async fn pane_ids(socket: &Path, workspace: &str) -> Result<Vec<String>, TmuxError> {
+        let params = if workspace.is_empty() {
+            json!({})
+        } else {
+            json!({ "workspace_id": workspace })
+        };
+        let listed = request(socket, "pane.list", params, TIMEOUT)
+            .await
+            .map_err(failed)?;
+        Ok(listed["panes"]
+            .as_array()
+            .map(|p| {
+                p.iter()
+                    .filter_map(|x| x["pane_id"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Splits a pane of the linked workspace, in `cwd` with `env`, and
+    /// starts `command` in the new pane's shell (replacing it).
+    pub async fn open(
+        socket: &Path,
+        workspace: &str,
+        cwd: &str,
+        env: &[(&str, String)],
+        command: &[String],
+    ) -> Result<String, TmuxError> {
+        let target = pane_ids(socket, workspace)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| TmuxError("the linked Herdr workspace has no pane to split".into()))?;
+        let env: serde_json::Map<String, Value> =
+            env.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        let split = request(
+            socket,
+            "pane.split",
+            json!({
+                "target_pane_id": target,
+                "direction": "right",
+                "cwd": cwd,
+                "env": env,
+                "focus": false,
+            }),
+            TIMEOUT,
+        )
+        .await
+        .map_err(failed)?;
+        let pane = split["pane"]["pane_id"]
+            .as_str()
+            .ok_or_else(|| TmuxError("Herdr did not name the new pane".into()))?
+            .to_string();
+        let line = format!(
+            "exec {}\n",
+            command
+                .iter()
+                .map(|w| quote(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        request(
+            socket,
+            "pane.send_text",
+            json!({ "pane_id": pane, "text": line }),
+            TIMEOUT,
+        )
+        .await
+        .map_err(failed)?;
+        Ok(pane)
+    }
+
+    /// Closes a pane; a pane already gone is not an error.
+    pub async fn close(socket: &Path, pane: &str) -> Result<(), TmuxError> {
+        match request(socket, "pane.close", json!({ "pane_id": pane }), TIMEOUT).await {
+            Ok(_) | Err(HerdrError::PaneNotFound) => Ok(()),
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    /// Every live pane id.
+    pub async fn live(socket: &Path) -> Result<Vec<String>, TmuxError> {
+        pane_ids(socket, "").await
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn words_are_quoted_for_the_shell() {
+            assert_eq!(super::quote("a b"), "'a b'");
+            assert_eq!(super::quote("it's"), r"'it'\''s'");
+        }
+    }
+}

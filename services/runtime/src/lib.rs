@@ -8,6 +8,7 @@
 
 pub mod code;
 pub mod grpc;
+pub mod herdr;
 pub mod owner;
 pub mod paths;
 pub mod shutdown;
