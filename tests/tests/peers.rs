@@ -273,14 +273,16 @@ async fn seats_message_each_other_with_honest_receipts() {
         .await;
     assert_eq!(again["result"]["original"], true, "{again}");
     assert_eq!(again["result"]["peerMessageId"], first_id.as_str());
-    // Written to Clankie's default transcript as agent output.
-    let head = json_of(&stack.clankie_ok(&["transcript", "global"]));
-    let peers: Vec<&Value> = head["entries"]
+    // Written to the sender's lead's transcript as agent output, source peer.
+    let written = json_of(&stack.clankie_ok(&["transcript", &lead]));
+    let peers: Vec<&Value> = written["entries"]
         .as_array()
         .map(|e| e.iter().filter(|x| x["kind"] == "peer").collect())
         .unwrap_or_default();
-    assert_eq!(peers.len(), 1, "{head}");
+    assert_eq!(peers.len(), 1, "{written}");
     assert_eq!(peers[0]["role"], "agent");
+    assert_eq!(peers[0]["source"], "peer");
+    assert!(peers[0]["text"].as_str().unwrap_or("").ends_with("hello b"));
 
     // While a message is unresolved, another send to that seat reads it.
     let b_bridge = b.bridge(&tmux);

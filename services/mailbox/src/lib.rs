@@ -1411,21 +1411,32 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 recipient = %recipient.seat_id,
                 "mailbox.peer_message.sent"
             );
-            // Clankie's default transcript records it as agent output; no
-            // one is woken.
+            // The sender's lead (its hiring conversation, or the global head)
+            // records it as agent output with source `peer`; no one is woken.
             let mut store = self.inner.store.lock().await;
+            let conversation = store
+                .state
+                .hires
+                .iter()
+                .find(|h| h.ended.is_empty() && h.link_id == me.link_id && h.pane_id == me.pane_id)
+                .map(|h| h.conversation_id.clone())
+                .filter(|c| present(&store.state, c))
+                .unwrap_or_else(|| HEAD.to_string());
             let entry = EntryRec {
                 seq: 0,
                 kind: "peer".into(),
                 role: "agent".into(),
-                text: req.text,
-                source: format!("peer:{}->{}", me.seat_id, recipient.seat_id),
+                text: format!(
+                    "[peer message {} from seat {} to seat {}] {}",
+                    receipt.peer_message_id, me.seat_id, recipient.seat_id, req.text
+                ),
+                source: "peer".into(),
                 untrusted: true,
                 at_ms: now,
                 receipt_id: String::new(),
                 hire_id: String::new(),
             };
-            if let Err(e) = store.append(HEAD, entry) {
+            if let Err(e) = store.append(&conversation, entry) {
                 tracing::error!(error = %e, "peer message not written to the transcript");
             }
             drop(store);
