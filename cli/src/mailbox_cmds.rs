@@ -90,23 +90,6 @@ fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
-fn project_json(p: &pb::Project) -> serde_json::Value {
-    json!({
-        "projectId": p.project_id,
-        "name": p.name,
-        "revision": p.revision,
-        "leadConversationId": p.lead_conversation_id,
-        "workerCap": p.worker_cap,
-        "standingReviewer": p.standing_reviewer,
-        "workspaces": p.workspaces.iter().map(|w| json!({
-            "workspaceId": w.workspace_id,
-            "path": w.path,
-            "machine": w.machine,
-            "platform": w.platform,
-        })).collect::<Vec<_>>(),
-    })
-}
-
 pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
     json!({
         "hireId": h.hire_id,
@@ -149,7 +132,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 .await
                 .map_err(refused)?
                 .into_inner();
-            print_json(&project_json(&p));
+            print_json(&clankie_runtime::views::project(&p));
         }
         ProjectCommand::List { json } => {
             let all = c
@@ -160,7 +143,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 .projects;
             if json {
                 print_json(
-                    &json!({ "projects": all.iter().map(project_json).collect::<Vec<_>>() }),
+                    &json!({ "projects": all.iter().map(clankie_runtime::views::project).collect::<Vec<_>>() }),
                 );
             } else {
                 for p in &all {
@@ -196,7 +179,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 .await
                 .map_err(refused)?
                 .into_inner();
-            print_json(&project_json(&p));
+            print_json(&clankie_runtime::views::project(&p));
         }
     }
     Ok(ExitCode::SUCCESS)

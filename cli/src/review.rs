@@ -178,24 +178,6 @@ pub enum ReviewCommand {
     Show { candidate_id: String },
 }
 
-fn candidate_json(c: &pb::ReviewCandidate) -> Value {
-    json!({
-        "candidateId": c.candidate_id,
-        "projectId": c.project_id,
-        "authorSeat": c.author_seat,
-        "reviewerSeat": c.reviewer_seat,
-        "checkout": c.checkout,
-        "head": c.head,
-        "base": c.base,
-        "patchId": c.patch_id,
-        "summary": c.summary,
-        "issue": c.issue,
-        "state": c.state,
-        "previous": c.previous,
-        "findings": c.findings.iter().map(|f| json!({"text": f.text, "file": f.file, "line": f.line})).collect::<Vec<_>>(),
-    })
-}
-
 pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<ExitCode> {
     match command {
         ReviewCommand::Submit {
@@ -248,7 +230,10 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                 .into_inner()
                 .candidates;
             if id.is_empty() {
-                let list: Vec<Value> = all.iter().map(candidate_json).collect();
+                let list: Vec<Value> = all
+                    .iter()
+                    .map(|c| clankie_runtime::views::candidate(c, false))
+                    .collect();
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&json!({ "candidates": list }))?
@@ -257,8 +242,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                 let c = all
                     .first()
                     .ok_or_else(|| anyhow::anyhow!("no candidate {id}"))?;
-                let mut v = candidate_json(c);
-                v["patch"] = json!(String::from_utf8_lossy(&c.patch));
+                let v = clankie_runtime::views::candidate(c, true);
                 println!("{}", serde_json::to_string_pretty(&v)?);
             }
             Ok(ExitCode::SUCCESS)

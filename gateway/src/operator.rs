@@ -37,23 +37,6 @@ fn owner_request<T>(
     Ok(req)
 }
 
-fn project_json(p: &pb::Project) -> serde_json::Value {
-    json!({
-        "projectId": p.project_id,
-        "name": p.name,
-        "revision": p.revision,
-        "leadConversationId": p.lead_conversation_id,
-        "workerCap": p.worker_cap,
-        "standingReviewer": p.standing_reviewer,
-        "workspaces": p.workspaces.iter().map(|w| json!({
-            "workspaceId": w.workspace_id,
-            "path": w.path,
-            "machine": w.machine,
-            "platform": w.platform,
-        })).collect::<Vec<_>>(),
-    })
-}
-
 pub(crate) async fn list_projects(
     State(shared): State<Arc<Shared>>,
     headers: http::HeaderMap,
@@ -64,7 +47,7 @@ pub(crate) async fn list_projects(
     };
     match shared.mailbox.clone().list_projects(req).await {
         Ok(r) => axum::Json(json!({
-            "projects": r.into_inner().projects.iter().map(project_json).collect::<Vec<_>>()
+            "projects": r.into_inner().projects.iter().map(clankie_runtime::views::project).collect::<Vec<_>>()
         }))
         .into_response(),
         Err(s) => refusal(&ClankieError::from_status(&s)),
@@ -102,7 +85,8 @@ pub(crate) async fn remove_workspace(
         Err(e) => return refusal(&e),
     };
     match shared.mailbox.clone().remove_workspace(req).await {
-        Ok(r) => axum::Json(json!({ "project": project_json(&r.into_inner()) })).into_response(),
+        Ok(r) => axum::Json(json!({ "project": clankie_runtime::views::project(&r.into_inner()) }))
+            .into_response(),
         Err(s) => refusal(&ClankieError::from_status(&s)),
     }
 }

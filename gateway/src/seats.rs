@@ -69,6 +69,45 @@ fn failed(s: tonic::Status) -> Response {
     refusal(&ClankieError::from_status(&s))
 }
 
+fn grpc_err(s: tonic::Status) -> ClankieError {
+    ClankieError::from_status(&s)
+}
+
+/// A seat route: the path's pane must be the connection's proven pane;
+/// then `answer` runs and its JSON (or refusal) is the response.
+async fn seat_route<F>(a: &Admitted, pane: &str, answer: F) -> Response
+where
+    F: std::future::Future<Output = Result<Value, ClankieError>>,
+{
+    if let Err(e) = check_pane(a, pane) {
+        return refusal(&e);
+    }
+    match answer.await {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => refusal(&e),
+    }
+}
+
+/// A seat POST route with a JSON body of type `B`.
+async fn seat_post<B, F, Fut>(a: &Admitted, pane: &str, body: &[u8], answer: F) -> Response
+where
+    B: for<'de> Deserialize<'de>,
+    F: FnOnce(B) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, ClankieError>>,
+{
+    if let Err(e) = check_pane(a, pane) {
+        return refusal(&e);
+    }
+    let body: B = match parse(body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    match answer(body).await {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(e) => refusal(&e),
+    }
+}
+
 /// Waits until the seat revision differs from `known`, or `wait` passes.
 async fn revision_change(shared: &Shared, known: &str, wait: Duration) -> String {
     let mut catalog = shared.catalog.subscribe();
@@ -220,36 +259,22 @@ pub(crate) async fn claim(
     Path(pane): Path<String>,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(e) = check_pane(&a, &pane) {
-        return refusal(&e);
-    }
-    let c: Claim = match parse(&body) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    match shared
-        .mailbox
-        .clone()
-        .seat_claim(request(
-            &shared,
-            &a,
-            pb::SeatClaimRequest {
-                delivery_ids: c.delivery_ids,
-            },
-            Duration::ZERO,
-        ))
-        .await
-    {
-        Ok(r) => {
-            let r = r.into_inner();
-            axum::Json(json!({
-                "claimId": r.claim_id,
-                "deliveries": r.deliveries.iter().map(delivery_json).collect::<Vec<_>>(),
-            }))
-            .into_response()
-        }
-        Err(s) => failed(s),
-    }
+    seat_post(&a, &pane, &body, |c: Claim| async {
+        let msg = pb::SeatClaimRequest {
+            delivery_ids: c.delivery_ids,
+        };
+        let mut mailbox = shared.mailbox.clone();
+        let r = mailbox
+            .seat_claim(request(&shared, &a, msg, Duration::ZERO))
+            .await
+            .map_err(grpc_err)?
+            .into_inner();
+        Ok(json!({
+            "claimId": r.claim_id,
+            "deliveries": r.deliveries.iter().map(delivery_json).collect::<Vec<_>>(),
+        }))
+    })
+    .await
 }
 
 pub(crate) async fn release(
@@ -258,30 +283,19 @@ pub(crate) async fn release(
     Path(pane): Path<String>,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(e) = check_pane(&a, &pane) {
-        return refusal(&e);
-    }
-    let r: Ack = match parse(&body) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    match shared
-        .mailbox
-        .clone()
-        .seat_release(request(
-            &shared,
-            &a,
-            pb::SeatReleaseRequest {
-                delivery_id: r.delivery_id,
-                claim_id: r.claim_id,
-            },
-            Duration::ZERO,
-        ))
-        .await
-    {
-        Ok(r) => axum::Json(json!({ "released": r.into_inner().recorded })).into_response(),
-        Err(s) => failed(s),
-    }
+    seat_post(&a, &pane, &body, |r: Ack| async {
+        let msg = pb::SeatReleaseRequest {
+            delivery_id: r.delivery_id,
+            claim_id: r.claim_id,
+        };
+        let mut mailbox = shared.mailbox.clone();
+        let r = mailbox
+            .seat_release(request(&shared, &a, msg, Duration::ZERO))
+            .await
+            .map_err(grpc_err)?;
+        Ok(json!({ "released": r.into_inner().recorded }))
+    })
+    .await
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Response> {
@@ -295,30 +309,19 @@ pub(crate) async fn ack(
     Path(pane): Path<String>,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(e) = check_pane(&a, &pane) {
-        return refusal(&e);
-    }
-    let ack: Ack = match parse(&body) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    match shared
-        .mailbox
-        .clone()
-        .seat_ack(request(
-            &shared,
-            &a,
-            pb::SeatAckRequest {
-                delivery_id: ack.delivery_id,
-                claim_id: ack.claim_id,
-            },
-            Duration::ZERO,
-        ))
-        .await
-    {
-        Ok(r) => axum::Json(json!({ "recorded": r.into_inner().recorded })).into_response(),
-        Err(s) => failed(s),
-    }
+    seat_post(&a, &pane, &body, |ack: Ack| async {
+        let msg = pb::SeatAckRequest {
+            delivery_id: ack.delivery_id,
+            claim_id: ack.claim_id,
+        };
+        let mut mailbox = shared.mailbox.clone();
+        let r = mailbox
+            .seat_ack(request(&shared, &a, msg, Duration::ZERO))
+            .await
+            .map_err(grpc_err)?;
+        Ok(json!({ "recorded": r.into_inner().recorded }))
+    })
+    .await
 }
 
 pub(crate) async fn tool_catalog(
@@ -423,13 +426,7 @@ pub(crate) async fn peers(
     Extension(a): Extension<Admitted>,
     Path(pane): Path<String>,
 ) -> Response {
-    if let Err(e) = check_pane(&a, &pane) {
-        return refusal(&e);
-    }
-    match list_peers(&shared, &a).await {
-        Ok(v) => axum::Json(v).into_response(),
-        Err(e) => refusal(&e),
-    }
+    seat_route(&a, &pane, list_peers(&shared, &a)).await
 }
 
 #[derive(Deserialize)]
@@ -446,17 +443,10 @@ pub(crate) async fn peer_message(
     Path(pane): Path<String>,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(e) = check_pane(&a, &pane) {
-        return refusal(&e);
-    }
-    let send: Send = match parse(&body) {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    match send_peer(&shared, &a, send.seat, send.text, send.receipt_id).await {
-        Ok(v) => axum::Json(v).into_response(),
-        Err(e) => refusal(&e),
-    }
+    seat_post(&a, &pane, &body, |send: Send| {
+        send_peer(&shared, &a, send.seat, send.text, send.receipt_id)
+    })
+    .await
 }
 
 pub(crate) async fn peer_receipt(
@@ -464,64 +454,25 @@ pub(crate) async fn peer_receipt(
     Extension(a): Extension<Admitted>,
     Path((pane, id)): Path<(String, String)>,
 ) -> Response {
-    if let Err(e) = check_pane(&a, &pane) {
-        return refusal(&e);
-    }
-    match shared
-        .mailbox
-        .clone()
-        .get_peer_receipt(request(
-            &shared,
-            &a,
-            pb::GetPeerReceiptRequest {
-                peer_message_id: id,
-            },
-            Duration::ZERO,
-        ))
-        .await
-    {
-        Ok(r) => axum::Json(receipt_json(&r.into_inner())).into_response(),
-        Err(s) => failed(s),
-    }
+    seat_route(&a, &pane, async {
+        let msg = pb::GetPeerReceiptRequest {
+            peer_message_id: id,
+        };
+        let mut mailbox = shared.mailbox.clone();
+        let r = mailbox
+            .get_peer_receipt(request(&shared, &a, msg, Duration::ZERO))
+            .await
+            .map_err(grpc_err)?;
+        Ok(receipt_json(&r.into_inner()))
+    })
+    .await
 }
 
-/// The landing review routes and tools. The change itself is read by the
-/// bridge (or `clankie review submit`) from the checkout it names, never here.
 pub(crate) mod review {
     use super::*;
     use base64::Engine as _;
 
-    pub(crate) fn candidate_json(c: &pb::ReviewCandidate, with_patch: bool) -> Value {
-        let mut v = json!({
-            "candidateId": c.candidate_id,
-            "projectId": c.project_id,
-            "authorSeat": c.author_seat,
-            "authorHire": c.author_hire,
-            "reviewerSeat": c.reviewer_seat,
-            "checkout": c.checkout,
-            "head": c.head,
-            "base": c.base,
-            "patchId": c.patch_id,
-            "patchSha256": c.patch_sha256,
-            "summary": c.summary,
-            "issue": c.issue,
-            "state": c.state,
-            "previous": c.previous,
-            "findings": c.findings.iter().map(|f| json!({
-                "text": f.text, "file": f.file, "line": f.line,
-            })).collect::<Vec<_>>(),
-            "verdictSummary": c.verdict_summary,
-            "createdAtMs": c.created_at_ms,
-            "decidedAtMs": c.decided_at_ms,
-        });
-        if !c.evidence.is_empty() {
-            v["evidence"] = json!(c.evidence);
-        }
-        if with_patch {
-            v["patch"] = json!(String::from_utf8_lossy(&c.patch));
-        }
-        v
-    }
+    use clankie_runtime::views::candidate as candidate_view;
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -566,19 +517,15 @@ pub(crate) mod review {
         a: &Admitted,
         candidate_id: String,
     ) -> Result<Value, ClankieError> {
+        let msg = pb::GetReviewCandidateRequest { candidate_id };
         let c = shared
             .mailbox
             .clone()
-            .get_review_candidate(request(
-                shared,
-                a,
-                pb::GetReviewCandidateRequest { candidate_id },
-                Duration::ZERO,
-            ))
+            .get_review_candidate(request(shared, a, msg, Duration::ZERO))
             .await
-            .map_err(|s| ClankieError::from_status(&s))?
+            .map_err(grpc_err)?
             .into_inner();
-        Ok(candidate_json(&c, true))
+        Ok(candidate_view(&c, true))
     }
 
     pub(crate) async fn decide(
@@ -586,33 +533,29 @@ pub(crate) mod review {
         a: &Admitted,
         v: Verdict,
     ) -> Result<Value, ClankieError> {
+        let msg = pb::ReviewVerdictRequest {
+            candidate_id: v.candidate_id,
+            patch_id: v.patch_id,
+            verdict: v.verdict,
+            findings: v
+                .findings
+                .into_iter()
+                .map(|f| pb::Finding {
+                    text: f.text,
+                    file: f.file,
+                    line: f.line,
+                })
+                .collect(),
+            summary: v.summary,
+        };
         let c = shared
             .mailbox
             .clone()
-            .review_verdict(request(
-                shared,
-                a,
-                pb::ReviewVerdictRequest {
-                    candidate_id: v.candidate_id,
-                    patch_id: v.patch_id,
-                    verdict: v.verdict,
-                    findings: v
-                        .findings
-                        .into_iter()
-                        .map(|f| pb::Finding {
-                            text: f.text,
-                            file: f.file,
-                            line: f.line,
-                        })
-                        .collect(),
-                    summary: v.summary,
-                },
-                Duration::ZERO,
-            ))
+            .review_verdict(request(shared, a, msg, Duration::ZERO))
             .await
-            .map_err(|s| ClankieError::from_status(&s))?
+            .map_err(grpc_err)?
             .into_inner();
-        Ok(candidate_json(&c, false))
+        Ok(candidate_view(&c, false))
     }
 
     pub(crate) async fn submit(
@@ -621,35 +564,29 @@ pub(crate) mod review {
         Path(pane): Path<String>,
         body: axum::body::Bytes,
     ) -> Response {
-        if let Err(e) = check_pane(&a, &pane) {
-            return refusal(&e);
-        }
-        let s: Submit = match parse(&body) {
-            Ok(v) => v,
-            Err(r) => return r,
-        };
-        let Ok(patch) = base64::engine::general_purpose::STANDARD.decode(s.patch.as_bytes()) else {
-            return refusal(&ErrorCode::InvalidArgument.err("patch must be base64"));
-        };
-        let msg = pb::SubmitReviewRequest {
-            checkout: s.checkout,
-            head: s.head,
-            base: s.base,
-            patch_id: s.patch_id,
-            patch,
-            summary: s.summary,
-            issue: s.issue,
-            evidence: s.evidence,
-        };
-        match shared
-            .mailbox
-            .clone()
-            .submit_review(request(&shared, &a, msg, Duration::ZERO))
-            .await
-        {
-            Ok(r) => axum::Json(candidate_json(&r.into_inner(), false)).into_response(),
-            Err(s) => failed(s),
-        }
+        let (shared, a) = (&shared, &a);
+        seat_post(a, &pane, &body, |s: Submit| async move {
+            let patch = base64::engine::general_purpose::STANDARD
+                .decode(s.patch.as_bytes())
+                .map_err(|_| ErrorCode::InvalidArgument.err("patch must be base64"))?;
+            let msg = pb::SubmitReviewRequest {
+                checkout: s.checkout,
+                head: s.head,
+                base: s.base,
+                patch_id: s.patch_id,
+                patch,
+                summary: s.summary,
+                issue: s.issue,
+                evidence: s.evidence,
+            };
+            let mut mailbox = shared.mailbox.clone();
+            let r = mailbox
+                .submit_review(request(shared, a, msg, Duration::ZERO))
+                .await
+                .map_err(grpc_err)?;
+            Ok(candidate_view(&r.into_inner(), false))
+        })
+        .await
     }
 
     pub(crate) async fn get(
@@ -657,13 +594,7 @@ pub(crate) mod review {
         Extension(a): Extension<Admitted>,
         Path((pane, id)): Path<(String, String)>,
     ) -> Response {
-        if let Err(e) = check_pane(&a, &pane) {
-            return refusal(&e);
-        }
-        match read(&shared, &a, id).await {
-            Ok(v) => axum::Json(v).into_response(),
-            Err(e) => refusal(&e),
-        }
+        seat_route(&a, &pane, read(&shared, &a, id)).await
     }
 
     pub(crate) async fn verdict(
@@ -672,16 +603,6 @@ pub(crate) mod review {
         Path(pane): Path<String>,
         body: axum::body::Bytes,
     ) -> Response {
-        if let Err(e) = check_pane(&a, &pane) {
-            return refusal(&e);
-        }
-        let v: Verdict = match parse(&body) {
-            Ok(v) => v,
-            Err(r) => return r,
-        };
-        match decide(&shared, &a, v).await {
-            Ok(v) => axum::Json(v).into_response(),
-            Err(e) => refusal(&e),
-        }
+        seat_post(&a, &pane, &body, |v: Verdict| decide(&shared, &a, v)).await
     }
 }

@@ -459,3 +459,81 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u
         .unwrap_or_default();
     (status, body)
 }
+
+/// Waits until `path` holds a JSON document, or `timeout` passes.
+pub async fn wait_json(path: &Path, timeout: Duration) -> Option<Value> {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Ok(bytes) = std::fs::read(path)
+            && let Ok(v) = serde_json::from_slice(&bytes)
+        {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The Herdr protocol fixture (`tests/peers/herdr_fixture.py`) on a private
+/// socket: every request checked against the real schema.
+pub struct HerdrFixture {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub violations: PathBuf,
+    /// Mutating requests the fixture served, one JSON line each.
+    pub acts: PathBuf,
+    child: Child,
+}
+
+impl HerdrFixture {
+    /// Starts the fixture with `panes` (a JSON map of pane id → shell pid)
+    /// and, when given, a file holding the agent status it reports.
+    pub async fn start(panes: &str, status_file: Option<&Path>) -> HerdrFixture {
+        let dir = tempfile::Builder::new()
+            .prefix("hd")
+            .tempdir_in("/tmp")
+            .expect("tmp");
+        let socket = dir.path().join("herdr.sock");
+        let violations = dir.path().join("violations.log");
+        let acts = dir.path().join("acts.log");
+        let mut cmd = Command::new(python());
+        cmd.arg(repo_root().join("tests/peers/herdr_fixture.py"))
+            .arg(&socket)
+            .arg(panes)
+            .arg(&violations)
+            .arg(&acts);
+        if let Some(f) = status_file {
+            cmd.env("HERDR_FIXTURE_STATUS_FILE", f);
+        }
+        let child = cmd.spawn().expect("herdr fixture");
+        for _ in 0..100 {
+            if socket.exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        HerdrFixture {
+            dir,
+            socket,
+            violations,
+            acts,
+            child,
+        }
+    }
+
+    /// Stops the fixture and returns every schema violation it saw.
+    pub fn stop(&mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        file_lines(&self.violations)
+    }
+}
+
+impl Drop for HerdrFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -8,14 +8,7 @@ use clankie_tests::{Stack, TmuxServer, bin_dir, file_lines, peer_path, python, r
 use serde_json::Value;
 
 async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
-    let end = std::time::Instant::now() + timeout;
-    while std::time::Instant::now() < end {
-        if let Ok(bytes) = std::fs::read(path) {
-            return serde_json::from_slice(&bytes).ok();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
+    clankie_tests::wait_json(path, timeout).await
 }
 
 /// Starts `python SCRIPT ARGS...` as the process of a new pane in session

@@ -8,14 +8,7 @@ use clankie_tests::{Stack, TmuxServer, bin_dir, http, python, repo_root};
 use serde_json::{Value, json};
 
 async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
-    let end = std::time::Instant::now() + timeout;
-    while std::time::Instant::now() < end {
-        if let Ok(bytes) = std::fs::read(path) {
-            return serde_json::from_slice(&bytes).ok();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
+    clankie_tests::wait_json(path, timeout).await
 }
 
 fn json_of(out: &str) -> Value {
@@ -317,27 +310,12 @@ async fn workspaces_are_removed_only_at_the_revision_read_and_bearers_cannot_rep
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hire_into_a_linked_herdr_workspace_speaks_the_schema() {
     let stack = Stack::start().await.expect("stack");
-    let dir = tempfile::Builder::new()
-        .prefix("hd")
-        .tempdir_in("/tmp")
-        .expect("tmp");
-    let socket = dir.path().join("herdr.sock");
-    let violations = dir.path().join("violations.log");
-    let acts = dir.path().join("acts.log");
-    let mut fixture = std::process::Command::new(python())
-        .arg(repo_root().join("tests/peers/herdr_fixture.py"))
-        .arg(&socket)
-        .arg(format!(r#"{{"w1:p1": {}}}"#, std::process::id()))
-        .arg(&violations)
-        .arg(&acts)
-        .spawn()
-        .expect("fixture");
-    for _ in 0..100 {
-        if socket.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut herdr = clankie_tests::HerdrFixture::start(
+        &format!(r#"{{"w1:p1": {}}}"#, std::process::id()),
+        None,
+    )
+    .await;
+    let (socket, acts) = (herdr.socket.clone(), herdr.acts.clone());
     let socket_arg = socket.display().to_string();
     stack.clankie_ok(&["fleet", "link", "--herdr", "--socket", &socket_arg]);
     let workspace = tempfile::tempdir().expect("workspace");
@@ -380,9 +358,7 @@ async fn a_hire_into_a_linked_herdr_workspace_speaks_the_schema() {
             .is_some_and(|l| l.contains("pane.close") && l.contains("w1:p2")),
         "{done:?}"
     );
-    let _ = fixture.kill();
-    let _ = fixture.wait();
-    let found = clankie_tests::file_lines(&violations);
+    let found = herdr.stop();
     assert!(found.is_empty(), "schema violations: {found:?}");
 }
 
@@ -390,10 +366,9 @@ async fn a_hire_into_a_linked_herdr_workspace_speaks_the_schema() {
 async fn a_changed_catalog_waits_while_the_herdr_agent_is_mid_turn() {
     let stack = Stack::start().await.expect("stack");
     let dir = tempfile::Builder::new()
-        .prefix("hd")
+        .prefix("hw")
         .tempdir_in("/tmp")
         .expect("tmp");
-    let socket = dir.path().join("herdr.sock");
     let status = dir.path().join("status");
     let go = dir.path().join("go");
     let out = dir.path().join("catalog.json");
@@ -407,20 +382,12 @@ async fn a_changed_catalog_waits_while_the_herdr_agent_is_mid_turn() {
         .arg("w1:p1")
         .spawn()
         .expect("client");
-    let mut fixture = std::process::Command::new(python())
-        .arg(repo_root().join("tests/peers/herdr_fixture.py"))
-        .arg(&socket)
-        .arg(format!(r#"{{"w1:p1": {}}}"#, client.id()))
-        .arg(dir.path().join("violations.log"))
-        .env("HERDR_FIXTURE_STATUS_FILE", &status)
-        .spawn()
-        .expect("fixture");
-    for _ in 0..100 {
-        if socket.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let herdr = clankie_tests::HerdrFixture::start(
+        &format!(r#"{{"w1:p1": {}}}"#, client.id()),
+        Some(&status),
+    )
+    .await;
+    let socket = herdr.socket.clone();
     stack.clankie_ok(&[
         "fleet",
         "link",
@@ -457,6 +424,5 @@ async fn a_changed_catalog_waits_while_the_herdr_agent_is_mid_turn() {
         "{answer}"
     );
     let _ = client.wait();
-    let _ = fixture.kill();
-    let _ = fixture.wait();
+    drop(herdr);
 }

@@ -65,26 +65,11 @@ async fn tmux_reports_each_panes_shell_and_forgets_closed_panes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_herdr_client_speaks_the_schema_and_reads_shell_pids() {
     use clankie_admission::panes::Herdr;
-    let dir = tempfile::Builder::new()
-        .prefix("hd")
-        .tempdir_in("/tmp")
-        .expect("tmp");
-    let socket = dir.path().join("herdr.sock");
-    let violations = dir.path().join("violations.log");
     let me = std::process::id() as i32;
-    let mut fixture = std::process::Command::new(clankie_tests::python())
-        .arg(clankie_tests::repo_root().join("tests/peers/herdr_fixture.py"))
-        .arg(&socket)
-        .arg(format!(r#"{{"w1:p1": {me}, "w1:p2": 1}}"#))
-        .arg(&violations)
-        .spawn()
-        .expect("fixture");
-    for _ in 0..100 {
-        if socket.exists() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let mut herdr =
+        clankie_tests::HerdrFixture::start(&format!(r#"{{"w1:p1": {me}, "w1:p2": 1}}"#), None)
+            .await;
+    let socket = herdr.socket.clone();
     let host = Herdr {
         socket: socket.clone(),
     };
@@ -98,9 +83,7 @@ async fn the_herdr_client_speaks_the_schema_and_reads_shell_pids() {
     assert_eq!(pane.session, "w1");
     assert_eq!(host.panes().await.expect("panes").len(), 2);
     assert_eq!(host.pane("w9:p9").await, Err(PaneError::NotFound));
-    let _ = fixture.kill();
-    let _ = fixture.wait();
-    let found = clankie_tests::file_lines(&violations);
+    let found = herdr.stop();
     assert!(found.is_empty(), "schema violations: {found:?}");
     // With the fixture gone the host is unavailable, not "not found".
     assert!(matches!(

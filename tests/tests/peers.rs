@@ -23,18 +23,7 @@ fn json_of(out: &str) -> Value {
 }
 
 async fn try_wait_json(path: &std::path::Path, timeout: Duration) -> Option<Value> {
-    let end = std::time::Instant::now() + timeout;
-    loop {
-        if let Ok(bytes) = std::fs::read(path)
-            && let Ok(v) = serde_json::from_slice(&bytes)
-        {
-            return Some(v);
-        }
-        if std::time::Instant::now() > end {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    clankie_tests::wait_json(path, timeout).await
 }
 
 async fn wait_json(path: &std::path::Path, timeout: Duration) -> Value {

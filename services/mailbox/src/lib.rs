@@ -1062,23 +1062,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
     ) -> Result<Response<pb::RosterResponse>, Status> {
         self.owner(&request)?;
         // Mark hires whose pane is gone, one pane listing per linked server.
-        let links = {
-            let mut call = Request::new(apb::FleetStatusRequest {});
-            call.set_timeout(Duration::from_secs(5));
-            self.inner
-                .admission
-                .clone()
-                .fleet_status(call)
-                .await
-                .map(|r| r.into_inner().links)
-                .unwrap_or_default()
-        };
-        let mut live = std::collections::HashMap::new();
-        for l in &links {
-            if let Ok(panes) = live_panes_of(l).await {
-                live.insert(l.link_id.clone(), panes);
-            }
-        }
+        let live = self.live_panes().await;
         let mut store = self.inner.store.lock().await;
         let mut changed = false;
         for h in store.state.hires.iter_mut().filter(|h| h.ended.is_empty()) {

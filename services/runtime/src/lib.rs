@@ -15,6 +15,7 @@ pub mod shutdown;
 pub mod state;
 pub mod telemetry;
 pub mod uds;
+pub mod views;
 
 pub use code::{ClankieError, ErrorCode};
 

@@ -1,0 +1,56 @@
+//! The JSON views of shared records, one spelling for every edge that
+//! prints or serves them (the gateway's HTTP routes and the CLI).
+
+use clankie_proto::mailbox::v1 as pb;
+use serde_json::{Value, json};
+
+/// A project as `GET /v1/operator/projects` and `clankie project` show it.
+pub fn project(p: &pb::Project) -> Value {
+    json!({
+        "projectId": p.project_id,
+        "name": p.name,
+        "revision": p.revision,
+        "leadConversationId": p.lead_conversation_id,
+        "workerCap": p.worker_cap,
+        "standingReviewer": p.standing_reviewer,
+        "workspaces": p.workspaces.iter().map(|w| json!({
+            "workspaceId": w.workspace_id,
+            "path": w.path,
+            "machine": w.machine,
+            "platform": w.platform,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A landing review candidate; the patch text only when asked for.
+pub fn candidate(c: &pb::ReviewCandidate, with_patch: bool) -> Value {
+    let mut v = json!({
+        "candidateId": c.candidate_id,
+        "projectId": c.project_id,
+        "authorSeat": c.author_seat,
+        "authorHire": c.author_hire,
+        "reviewerSeat": c.reviewer_seat,
+        "checkout": c.checkout,
+        "head": c.head,
+        "base": c.base,
+        "patchId": c.patch_id,
+        "patchSha256": c.patch_sha256,
+        "summary": c.summary,
+        "issue": c.issue,
+        "state": c.state,
+        "previous": c.previous,
+        "findings": c.findings.iter().map(|f| json!({
+            "text": f.text, "file": f.file, "line": f.line,
+        })).collect::<Vec<_>>(),
+        "verdictSummary": c.verdict_summary,
+        "createdAtMs": c.created_at_ms,
+        "decidedAtMs": c.decided_at_ms,
+    });
+    if !c.evidence.is_empty() {
+        v["evidence"] = json!(c.evidence);
+    }
+    if with_patch {
+        v["patch"] = json!(String::from_utf8_lossy(&c.patch));
+    }
+    v
+}
