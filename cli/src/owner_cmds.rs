@@ -295,7 +295,7 @@ fn tools_name(t: i32) -> &'static str {
 }
 
 fn print_status(s: &apb::FleetStatusResponse, json: bool) {
-    let settings = s.settings.clone().unwrap_or_default();
+    let settings = s.settings.unwrap_or_default();
     if json {
         let links: Vec<_> = s
             .links

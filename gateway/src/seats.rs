@@ -100,7 +100,7 @@ where
     }
     let body: B = match parse(body) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(e) => return refusal(&e),
     };
     match answer(body).await {
         Ok(v) => axum::Json(v).into_response(),
@@ -298,9 +298,9 @@ pub(crate) async fn release(
     .await
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Response> {
+fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ClankieError> {
     serde_json::from_slice(body)
-        .map_err(|e| refusal(&ErrorCode::InvalidArgument.err(format!("malformed body: {e}"))))
+        .map_err(|e| ErrorCode::InvalidArgument.err(format!("malformed body: {e}")))
 }
 
 pub(crate) async fn ack(
