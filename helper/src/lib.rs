@@ -6,6 +6,15 @@
 //! time, with no state carried between jobs. Does not own: any admission
 //! decision, cache or listener.
 
+// The kernel facts read here are Linux's. The macOS path (libproc) keeps
+// the same seams and is described in docs/ARCHITECTURE.md ("macOS"); until
+// it is built, other targets stop here rather than build a helper that
+// cannot observe anything.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "clankie-helper reads Linux kernel facts; the macOS (libproc) path is not built yet: see docs/ARCHITECTURE.md"
+);
+
 pub mod census;
 pub mod diag;
 pub mod frame;
