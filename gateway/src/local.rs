@@ -160,12 +160,7 @@ impl axum::serve::Listener for CredListener {
         loop {
             match self.0.accept().await {
                 Ok((inner, addr)) => {
-                    use nix::sys::socket::{setsockopt, sockopt::PassCred};
-                    if let Err(e) = setsockopt(&inner, PassCred, &true) {
-                        // Without writer credentials every read counts as
-                        // foreign, so such a connection is refused.
-                        tracing::warn!(errno = e as i32, "SO_PASSCRED failed");
-                    }
+                    // SO_PASSCRED is inherited from the listener (see new).
                     let connected = inner.peer_cred().ok().and_then(|c| c.pid()).unwrap_or(0);
                     let writers = Arc::new(Writers {
                         connected,

@@ -11,6 +11,17 @@ async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
     clankie_tests::wait_json(path, timeout).await
 }
 
+/// Every tool a seat in a linked pane is offered (peer messages on).
+fn seat_tools() -> Value {
+    serde_json::json!([
+        "clankie_call",
+        "clankie_tools",
+        "list_fleet_seats",
+        "message_clankie",
+        "message_peer"
+    ])
+}
+
 /// Starts `python SCRIPT ARGS...` as the process of a new pane in session
 /// `work`, with the stack's state and the peers' PATH; returns the pane id.
 fn run_in_pane(stack: &Stack, tmux: &TmuxServer, script: &str, args: &[String]) -> String {
@@ -72,17 +83,7 @@ async fn a_loopback_tcp_client_in_a_pane_needs_no_token_and_one_outside_is_refus
         .await
         .expect("the pane's client finished");
     assert_eq!(seen["probe"]["status"], 200, "{seen}");
-    assert_eq!(
-        seen["tools"],
-        serde_json::json!([
-            "clankie_call",
-            "clankie_tools",
-            "list_fleet_seats",
-            "message_clankie",
-            "message_peer"
-        ]),
-        "{seen}"
-    );
+    assert_eq!(seen["tools"], seat_tools(), "{seen}");
     assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
 
     let outside = stack.state.path().join("tcp-outside.json");
@@ -168,38 +169,15 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
 
     // Inside a pane: the pane's process runs the MCP client, which runs the bridge.
     let result = stack.state.path().join("inside.json");
-    let command = format!(
-        "exec env CLANKIE_STATE={state} PATH={path} {py} {script} {clankie} {out}",
-        state = stack.state.path().display(),
-        path = peer_path(),
-        py = python().display(),
-        script = repo_root().join("tests/clients/local_call.py").display(),
-        clankie = bin_dir().join("clankie").display(),
-        out = result.display(),
-    );
-    let pane = tmux.run(&[
-        "split-window",
-        "-t",
-        "work",
-        "-P",
-        "-F",
-        "#{pane_id}",
-        &command,
-    ]);
+    let args = [
+        bin_dir().join("clankie").display().to_string(),
+        result.display().to_string(),
+    ];
+    let pane = run_in_pane(&stack, &tmux, "tests/clients/local_call.py", &args);
     let seen = wait_file(&result, Duration::from_secs(60))
         .await
         .expect("the pane's client finished");
-    assert_eq!(
-        seen["tools"],
-        serde_json::json!([
-            "clankie_call",
-            "clankie_tools",
-            "list_fleet_seats",
-            "message_clankie",
-            "message_peer"
-        ]),
-        "{seen}"
-    );
+    assert_eq!(seen["tools"], seat_tools(), "{seen}");
     assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
     let audit = file_lines(&stack.state.path().join("audit/connected-calls.jsonl"));
     assert!(

@@ -408,7 +408,6 @@ async fn a_changed_catalog_waits_while_the_herdr_agent_is_mid_turn() {
         .expect("rev")
         .to_string();
     // The catalog changes while the agent works: the change is held.
-    tokio::time::sleep(Duration::from_millis(500)).await;
     stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(!out.exists(), "a changed catalog was published mid-turn");
