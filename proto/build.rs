@@ -9,6 +9,7 @@ const FILES: &[&str] = &[
     "clankie/mcphost/v1/mcp_host.proto",
     "clankie/mailbox/v1/mailbox.proto",
     "clankie/helper/v1/helper.proto",
+    "clankie/tracker/v1/tracker.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

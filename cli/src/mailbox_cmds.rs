@@ -45,6 +45,24 @@ pub enum ProjectCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change a project's settings at the revision you read.
+    Set {
+        project: String,
+        #[arg(long)]
+        revision: u64,
+        /// The tracker binding: builtin, linear, or none.
+        #[arg(long, value_parser = ["builtin", "linear", "none"])]
+        tracker: Option<String>,
+        /// The built-in team the project's issues live in.
+        #[arg(long)]
+        team: Option<String>,
+        /// The bound Linear project (UUID).
+        #[arg(long)]
+        linear_project: Option<String>,
+        /// A workspace's saved tracker convention: WORKSPACE=builtin|linear|none (repeatable).
+        #[arg(long = "convention")]
+        conventions: Vec<String>,
+    },
     /// Remove one workspace record at the revision you read (no folder is deleted).
     RemoveWorkspace {
         project: String,
@@ -86,7 +104,7 @@ pub struct HireArgs {
     pub command: Vec<String>,
 }
 
-fn print_json(v: &serde_json::Value) {
+pub fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
@@ -164,6 +182,25 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                     }
                 }
             }
+        }
+        ProjectCommand::Set {
+            project,
+            revision,
+            tracker,
+            team,
+            linear_project,
+            conventions,
+        } => {
+            return crate::tracker_cmds::project_set(
+                &paths,
+                project,
+                revision,
+                tracker,
+                team,
+                linear_project,
+                conventions,
+            )
+            .await;
         }
         ProjectCommand::RemoveWorkspace {
             project,

@@ -10,6 +10,7 @@ mod mailbox_cmds;
 mod owner_cmds;
 mod review;
 mod seat_channel;
+mod tracker_cmds;
 mod up;
 
 use std::path::PathBuf;
@@ -81,6 +82,21 @@ enum Command {
     Review {
         #[command(subcommand)]
         command: review::ReviewCommand,
+    },
+    /// The built-in tracker on the owner's route: calls, teams, imports, profiles, budgets.
+    Tracker {
+        #[command(subcommand)]
+        command: tracker_cmds::TrackerCommand,
+    },
+    /// Check every service, the receipt store and the tracker budgets.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The fleet's work: open hires and tracker budgets.
+    Work {
+        #[command(subcommand)]
+        command: tracker_cmds::WorkCommand,
     },
     /// Herdr-style views of the roster.
     Herdr {
@@ -162,6 +178,9 @@ fn main() -> std::process::ExitCode {
                 conversation,
             } => mailbox_cmds::message(paths, hire_id, text, conversation).await,
             Command::Review { command } => review::run(paths, command).await,
+            Command::Tracker { command } => tracker_cmds::run(paths, command).await,
+            Command::Doctor { json } => tracker_cmds::doctor(paths, json).await,
+            Command::Work { command } => tracker_cmds::work(paths, command).await,
             Command::Herdr {
                 command:
                     HerdrCommand::Agent {

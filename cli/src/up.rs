@@ -32,6 +32,7 @@ pub struct UpArgs {
 
 const HEALTH_NAMES: &[(&str, &str)] = &[
     ("admission", "clankie.admission.v1.Admission"),
+    ("tracker", "clankie.tracker.v1.Tracker"),
     ("mcp-host", "clankie.mcphost.v1.McpHost"),
     ("mailbox", "clankie.mailbox.v1.Mailbox"),
     ("gateway", "clankie.gateway.v1.Gateway"),
@@ -43,7 +44,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const STABLE: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-fn health_name(service: &str) -> &'static str {
+pub fn health_name(service: &str) -> &'static str {
     HEALTH_NAMES
         .iter()
         .find(|(n, _)| *n == service)

@@ -261,13 +261,7 @@ pub fn tool_definitions(connected: &[String], revision: u64) -> Vec<Tool> {
 
 fn refused(e: &ClankieError) -> CallToolResult {
     tracing::info!(reason = e.code.as_str(), "bridge.refused");
-    CallToolResult::structured_error(json!({
-        "error": {
-            "code": e.code.as_str(),
-            "message": e.message,
-            "retryable": e.code.retryable(),
-        }
-    }))
+    CallToolResult::structured_error(json!({ "error": e.body() }))
 }
 
 fn admitted(

@@ -200,6 +200,10 @@ impl Gateway {
                 "/v1/operator/projects/remove-workspace",
                 axum::routing::post(operator::remove_workspace),
             )
+            .route(
+                "/v1/tracker/request-budget",
+                axum::routing::get(operator::request_budget),
+            )
             .route("/healthz", axum::routing::get(healthz))
             .route("/readyz", axum::routing::get(readyz))
             .with_state(shared)
@@ -257,17 +261,13 @@ impl Gateway {
 
 /// The JSON body of a refusal: `{"error": {"code", "message", "retryable"}}`.
 pub fn refusal(e: &ClankieError) -> Response {
-    let mut resp = (
-        e.code.http(),
-        axum::Json(json!({
-            "error": {
-                "code": e.code.as_str(),
-                "message": e.message,
-                "retryable": e.code.retryable(),
-            }
-        })),
-    )
-        .into_response();
+    let mut resp = (e.code.http(), axum::Json(json!({ "error": e.body() }))).into_response();
+    if e.code == ErrorCode::RequestBudget
+        && let Some(ms) = e.details_json().and_then(|d| d["retryAfterMs"].as_u64())
+        && let Ok(v) = http::HeaderValue::from_str(&ms.div_ceil(1000).max(1).to_string())
+    {
+        resp.headers_mut().insert(http::header::RETRY_AFTER, v);
+    }
     if e.code == ErrorCode::FleetAdmissionUnavailable {
         resp.headers_mut().insert(
             http::header::RETRY_AFTER,

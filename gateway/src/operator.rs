@@ -1,5 +1,6 @@
-//! The owner's HTTP routes: `GET /v1/operator/projects` and
-//! `POST /v1/operator/projects/remove-workspace`. The owner credential comes
+//! The owner's HTTP routes: `GET /v1/operator/projects`,
+//! `POST /v1/operator/projects/remove-workspace` and
+//! `GET /v1/tracker/request-budget`. The owner credential comes
 //! as `Authorization: Bearer ...` and is passed to the mailbox, which checks
 //! it; the gateway decides nothing.
 
@@ -87,6 +88,51 @@ pub(crate) async fn remove_workspace(
     match shared.mailbox.clone().remove_workspace(req).await {
         Ok(r) => axum::Json(json!({ "project": clankie_runtime::views::project(&r.into_inner()) }))
             .into_response(),
+        Err(s) => refusal(&ClankieError::from_status(&s)),
+    }
+}
+
+fn window(w: Option<clankie_proto::mcphost::v1::BudgetWindow>) -> serde_json::Value {
+    let w = w.unwrap_or_default();
+    json!({
+        "limit": w.limit,
+        "windowMs": w.window_ms,
+        "used": w.used,
+        "retryAtMs": (w.retry_at_ms > 0).then_some(w.retry_at_ms),
+    })
+}
+
+/// `GET /v1/tracker/request-budget`: the per-actor tracker budgets, their
+/// counts and refusals in the current window.
+pub(crate) async fn request_budget(
+    State(shared): State<Arc<Shared>>,
+    headers: http::HeaderMap,
+) -> Response {
+    let req = match owner_request(
+        &headers,
+        clankie_proto::mcphost::v1::TrackerBudgetsRequest {},
+        &shared,
+    ) {
+        Ok(r) => r,
+        Err(e) => return refusal(&e),
+    };
+    match shared.mcp.clone().tracker_budgets(req).await {
+        Ok(r) => {
+            let r = r.into_inner();
+            axum::Json(json!({
+                "requestsPerHour": r.requests_per_hour,
+                "writesPerMinute": r.writes_per_minute,
+                "actors": r.actors.into_iter().map(|a| json!({
+                    "actor": a.actor,
+                    "role": a.role,
+                    "class": a.class,
+                    "requests": window(a.requests),
+                    "writes": window(a.writes),
+                    "refused": a.refused,
+                })).collect::<Vec<_>>(),
+            }))
+            .into_response()
+        }
         Err(s) => refusal(&ClankieError::from_status(&s)),
     }
 }

@@ -40,3 +40,9 @@ pub mod helper {
 /// The encoded `FileDescriptorSet` of every package, served by reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/clankie_descriptor.bin"));
+
+pub mod tracker {
+    pub mod v1 {
+        tonic::include_proto!("clankie.tracker.v1");
+    }
+}

@@ -302,6 +302,7 @@ fn synthetic(accounts: usize, per: usize) -> Catalog {
         .map(|a| AccountTools {
             account: format!("acct{a:02}"),
             generation: 1,
+            builtin: false,
             tools: (0..per)
                 .map(|i| {
                     let v = verbs[i % verbs.len()];
@@ -634,6 +635,7 @@ fn cpu_seconds_all() -> f64 {
 }
 
 mod bench_seats;
+mod bench_tracker;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -659,15 +661,19 @@ async fn main() -> anyhow::Result<()> {
         "search" => bench_search(queries),
         "proof" => bench_proof(rounds.min(500)).await?,
         "seats" => bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
+        "tracker" => bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
             bench_call(rounds, secs).await?;
             bench_proof(rounds.min(500)).await?;
             bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
+            bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
         }
         other => {
-            anyhow::bail!("unknown benchmark {other}: call, receipts, search, proof, seats or all")
+            anyhow::bail!(
+                "unknown benchmark {other}: call, receipts, search, proof, seats, tracker or all"
+            )
         }
     }
     Ok(())

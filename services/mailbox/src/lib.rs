@@ -90,6 +90,7 @@ fn project_pb(p: &ProjectRec) -> pb::Project {
                 path: w.path.clone(),
                 machine: w.machine.clone(),
                 platform: w.platform.clone(),
+                convention: w.convention.clone(),
             })
             .collect(),
         lead_conversation_id: p.lead_conversation_id.clone(),
@@ -97,6 +98,25 @@ fn project_pb(p: &ProjectRec) -> pb::Project {
         standing_reviewer: p.standing_reviewer,
         revision: p.revision,
         created_at_ms: p.created_at_ms,
+        tracker: p.tracker.clone(),
+        tracker_team: p.tracker_team.clone(),
+        linear_project_id: p.linear_project_id.clone(),
+    }
+}
+
+/// Where a project's unpinned tracker calls go: `(route, team, linear
+/// project)`, or why they cannot go anywhere.
+fn tracker_route(p: &ProjectRec) -> Result<(&'static str, String, String), String> {
+    match p.tracker.as_str() {
+        "builtin" => Ok(("builtin", p.tracker_team.clone(), String::new())),
+        "linear" => Ok(("linear", String::new(), p.linear_project_id.clone())),
+        _ if !p.workspaces.is_empty() && p.workspaces.iter().all(|w| w.convention == "linear") => {
+            Ok(("linear", String::new(), p.linear_project_id.clone()))
+        }
+        _ => Err(format!(
+            "project {} has no tracker binding and its workspaces' saved conventions are not all linear: clankie project set {} --tracker builtin|linear",
+            p.name, p.name
+        )),
     }
 }
 
@@ -703,6 +723,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             path: req.workspace.clone(),
             machine: req.machine,
             platform: req.platform,
+            convention: String::new(),
         };
         let project = match store.state.projects.iter_mut().find(|p| p.name == name) {
             // Adding to an existing project adds a workspace.
@@ -731,6 +752,9 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                     standing_reviewer: req.standing_reviewer,
                     revision: 1,
                     created_at_ms: now_ms(),
+                    tracker: String::new(),
+                    tracker_team: String::new(),
+                    linear_project_id: String::new(),
                 };
                 store.state.projects.push(p.clone());
                 p
@@ -749,6 +773,200 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         Ok(Response::new(pb::ListProjectsResponse {
             projects: store.state.projects.iter().map(project_pb).collect(),
         }))
+    }
+
+    async fn update_project(
+        &self,
+        request: Request<pb::UpdateProjectRequest>,
+    ) -> Result<Response<pb::Project>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let valid = |v: &str| matches!(v, "" | "builtin" | "linear");
+        if let Some(t) = &req.tracker
+            && !valid(t)
+        {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "tracker {t}: choose builtin or linear (or empty to unbind)"
+            ))));
+        }
+        if let Some(c) = req.workspace_conventions.values().find(|c| !valid(c)) {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "convention {c}: choose builtin or linear (or empty)"
+            ))));
+        }
+        if let Some(u) = &req.linear_project_id
+            && !u.is_empty()
+            && uuid::Uuid::parse_str(u).is_err()
+        {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a Linear project is named by its UUID"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let project = store
+            .state
+            .projects
+            .iter_mut()
+            .find(|p| p.project_id == req.project || p.name == req.project)
+            .ok_or_else(|| {
+                refuse(ErrorCode::ProjectNotFound.err(format!("no project {}", req.project)))
+            })?;
+        if project.revision != req.expected_revision {
+            return Err(refuse(ErrorCode::StaleRevision.err(format!(
+                "the project is at revision {}, not {}; read it again",
+                project.revision, req.expected_revision
+            ))));
+        }
+        let mut next = project.clone();
+        if let Some(t) = req.tracker {
+            next.tracker = t;
+        }
+        if let Some(t) = req.tracker_team {
+            next.tracker_team = t;
+        }
+        if let Some(u) = req.linear_project_id {
+            next.linear_project_id = u;
+        }
+        for (which, convention) in &req.workspace_conventions {
+            let ws = next
+                .workspaces
+                .iter_mut()
+                .find(|w| &w.workspace_id == which || &w.path == which)
+                .ok_or_else(|| {
+                    refuse(
+                        ErrorCode::InvalidArgument
+                            .err(format!("the project has no workspace {which}")),
+                    )
+                })?;
+            ws.convention = convention.clone();
+        }
+        if next.tracker == "builtin" && next.tracker_team.is_empty() {
+            return Err(refuse(ErrorCode::InvalidArgument.err(
+                "a builtin binding names the tracker team its issues live in (--team KEY)",
+            )));
+        }
+        next.revision += 1;
+        *project = next.clone();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        tracing::info!(project = %next.name, tracker = %next.tracker, "project.updated");
+        Ok(Response::new(project_pb(&next)))
+    }
+
+    async fn resolve_caller(
+        &self,
+        request: Request<pb::ResolveCallerRequest>,
+    ) -> Result<Response<pb::CallerInfo>, Status> {
+        // The owner's route: the owner credential and no ticket.
+        let owner = grpc::ticket(request.metadata()).is_none()
+            && self.inner.owner.verify(request.metadata()).is_ok();
+        let seat = if owner {
+            None
+        } else {
+            match self.native_seat(&request).await {
+                Ok((seat, _)) => Some(seat),
+                Err(e) if e.code == ErrorCode::NativeSeatRequired => None,
+                Err(e) => return Err(refuse(e)),
+            }
+        };
+        let mut info = pb::CallerInfo::default();
+        let hire = match &seat {
+            Some(seat) => self.hire_of(seat).await.filter(|h| {
+                h.occupant_pidfs_id == seat.agent_pidfs_id
+                    && h.occupant_start_time == seat.agent_start_time
+            }),
+            None => None,
+        };
+        match (&seat, &hire) {
+            (_, Some(h)) => {
+                info.confirmed = true;
+                info.hire_id = h.hire_id.clone();
+                info.project_id = h.project_id.clone();
+                info.conversation_id = h.conversation_id.clone();
+                (info.role, info.actor) = match h.role.as_str() {
+                    "lead" => ("lead".into(), format!("lead:{}", h.conversation_id)),
+                    "reviewer" => ("reviewer".into(), format!("hire:{}", h.hire_id)),
+                    _ => ("worker".into(), format!("hire:{}", h.hire_id)),
+                };
+            }
+            (Some(seat), None) => {
+                info.role = "worker".into();
+                info.actor = format!("fleet:{}:pane:{}", seat.fleet, seat.pane_id);
+            }
+            (None, None) if owner => {
+                info.role = "owner".into();
+                info.actor = "owner".into();
+            }
+            (None, None) => {
+                // A bearer or an unverified pane: the admitted principal.
+                let ticket = Self::ticket_of(&request).map_err(refuse)?;
+                let mut call = Request::new(apb::RecheckRequest { ticket });
+                call.set_timeout(Duration::from_secs(5));
+                let principal = self
+                    .inner
+                    .admission
+                    .clone()
+                    .recheck(call)
+                    .await
+                    .map_err(|s| refuse(ClankieError::from_status(&s)))?
+                    .into_inner()
+                    .principal
+                    .unwrap_or_default();
+                let pane = if principal.pane_id.is_empty() {
+                    "unverified"
+                } else {
+                    principal.pane_id.as_str()
+                };
+                info.role = "worker".into();
+                info.actor = format!("fleet:{}:pane:{pane}", principal.fleet_id);
+            }
+        }
+        let repo = request.into_inner().repo;
+        let store = self.inner.store.lock().await;
+        let target = if !repo.is_empty() {
+            let found = store.state.projects.iter().find(|p| {
+                p.project_id == repo
+                    || p.name == repo
+                    || p.workspaces.iter().any(|w| w.path == repo)
+            });
+            match found {
+                Some(p) => Some(Ok(p)),
+                None => Some(Err(format!(
+                    "repo {repo} names no registered project or workspace"
+                ))),
+            }
+        } else if let Some(h) = &hire {
+            match store
+                .state
+                .projects
+                .iter()
+                .find(|p| p.project_id == h.project_id)
+            {
+                Some(p) => Some(Ok(p)),
+                None => Some(Err("the hire's project is gone".to_string())),
+            }
+        } else {
+            None
+        };
+        match target {
+            _ if store.unreadable => {
+                info.route_problem = "the project registry cannot be read here".into();
+            }
+            None => info.route = "legacy".into(),
+            Some(Err(problem)) => info.route_problem = problem,
+            Some(Ok(p)) => {
+                info.route_project = p.name.clone();
+                match tracker_route(p) {
+                    Ok((route, team, linear)) => {
+                        info.route = route.into();
+                        info.route_team = team;
+                        info.route_linear_project = linear;
+                    }
+                    Err(problem) => info.route_problem = problem,
+                }
+            }
+        }
+        Ok(Response::new(info))
     }
 
     async fn remove_workspace(
@@ -920,10 +1138,11 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let role = match req.role.as_str() {
             "" | "worker" => "worker",
             "reviewer" => "reviewer",
+            "lead" => "lead",
             other => {
                 return Err(refuse(
                     ErrorCode::InvalidArgument
-                        .err(format!("role {other}: choose worker or reviewer")),
+                        .err(format!("role {other}: choose worker, reviewer or lead")),
                 ));
             }
         };
@@ -954,12 +1173,20 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         .ok_or_else(|| {
             refuse(ErrorCode::InvalidArgument.err("the project has no such workspace"))
         })?;
+        // A conversation has one lead seat; a project one reviewer and its
+        // worker cap.
         let working = store
             .state
             .hires
             .iter()
-            .filter(|h| h.project_id == project.project_id && h.ended.is_empty())
-            .filter(|h| h.role == role)
+            .filter(|h| h.ended.is_empty() && h.role == role)
+            .filter(|h| {
+                if role == "lead" {
+                    h.conversation_id == conversation_id
+                } else {
+                    h.project_id == project.project_id
+                }
+            })
             .count();
         let cap = if role == "worker" {
             project.worker_cap as usize

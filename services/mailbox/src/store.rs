@@ -29,6 +29,9 @@ pub struct WorkspaceRec {
     pub machine: String,
     #[serde(default)]
     pub platform: String,
+    /// The workspace's saved tracker convention: "builtin", "linear" or "".
+    #[serde(default)]
+    pub convention: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,6 +47,13 @@ pub struct ProjectRec {
     pub standing_reviewer: bool,
     pub revision: u64,
     pub created_at_ms: i64,
+    /// The tracker binding: "builtin", "linear" or "" (unbound).
+    #[serde(default)]
+    pub tracker: String,
+    #[serde(default)]
+    pub tracker_team: String,
+    #[serde(default)]
+    pub linear_project_id: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

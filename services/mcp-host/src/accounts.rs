@@ -248,7 +248,10 @@ impl Registry {
                 (AccountsFile::default(), Some(e))
             }
         };
-        let (catalog, _) = watch::channel(Arc::new(Catalog::build(&[], &Rules::default())));
+        let (catalog, _) = watch::channel(Arc::new(Catalog::build(
+            &[crate::tracker::builtin_tools()],
+            &Rules::default(),
+        )));
         let registry = Registry {
             inner: Arc::new(Inner {
                 path,
@@ -385,6 +388,12 @@ impl Registry {
         }
     }
 
+    /// The generation of `account` when it is connected and verified now.
+    pub fn verified_generation(&self, account: &str) -> Option<u64> {
+        let slot = lock(&self.inner.slots).get(account).cloned()?;
+        (slot.live.borrow().state == pb::AccountState::Verified).then_some(slot.config.generation)
+    }
+
     /// The connection for `account` at `generation`, held open while the
     /// guard lives. Refuses when the account changed or is not verified.
     pub fn dispatch_handle(
@@ -435,13 +444,13 @@ impl Registry {
 
     /// Rebuilds the catalog from every verified account.
     fn rebuild(&self) {
-        let accounts: Vec<AccountTools> = lock(&self.inner.slots)
-            .values()
-            .filter_map(|s| {
+        let accounts: Vec<AccountTools> = std::iter::once(crate::tracker::builtin_tools())
+            .chain(lock(&self.inner.slots).values().filter_map(|s| {
                 let live = s.live.borrow();
                 (live.state == pb::AccountState::Verified).then(|| AccountTools {
                     account: s.config.name.clone(),
                     generation: s.config.generation,
+                    builtin: false,
                     tools: live
                         .tools
                         .iter()
@@ -454,7 +463,7 @@ impl Registry {
                         })
                         .collect(),
                 })
-            })
+            }))
             .collect();
         let next = Catalog::build(&accounts, &self.inner.rules);
         self.inner.catalog.send_if_modified(|cur| {

@@ -37,6 +37,8 @@ pub struct Entry {
     pub description: String,
     pub schema: Arc<serde_json::Map<String, Value>>,
     pub generation: u64,
+    /// Served by the host itself (the tracker vocabulary), not an upstream.
+    pub builtin: bool,
     /// Hash of the definition, for the pre-dispatch configuration fence.
     pub definition_sha256: String,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
@@ -64,6 +66,7 @@ impl Entry {
             description: description.to_string(),
             schema,
             generation,
+            builtin: false,
             definition_sha256: hex::encode(h.finalize()),
             validator: OnceLock::new(),
         }
@@ -194,11 +197,18 @@ pub struct Catalog {
     index: Index,
 }
 
+/// One upstream tool: name, description and input schema.
+pub type ToolDefinition = (String, String, Arc<serde_json::Map<String, Value>>);
+
 /// One account's contribution to a catalog.
 pub struct AccountTools {
     pub account: String,
     pub generation: u64,
-    pub tools: Vec<(String, String, Arc<serde_json::Map<String, Value>>)>,
+    /// The host's own tools: they shadow an upstream's tools of the same
+    /// qualified name (the tracker vocabulary over a connected Linear).
+    pub builtin: bool,
+    /// `(tool, description, input schema)` per tool.
+    pub tools: Vec<ToolDefinition>,
 }
 
 impl Catalog {
@@ -206,17 +216,23 @@ impl Catalog {
     pub fn build(accounts: &[AccountTools], rules: &Rules) -> Catalog {
         let mut entries = BTreeMap::new();
         let mut connected = Vec::new();
-        for a in accounts {
+        let builtin_first = accounts
+            .iter()
+            .filter(|a| a.builtin)
+            .chain(accounts.iter().filter(|a| !a.builtin));
+        for a in builtin_first {
             connected.push(a.account.clone());
             for (tool, description, schema) in &a.tools {
                 if !rules.allows(&a.account, tool) {
                     continue;
                 }
-                let e = Entry::new(&a.account, a.generation, tool, description, schema.clone());
-                entries.insert(e.qualified.clone(), Arc::new(e));
+                let mut e = Entry::new(&a.account, a.generation, tool, description, schema.clone());
+                e.builtin = a.builtin;
+                entries.entry(e.qualified.clone()).or_insert(Arc::new(e));
             }
         }
         connected.sort();
+        connected.dedup();
         let mut h = Sha256::new();
         for name in &connected {
             h.update(b"account\0");
@@ -269,12 +285,25 @@ impl Catalog {
     /// description (1). Entries matching every query word rank first; ties go
     /// by name.
     pub fn search(&self, query: &str, limit: usize) -> (Vec<Arc<Entry>>, usize) {
+        self.search_visible(query, limit, |_| true)
+    }
+
+    /// [`Catalog::search`] over the entries `visible` keeps: hidden entries
+    /// neither rank nor count.
+    pub fn search_visible(
+        &self,
+        query: &str,
+        limit: usize,
+        visible: impl Fn(&Entry) -> bool,
+    ) -> (Vec<Arc<Entry>>, usize) {
         let limit = limit.clamp(1, MAX_SEARCH);
         let mut terms: Vec<String> = words(query).take(16).collect();
         terms.dedup();
         if terms.is_empty() {
-            let page: Vec<_> = self.ordered.iter().take(limit).cloned().collect();
-            return (page, self.ordered.len());
+            let shown = self.ordered.iter().filter(|e| visible(e));
+            let total = shown.clone().count();
+            let page: Vec<_> = shown.take(limit).cloned().collect();
+            return (page, total);
         }
         // (score, hits) per touched entry.
         let mut scores: HashMap<u32, (u32, u32)> = HashMap::new();
@@ -304,6 +333,7 @@ impl Catalog {
         let all = terms.len() as u32;
         let mut ranked: Vec<(u32, u32)> = scores
             .into_iter()
+            .filter(|(i, _)| visible(&self.ordered[*i as usize]))
             .map(|(i, (score, hits))| (score + if hits == all { 100 } else { 0 }, i))
             .collect();
         let matched = ranked.len();
@@ -324,11 +354,21 @@ impl Catalog {
 
     /// Returns at most 10 entries for `names`, omitting unavailable ones.
     pub fn describe(&self, names: &[String]) -> Vec<Arc<Entry>> {
+        self.describe_visible(names, |_| true)
+    }
+
+    /// [`Catalog::describe`] over the entries `visible` keeps.
+    pub fn describe_visible(
+        &self,
+        names: &[String],
+        visible: impl Fn(&Entry) -> bool,
+    ) -> Vec<Arc<Entry>> {
         let mut seen = std::collections::HashSet::new();
         names
             .iter()
             .filter(|n| seen.insert(n.as_str()))
             .filter_map(|n| self.by_name.get(n.as_str()).cloned())
+            .filter(|e| visible(e))
             .take(MAX_DESCRIBE)
             .collect()
     }
@@ -349,6 +389,7 @@ mod tests {
                 AccountTools {
                     account: "time".into(),
                     generation: 1,
+                    builtin: false,
                     tools: vec![
                         (
                             "get_current_time".into(),
@@ -367,6 +408,7 @@ mod tests {
                 AccountTools {
                     account: "linear".into(),
                     generation: 1,
+                    builtin: false,
                     tools: vec![
                         (
                             "get_issue".into(),
@@ -418,6 +460,7 @@ mod tests {
             &[AccountTools {
                 account: "time".into(),
                 generation: 2,
+                builtin: false,
                 tools: vec![(
                     "convert_time".into(),
                     "changed".into(),

@@ -14,6 +14,7 @@ pub mod accounts;
 pub mod audit;
 pub mod catalog;
 pub mod receipts;
+pub mod tracker;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::{FleetTools, Principal};
+use clankie_proto::mailbox::v1 as mpb;
 use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::tracker::v1 as tpb;
 use clankie_runtime::grpc::{self, Client, Meta};
 use clankie_runtime::owner::OwnerCheck;
 use clankie_runtime::paths::StatePaths;
@@ -76,6 +79,16 @@ impl Options {
             &self.paths.socket("admission"),
             Meta::default(),
         ));
+        let owner_token = clankie_runtime::owner::read_owner_token(&self.paths.owner_credential())?;
+        let mailbox = mpb::mailbox_client::MailboxClient::new(grpc::client(
+            &self.paths.socket("mailbox"),
+            Meta::default(),
+        ));
+        let tracker_client = tpb::tracker_client::TrackerClient::new(grpc::client(
+            &self.paths.socket("tracker"),
+            Meta::default(),
+        ))
+        .max_decoding_message_size(16 << 20);
         Ok(McpHost {
             inner: Arc::new(Inner {
                 owner,
@@ -84,6 +97,10 @@ impl Options {
                 receipts,
                 audit,
                 admission,
+                mailbox,
+                tracker: tracker_client,
+                owner_token,
+                budgets: tracker::Budgets::default(),
             }),
         })
     }
@@ -96,6 +113,64 @@ struct Inner {
     receipts: ReceiptStore,
     audit: audit::Audit,
     admission: apb::admission_client::AdmissionClient<Client>,
+    mailbox: mpb::mailbox_client::MailboxClient<Client>,
+    tracker: tpb::tracker_client::TrackerClient<Client>,
+    /// The owner credential, for the host's own calls to the tracker and the
+    /// mailbox's owner route.
+    owner_token: String,
+    budgets: tracker::Budgets,
+}
+
+/// Who a call comes from: an admitted fleet request, or the owner's route.
+#[derive(Debug, Clone)]
+pub enum Who {
+    Fleet(String),
+    Owner,
+}
+
+/// What a dispatch reaches.
+enum Target {
+    Upstream(rmcp::Peer<rmcp::RoleClient>, accounts::InflightGuard),
+    Store(tpb::InvokeRequest),
+}
+
+/// A tracker vocabulary call's resolved caller and backend.
+struct Plan {
+    caller: tracker::TrackerCaller,
+    backend: tracker::Backend,
+    write: bool,
+}
+
+fn tool_result(structured: Value, is_error: bool) -> Value {
+    serde_json::json!({
+        "content": [{ "type": "text", "text": structured.to_string() }],
+        "structuredContent": structured,
+        "isError": is_error,
+    })
+}
+
+/// Marks an upstream answer as the frozen Linear copy.
+fn mark_history(mut result: Value) -> Value {
+    if let Some(obj) = result.as_object_mut() {
+        if let Some(Value::Object(sc)) = obj.get_mut("structuredContent") {
+            sc.insert("linearHistory".into(), Value::Bool(true));
+        }
+        let note = serde_json::json!({
+            "type": "text",
+            "text": "Linear history: the frozen Linear copy; the live item is in the built-in tracker.",
+        });
+        match obj.get_mut("content") {
+            Some(Value::Array(items)) => items.insert(0, note),
+            _ => {
+                obj.insert("content".into(), Value::Array(vec![note]));
+            }
+        }
+        obj.insert(
+            "_meta".into(),
+            serde_json::json!({ "clankie/linearHistory": true }),
+        );
+    }
+    result
 }
 
 /// The mcp-host service; cheap to clone.
@@ -183,6 +258,17 @@ impl McpHost {
         Ok(principal)
     }
 
+    /// The principal of a call: the ticket's, rechecked, or the owner's.
+    async fn principal(&self, who: &Who, need_tools: bool) -> Result<Principal, ClankieError> {
+        match who {
+            Who::Fleet(ticket) => self.recheck(ticket, need_tools).await,
+            Who::Owner => Ok(Principal {
+                fleet_id: "owner".into(),
+                ..Default::default()
+            }),
+        }
+    }
+
     fn ticket<T>(req: &Request<T>) -> Result<String, ClankieError> {
         grpc::ticket(req.metadata())
             .map(str::to_string)
@@ -196,6 +282,150 @@ impl McpHost {
     pub async fn call(
         &self,
         ticket: &str,
+        req: pb::CallToolRequest,
+        budget: Duration,
+    ) -> Result<pb::CallResult, ClankieError> {
+        self.call_as(&Who::Fleet(ticket.to_string()), req, budget)
+            .await
+    }
+
+    fn owner_request<T>(&self, msg: T, timeout: Duration) -> Request<T> {
+        let mut req = Request::new(msg);
+        req.set_timeout(timeout);
+        if let Ok(v) = format!("Bearer {}", self.inner.owner_token).parse() {
+            req.metadata_mut()
+                .insert(clankie_runtime::owner::AUTHORIZATION, v);
+        }
+        req
+    }
+
+    /// The caller's tracker role and route, from the hire ledger.
+    async fn tracker_caller(
+        &self,
+        who: &Who,
+        repo: &str,
+    ) -> Result<tracker::TrackerCaller, ClankieError> {
+        let msg = mpb::ResolveCallerRequest {
+            repo: repo.to_string(),
+        };
+        let req = match who {
+            Who::Owner => self.owner_request(msg, Duration::from_secs(5)),
+            Who::Fleet(ticket) => {
+                let mut req = Request::new(msg);
+                req.set_timeout(Duration::from_secs(5));
+                grpc::set_ticket(&mut req, ticket);
+                req
+            }
+        };
+        let info = self
+            .inner
+            .mailbox
+            .clone()
+            .resolve_caller(req)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner();
+        Ok(tracker::TrackerCaller {
+            role: tracker::role_of(&info.role),
+            actor: info.actor,
+            route: info.route,
+            route_problem: info.route_problem,
+            route_project: info.route_project,
+        })
+    }
+
+    /// Which of `refs` the built-in store owns.
+    async fn owned(&self, refs: Vec<String>) -> Result<Vec<String>, ClankieError> {
+        if refs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let req = self.owner_request(
+            tpb::OwnsItemRequest { references: refs },
+            Duration::from_secs(5),
+        );
+        Ok(self
+            .inner
+            .tracker
+            .clone()
+            .owns_item(req)
+            .await
+            .map_err(|s| {
+                let e = ClankieError::from_status(&s);
+                ErrorCode::TrackerRouteUnavailable.err(format!(
+                    "the built-in tracker cannot be read here: {}",
+                    e.message
+                ))
+            })?
+            .into_inner()
+            .owned)
+    }
+
+    fn policy_refused(
+        &self,
+        e: ClankieError,
+        caller: &tracker::TrackerCaller,
+        tool: &str,
+    ) -> ClankieError {
+        tracing::info!(
+            reason = e.code.as_str(),
+            role = caller.role.as_str(),
+            tool,
+            principal = %caller.actor,
+            "tracker.policy.refused"
+        );
+        e
+    }
+
+    /// Resolves role, profile and route of a tracker vocabulary call.
+    async fn tracker_plan(
+        &self,
+        who: &Who,
+        entry: &catalog::Entry,
+        args: &Value,
+    ) -> Result<Plan, ClankieError> {
+        let def = clankie_tracker::vocabulary::find(&entry.tool).ok_or_else(|| {
+            ErrorCode::UnknownTool.err(format!("{} is not a tracker tool", entry.qualified))
+        })?;
+        let repo = args.get("repo").and_then(Value::as_str).unwrap_or("");
+        let caller = self.tracker_caller(who, repo).await?;
+        if let Err(e) = tracker::check_profile(&entry.tool, caller.role, args) {
+            self.inner
+                .budgets
+                .note_refusal(&caller.actor, caller.role, now_ms());
+            return Err(self.policy_refused(e, &caller, &entry.tool));
+        }
+        let owned = if repo.is_empty() {
+            self.owned(tracker::references(args, true)).await?
+        } else {
+            Vec::new()
+        };
+        let history = args.get("linearHistory").and_then(Value::as_bool) == Some(true);
+        let linear = self
+            .inner
+            .accounts
+            .verified_generation(tracker::ACCOUNT)
+            .is_some();
+        let backend = tracker::route(
+            &caller,
+            !repo.is_empty(),
+            &owned,
+            history,
+            def.write,
+            linear,
+        )
+        .map_err(|e| self.policy_refused(e, &caller, &entry.tool))?;
+        Ok(Plan {
+            caller,
+            backend,
+            write: def.write,
+        })
+    }
+
+    /// Dispatches one connected tool once, for a fleet request or the
+    /// owner's route (tracker vocabulary only).
+    pub async fn call_as(
+        &self,
+        who: &Who,
         req: pb::CallToolRequest,
         budget: Duration,
     ) -> Result<pb::CallResult, ClankieError> {
@@ -221,15 +451,35 @@ impl McpHost {
         let args_sha = arguments_hash(&args);
         if let Some(existing) = self.inner.receipts.get(&receipt_id) {
             // A repeated id reads its original and never dispatches.
-            let principal = self.recheck(ticket, false).await?;
+            let principal = self.principal(who, false).await?;
             return self.replay(existing, &principal, &req.name, &args_sha);
         }
         self.inner.receipts.health()?;
         let catalog = self.catalog();
         let entry = catalog.resolve(&req.name)?;
+        if matches!(who, Who::Owner) && !entry.builtin {
+            return Err(ErrorCode::FleetCredentialRequired
+                .err("the owner's route reaches the tracker vocabulary only"));
+        }
+        let plan = if entry.builtin {
+            Some(self.tracker_plan(who, &entry, &args).await?)
+        } else {
+            None
+        };
+        if !entry.builtin && entry.account == tracker::ACCOUNT {
+            // Linear's own tools cannot write to an item that moved to the
+            // built-in store.
+            let owned = self.owned(tracker::references(&args, false)).await?;
+            if let Some(item) = owned.first() {
+                return Err(ErrorCode::TrackerCutOver.err(format!(
+                    "{item} lives in the built-in tracker now; {} cannot reach it there. Use the linear_* tracker tools (linear_get_issue, linear_save_issue, linear_save_comment), or pass linearHistory: true on a read for the frozen Linear copy",
+                    entry.qualified
+                )));
+            }
+        }
         entry.validate(&args)?;
         // The last awaits before effects: admission, then the switch ...
-        let principal = self.recheck(ticket, true).await?;
+        let principal = self.principal(who, true).await?;
         // ... then the account/configuration fence, with no await after it
         // until the durable receipt.
         if self
@@ -243,11 +493,58 @@ impl McpHost {
                 entry.qualified
             )));
         }
-        let (peer, guard) = self
-            .inner
-            .accounts
-            .dispatch_handle(&entry.account, entry.generation)?;
-        let principal_text = audit_principal(&principal);
+        let target = match &plan {
+            None => {
+                let (peer, guard) = self
+                    .inner
+                    .accounts
+                    .dispatch_handle(&entry.account, entry.generation)?;
+                Target::Upstream(peer, guard)
+            }
+            Some(Plan {
+                backend: tracker::Backend::Linear { .. },
+                ..
+            }) => {
+                let generation = self
+                    .inner
+                    .accounts
+                    .verified_generation(tracker::ACCOUNT)
+                    .ok_or_else(|| {
+                        ErrorCode::AccountUnavailable.err(
+                            "this call's tracker is Linear, and no verified Linear account is connected",
+                        )
+                    })?;
+                let (peer, guard) = self
+                    .inner
+                    .accounts
+                    .dispatch_handle(tracker::ACCOUNT, generation)?;
+                Target::Upstream(peer, guard)
+            }
+            Some(p) => Target::Store(tpb::InvokeRequest {
+                tool: entry.tool.clone(),
+                arguments_json: args.to_string(),
+                actor: p.caller.actor.clone(),
+                role: p.caller.role.as_str().into(),
+            }),
+        };
+        // The budget is the last check: a call refused earlier is not counted.
+        let class = if req.background {
+            tracker::Class::Background
+        } else {
+            tracker::Class::Interactive
+        };
+        let counted = match &plan {
+            Some(p) => self
+                .inner
+                .budgets
+                .admit(&p.caller.actor, p.caller.role, class, p.write, now_ms())
+                .map_err(|e| self.policy_refused(e, &p.caller, &entry.tool))?,
+            None => None,
+        };
+        let principal_text = match who {
+            Who::Owner => "owner".to_string(),
+            Who::Fleet(_) => audit_principal(&principal),
+        };
         let record = Record {
             receipt_id: receipt_id.clone(),
             seq: 0,
@@ -266,9 +563,16 @@ impl McpHost {
             settled_at_ms: None,
             trimmed: false,
         };
-        match self.inner.receipts.begin(record.clone()).await? {
+        let begun = self.inner.receipts.begin(record.clone()).await;
+        if !matches!(begun, Ok(Begin::Durable))
+            && let Some(c) = counted
+        {
+            // Nothing was dispatched: the call does not count.
+            self.inner.budgets.refund(c);
+        }
+        match begun? {
             Begin::Existing(existing) => {
-                return self.replay(existing, &principal, &req.name, &args_sha);
+                return self.replay(*existing, &principal, &req.name, &args_sha);
             }
             Begin::Durable => {}
         }
@@ -287,47 +591,110 @@ impl McpHost {
         let tool = entry.tool.clone();
         let account = entry.account.clone();
         let rid = receipt_id.clone();
+        let history = matches!(
+            plan,
+            Some(Plan {
+                backend: tracker::Backend::Linear { history: true },
+                ..
+            })
+        );
         let params = {
             let mut p = rmcp::model::CallToolRequestParams::new(tool.clone());
-            p.arguments = args.as_object().cloned();
+            let mut a = args.as_object().cloned();
+            if plan.is_some()
+                && let Some(a) = a.as_mut()
+            {
+                // Routing-only arguments never reach Linear.
+                a.remove("repo");
+                a.remove("linearHistory");
+            }
+            p.arguments = a;
             p
         };
+        let tracker_client = self.inner.tracker.clone();
+        let invoke_auth = format!("Bearer {}", self.inner.owner_token);
         // The call runs in its own task so it keeps its completion lifetime
         // and settles the receipt even when the caller stops waiting.
         tokio::spawn(async move {
-            let _guard = guard;
-            let answer = tokio::time::timeout(COMPLETION_LIFETIME, peer.call_tool(params)).await;
-            let (outcome, body, detail) = match answer {
-                Ok(Ok(result)) => {
-                    let outcome = if result.is_error == Some(true) {
-                        Outcome::Error
-                    } else {
-                        Outcome::Ok
-                    };
-                    (outcome, serde_json::to_value(&result).ok(), None)
+            let (peer, _guard, invoke) = match target {
+                Target::Upstream(peer, guard) => (Some(peer), Some(guard), None),
+                Target::Store(invoke) => (None, None, Some(invoke)),
+            };
+            let (outcome, body, detail) = if let Some(invoke) = invoke {
+                let mut r = Request::new(invoke);
+                r.set_timeout(COMPLETION_LIFETIME);
+                if let Ok(v) = invoke_auth.parse() {
+                    r.metadata_mut()
+                        .insert(clankie_runtime::owner::AUTHORIZATION, v);
                 }
-                Ok(Err(rmcp::ServiceError::McpError(e))) => (
-                    Outcome::Error,
-                    Some(
-                        serde_json::json!({ "error": { "code": e.code.0, "message": e.message } }),
+                let mut client = tracker_client;
+                match client.invoke(r).await {
+                    Ok(resp) => {
+                        let structured: Value =
+                            serde_json::from_str(&resp.into_inner().result_json)
+                                .unwrap_or(Value::Null);
+                        (Outcome::Ok, Some(tool_result(structured, false)), None)
+                    }
+                    Err(s) if s.metadata().contains_key(clankie_runtime::code::REASON_KEY) => {
+                        // The tracker answered: nothing was written.
+                        let e = ClankieError::from_status(&s);
+                        (
+                            Outcome::Error,
+                            Some(tool_result(serde_json::json!({ "error": e.body() }), true)),
+                            None,
+                        )
+                    }
+                    Err(s) => (
+                        Outcome::Uncertain,
+                        None,
+                        Some(format!(
+                            "the tracker connection failed after dispatch ({}); the call may have applied",
+                            s.message()
+                        )),
                     ),
-                    Some("the upstream answered with a protocol error".to_string()),
-                ),
-                Ok(Err(e)) => (
-                    Outcome::Uncertain,
-                    None,
-                    Some(format!(
-                        "the connection failed after dispatch ({e}); the call may have applied"
-                    )),
-                ),
-                Err(_) => (
-                    Outcome::Uncertain,
-                    None,
-                    Some(
-                        "no answer within the completion lifetime; the call may have applied"
-                            .into(),
+                }
+            } else if let Some(peer) = peer {
+                let answer =
+                    tokio::time::timeout(COMPLETION_LIFETIME, peer.call_tool(params)).await;
+                match answer {
+                    Ok(Ok(result)) => {
+                        let outcome = if result.is_error == Some(true) {
+                            Outcome::Error
+                        } else {
+                            Outcome::Ok
+                        };
+                        (outcome, serde_json::to_value(&result).ok(), None)
+                    }
+                    Ok(Err(rmcp::ServiceError::McpError(e))) => (
+                        Outcome::Error,
+                        Some(
+                            serde_json::json!({ "error": { "code": e.code.0, "message": e.message } }),
+                        ),
+                        Some("the upstream answered with a protocol error".to_string()),
                     ),
-                ),
+                    Ok(Err(e)) => (
+                        Outcome::Uncertain,
+                        None,
+                        Some(format!(
+                            "the connection failed after dispatch ({e}); the call may have applied"
+                        )),
+                    ),
+                    Err(_) => (
+                        Outcome::Uncertain,
+                        None,
+                        Some(
+                            "no answer within the completion lifetime; the call may have applied"
+                                .into(),
+                        ),
+                    ),
+                }
+            } else {
+                (Outcome::Uncertain, None, Some("no dispatch target".into()))
+            };
+            let body = if history {
+                body.map(mark_history)
+            } else {
+                body
             };
             let settled = store.settle(&rid, outcome, body, detail).await;
             audit.record(&audit::Event {
@@ -402,11 +769,16 @@ impl McpHost {
         }
     }
 
-    /// The catalog a fleet request may see: empty while tools are off.
-    async fn fleet_catalog<T>(&self, req: &Request<T>) -> Result<Arc<Catalog>, ClankieError> {
+    /// The catalog a fleet request may see (refused while tools are off),
+    /// and the tracker role it sees the vocabulary as.
+    async fn fleet_catalog<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<(Arc<Catalog>, clankie_tracker::vocabulary::Role), ClankieError> {
         let ticket = Self::ticket(req)?;
         self.recheck(&ticket, true).await?;
-        Ok(self.catalog())
+        let role = self.tracker_caller(&Who::Fleet(ticket), "").await?.role;
+        Ok((self.catalog(), role))
     }
 }
 
@@ -507,7 +879,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<pb::SearchToolsRequest>,
     ) -> Result<Response<pb::SearchToolsResponse>, Status> {
-        let catalog = self.fleet_catalog(&request).await.map_err(refuse)?;
+        let (catalog, role) = self.fleet_catalog(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         if req.query.len() > 1024 {
             return Err(refuse(
@@ -519,7 +891,9 @@ impl pb::mcp_host_server::McpHost for McpHost {
         } else {
             req.limit as usize
         };
-        let (hits, total) = catalog.search(&req.query, limit);
+        let (hits, total) = catalog.search_visible(&req.query, limit, |e| {
+            !e.builtin || tracker::visible_schema(&e.tool, role).is_some()
+        });
         Ok(Response::new(pb::SearchToolsResponse {
             tools: hits
                 .iter()
@@ -537,16 +911,23 @@ impl pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<pb::DescribeToolsRequest>,
     ) -> Result<Response<pb::DescribeToolsResponse>, Status> {
-        let catalog = self.fleet_catalog(&request).await.map_err(refuse)?;
+        let (catalog, role) = self.fleet_catalog(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         Ok(Response::new(pb::DescribeToolsResponse {
             tools: catalog
-                .describe(&req.names)
+                .describe_visible(&req.names, |e| {
+                    !e.builtin || tracker::visible_schema(&e.tool, role).is_some()
+                })
                 .iter()
                 .map(|e| pb::ToolDescription {
                     name: e.qualified.clone(),
                     description: e.description.clone(),
-                    input_schema_json: Value::Object((*e.schema).clone()).to_string(),
+                    input_schema_json: if e.builtin {
+                        tracker::visible_schema(&e.tool, role).unwrap_or(Value::Null)
+                    } else {
+                        Value::Object((*e.schema).clone())
+                    }
+                    .to_string(),
                 })
                 .collect(),
             revision: catalog.revision,
@@ -557,15 +938,52 @@ impl pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallResult>, Status> {
-        let ticket = Self::ticket(&request).map_err(refuse)?;
+        let who = match grpc::ticket(request.metadata()) {
+            Some(t) => Who::Fleet(t.to_string()),
+            None if clankie_runtime::owner::bearer(request.metadata()).is_some() => {
+                self.inner
+                    .owner
+                    .verify(request.metadata())
+                    .map_err(refuse)?;
+                Who::Owner
+            }
+            None => {
+                return Err(refuse(
+                    ErrorCode::FleetCredentialRequired
+                        .err("the request carries no admission ticket"),
+                ));
+            }
+        };
         let budget = grpc::deadline(request.metadata())
             .unwrap_or(DEFAULT_BUDGET)
             .min(DEFAULT_BUDGET);
         let result = self
-            .call(&ticket, request.into_inner(), budget)
+            .call_as(&who, request.into_inner(), budget)
             .await
             .map_err(refuse)?;
         Ok(Response::new(result))
+    }
+
+    async fn tracker_budgets(
+        &self,
+        request: Request<pb::TrackerBudgetsRequest>,
+    ) -> Result<Response<pb::TrackerBudgetsResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        Ok(Response::new(pb::TrackerBudgetsResponse {
+            requests_per_hour: tracker::REQUESTS_PER_HOUR,
+            writes_per_minute: tracker::WRITES_PER_MINUTE,
+            actors: self.inner.budgets.snapshot(now_ms()),
+        }))
+    }
+
+    async fn tracker_profiles(
+        &self,
+        request: Request<pb::TrackerProfilesRequest>,
+    ) -> Result<Response<pb::TrackerProfilesResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        Ok(Response::new(pb::TrackerProfilesResponse {
+            roles: tracker::profiles(),
+        }))
     }
 
     async fn get_receipt(

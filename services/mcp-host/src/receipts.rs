@@ -172,7 +172,7 @@ pub enum Begin {
     /// The record is durable; dispatch may proceed.
     Durable,
     /// A receipt with this id already exists; nothing may be dispatched.
-    Existing(Record),
+    Existing(Box<Record>),
 }
 
 struct Change {
@@ -276,10 +276,8 @@ impl ReceiptStore {
         let (tx, rx) = mpsc::unbounded_channel();
         let store = ReceiptStore { inner, tx };
         let needs_commit = lock(&store.inner.state).manifest_dirty;
-        if needs_commit {
-            if let Err(e) = store.inner.commit() {
-                tracing::error!(reason = e.code.as_str(), "receipt startup commit failed");
-            }
+        if needs_commit && let Err(e) = store.inner.commit() {
+            tracing::error!(reason = e.code.as_str(), "receipt startup commit failed");
         }
         tokio::spawn(writer(store.inner.clone(), rx));
         Ok(store)
@@ -308,10 +306,10 @@ impl ReceiptStore {
             if let Some(p) = &st.problem {
                 return Err(corrupt(p));
             }
-            if let Some(&(b, i)) = st.index.get(&record.receipt_id) {
-                if let Some(r) = st.buckets.get(&b).and_then(|b| b.records.get(i)) {
-                    return Ok(Begin::Existing(r.clone()));
-                }
+            if let Some(&(b, i)) = st.index.get(&record.receipt_id)
+                && let Some(r) = st.buckets.get(&b).and_then(|b| b.records.get(i))
+            {
+                return Ok(Begin::Existing(Box::new(r.clone())));
             }
             record.seq = st.next_seq;
             record.status = Status::Dispatched;

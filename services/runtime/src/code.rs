@@ -12,6 +12,9 @@ use tonic::Code;
 
 /// Metadata key carrying the reason code on gRPC statuses.
 pub const REASON_KEY: &str = "x-clankie-reason";
+/// Metadata key carrying a refusal's structured details (a JSON object),
+/// e.g. `retryAt` and `retryAfterMs` of a budget refusal.
+pub const DETAILS_KEY: &str = "x-clankie-details";
 
 macro_rules! codes {
     ($($variant:ident => $text:literal,)*) => {
@@ -78,6 +81,10 @@ codes! {
     CandidateNotFound => "candidate_not_found",
     PatchMismatch => "patch_mismatch",
     NotReviewer => "not_reviewer",
+    TrackerNotFound => "tracker_not_found",
+    TrackerConflict => "tracker_conflict",
+    TrackerRouteUnavailable => "tracker_route_unavailable",
+    TrackerCutOver => "tracker_cut_over",
     ServiceUnavailable => "service_unavailable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
@@ -110,16 +117,20 @@ impl ErrorCode {
             | ErrorCode::ConversationNotFound
             | ErrorCode::HireNotFound
             | ErrorCode::RecipientUnknown
-            | ErrorCode::CandidateNotFound => Code::NotFound,
+            | ErrorCode::CandidateNotFound
+            | ErrorCode::TrackerNotFound => Code::NotFound,
             ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
-            ErrorCode::AccountChanged | ErrorCode::ReceiptConflict | ErrorCode::StaleRevision => {
-                Code::Aborted
-            }
+            ErrorCode::AccountChanged
+            | ErrorCode::ReceiptConflict
+            | ErrorCode::StaleRevision
+            | ErrorCode::TrackerConflict => Code::Aborted,
             ErrorCode::WorkerCapReached
             | ErrorCode::NoLinkedSession
             | ErrorCode::ReviewNotConfigured
             | ErrorCode::NoReviewer
-            | ErrorCode::PatchMismatch => Code::FailedPrecondition,
+            | ErrorCode::PatchMismatch
+            | ErrorCode::TrackerRouteUnavailable
+            | ErrorCode::TrackerCutOver => Code::FailedPrecondition,
             ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
             ErrorCode::FleetAdmissionUnavailable
             | ErrorCode::AccountUnavailable
@@ -159,7 +170,8 @@ impl ErrorCode {
             | ErrorCode::ConversationNotFound
             | ErrorCode::HireNotFound
             | ErrorCode::RecipientUnknown
-            | ErrorCode::CandidateNotFound => StatusCode::NOT_FOUND,
+            | ErrorCode::CandidateNotFound
+            | ErrorCode::TrackerNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
             | ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict
@@ -169,7 +181,10 @@ impl ErrorCode {
             | ErrorCode::NoLinkedSession
             | ErrorCode::ReviewNotConfigured
             | ErrorCode::NoReviewer
-            | ErrorCode::PatchMismatch => StatusCode::CONFLICT,
+            | ErrorCode::PatchMismatch
+            | ErrorCode::TrackerConflict
+            | ErrorCode::TrackerRouteUnavailable
+            | ErrorCode::TrackerCutOver => StatusCode::CONFLICT,
             ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -200,6 +215,7 @@ impl ErrorCode {
         ClankieError {
             code: self,
             message: message.into(),
+            details: None,
         }
     }
 }
@@ -216,9 +232,39 @@ impl fmt::Display for ErrorCode {
 pub struct ClankieError {
     pub code: ErrorCode,
     pub message: String,
+    /// Structured fields beside the message (a JSON object as text).
+    pub details: Option<String>,
 }
 
 impl ClankieError {
+    /// Adds structured details (a JSON object) to the refusal.
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details.to_string());
+        self
+    }
+
+    /// The refusal as a JSON error object: `code`, `message`, `retryable`
+    /// and any structured details; the one spelling every edge uses.
+    pub fn body(&self) -> serde_json::Value {
+        let mut error = serde_json::Map::new();
+        error.insert("code".into(), self.code.as_str().into());
+        error.insert("message".into(), self.message.clone().into());
+        error.insert("retryable".into(), self.code.retryable().into());
+        if let Some(serde_json::Value::Object(extra)) = self.details_json() {
+            for (k, v) in extra {
+                error.entry(k).or_insert(v);
+            }
+        }
+        serde_json::Value::Object(error)
+    }
+
+    /// The structured details, when any.
+    pub fn details_json(&self) -> Option<serde_json::Value> {
+        self.details
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+    }
+
     /// Recovers the reason from a gRPC status, falling back on its code.
     pub fn from_status(status: &tonic::Status) -> Self {
         let code = status
@@ -239,6 +285,11 @@ impl ClankieError {
         ClankieError {
             code,
             message: status.message().to_string(),
+            details: status
+                .metadata()
+                .get(DETAILS_KEY)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
         }
     }
 }
@@ -250,6 +301,13 @@ impl From<ClankieError> for tonic::Status {
             REASON_KEY,
             tonic::metadata::MetadataValue::from_static(e.code.as_str()),
         );
+        if let Some(v) = e
+            .details
+            .as_deref()
+            .and_then(|d| tonic::metadata::MetadataValue::try_from(d).ok())
+        {
+            status.metadata_mut().insert(DETAILS_KEY, v);
+        }
         status
     }
 }

@@ -22,6 +22,26 @@ pub fn project(p: &pb::Project) -> Value {
     })
 }
 
+/// A project with its tracker binding and workspace conventions, as the
+/// owner's `clankie project set` shows it (the plain view leaves them out).
+pub fn project_settings(p: &pb::Project) -> Value {
+    let mut v = project(p);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("tracker".into(), json!(p.tracker));
+        obj.insert("trackerTeam".into(), json!(p.tracker_team));
+        obj.insert("linearProjectId".into(), json!(p.linear_project_id));
+        obj.insert(
+            "conventions".into(),
+            p.workspaces
+                .iter()
+                .map(|w| (w.path.clone(), json!(w.convention)))
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        );
+    }
+    v
+}
+
 /// A landing review candidate; the patch text only when asked for.
 pub fn candidate(c: &pb::ReviewCandidate, with_patch: bool) -> Value {
     let mut v = json!({

@@ -1,0 +1,362 @@
+//! The owner's tracker commands: the owner's route into the tracker
+//! vocabulary (`clankie tracker call`), teams and imports, the role profiles,
+//! project tracker bindings (`clankie project set`), and the request budgets
+//! that `clankie doctor` and `clankie work status` show.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::tracker::v1 as tpb;
+use clankie_runtime::grpc::{self, Client};
+use clankie_runtime::paths::{SERVICES, StatePaths};
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use crate::mailbox_cmds::print_json;
+use crate::owner_cmds::{owner_meta, refused};
+
+#[derive(Subcommand)]
+pub enum TrackerCommand {
+    /// Call one tracker tool on the owner's route: `call save_issue '{"team":"ENG","title":"t"}'`.
+    Call {
+        /// The tool, with or without the `linear_` prefix.
+        tool: String,
+        /// The arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        /// Count the call in the background class.
+        #[arg(long)]
+        background: bool,
+    },
+    /// Create a team (its key is the `KEY` of `KEY-n`).
+    Team {
+        key: String,
+        #[arg(long)]
+        name: String,
+        /// The team was cut over from Linear: new issues are LOCAL-KEY-n.
+        #[arg(long)]
+        cut_over: bool,
+    },
+    /// Import one issue into a cut-over team under its Linear key.
+    Import {
+        team: String,
+        identifier: String,
+        #[arg(long)]
+        uuid: String,
+        #[arg(long)]
+        title: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// The workflow state it had in Linear.
+        #[arg(long = "issue-state", default_value = "Backlog")]
+        issue_state: String,
+    },
+    /// The vocabulary's size as each role sees it.
+    Profiles,
+    /// The per-actor request budgets.
+    Budgets {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn mcp(paths: &StatePaths) -> anyhow::Result<mpb::mcp_host_client::McpHostClient<Client>> {
+    Ok(mpb::mcp_host_client::McpHostClient::new(grpc::client(
+        &paths.socket("mcp-host"),
+        owner_meta(paths)?,
+    ))
+    .max_decoding_message_size(16 << 20))
+}
+
+fn tracker(paths: &StatePaths) -> anyhow::Result<tpb::tracker_client::TrackerClient<Client>> {
+    Ok(tpb::tracker_client::TrackerClient::new(grpc::client(
+        &paths.socket("tracker"),
+        owner_meta(paths)?,
+    )))
+}
+
+pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        TrackerCommand::Call {
+            tool,
+            arguments,
+            background,
+        } => {
+            let _: serde_json::Map<String, Value> =
+                serde_json::from_str(&arguments).context("the arguments must be a JSON object")?;
+            let name = if tool.starts_with("linear_") {
+                tool
+            } else {
+                format!("linear_{tool}")
+            };
+            let r = mcp(&paths)?
+                .call_tool(mpb::CallToolRequest {
+                    name,
+                    arguments_json: arguments,
+                    receipt_id: String::new(),
+                    background,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            let result: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
+            let structured = result.get("structuredContent").cloned().unwrap_or(result);
+            print_json(&json!({
+                "receiptId": r.receipt_id,
+                "outcome": r.outcome,
+                "result": structured,
+            }));
+            Ok(if r.outcome == "ok" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        TrackerCommand::Team {
+            key,
+            name,
+            cut_over,
+        } => {
+            let t = tracker(&paths)?
+                .create_team(tpb::CreateTeamRequest {
+                    key,
+                    name,
+                    cut_over,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&json!({ "id": t.id, "key": t.key, "name": t.name }));
+            Ok(ExitCode::SUCCESS)
+        }
+        TrackerCommand::Import {
+            team,
+            identifier,
+            uuid,
+            title,
+            description,
+            issue_state,
+        } => {
+            let r = tracker(&paths)?
+                .import_issue(tpb::ImportIssueRequest {
+                    team,
+                    identifier,
+                    linear_uuid: uuid,
+                    title,
+                    description,
+                    state: issue_state,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&serde_json::from_str(&r.result_json).unwrap_or(Value::Null));
+            Ok(ExitCode::SUCCESS)
+        }
+        TrackerCommand::Profiles => {
+            let r = mcp(&paths)?
+                .tracker_profiles(mpb::TrackerProfilesRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&json!({
+                "roles": r.roles.iter().map(|p| json!({
+                    "role": p.role,
+                    "tools": p.tools,
+                    "schemaBytes": p.schema_bytes,
+                    "estimatedTokens": p.estimated_tokens,
+                    "hidden": p.hidden,
+                })).collect::<Vec<_>>()
+            }));
+            Ok(ExitCode::SUCCESS)
+        }
+        TrackerCommand::Budgets { json } => {
+            let b = budgets(&paths).await?;
+            print_budgets(&b, json);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn budgets(paths: &StatePaths) -> anyhow::Result<mpb::TrackerBudgetsResponse> {
+    Ok(mcp(paths)?
+        .tracker_budgets(mpb::TrackerBudgetsRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner())
+}
+
+fn budgets_json(b: &mpb::TrackerBudgetsResponse) -> Value {
+    let w = |w: &Option<mpb::BudgetWindow>| {
+        let w = w.unwrap_or_default();
+        json!({ "limit": w.limit, "used": w.used, "retryAtMs": (w.retry_at_ms > 0).then_some(w.retry_at_ms) })
+    };
+    json!({
+        "requestsPerHour": b.requests_per_hour,
+        "writesPerMinute": b.writes_per_minute,
+        "actors": b.actors.iter().map(|a| json!({
+            "actor": a.actor,
+            "role": a.role,
+            "class": a.class,
+            "requests": w(&a.requests),
+            "writes": w(&a.writes),
+            "refused": a.refused,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn print_budgets(b: &mpb::TrackerBudgetsResponse, json: bool) {
+    if json {
+        print_json(&budgets_json(b));
+        return;
+    }
+    println!(
+        "tracker budgets: {} requests/hour and {} writes/minute per worker or reviewer, per class",
+        b.requests_per_hour, b.writes_per_minute
+    );
+    if b.actors.is_empty() {
+        println!("  (no counted calls yet)");
+    }
+    for a in &b.actors {
+        let r = a.requests.unwrap_or_default();
+        let w = a.writes.unwrap_or_default();
+        println!(
+            "  {:<40} {:<8} {:<11} requests {:>3}/{}  writes {:>2}/{}  refused {}",
+            a.actor, a.role, a.class, r.used, r.limit, w.used, w.limit, a.refused
+        );
+    }
+}
+
+/// `clankie doctor`: every service's health, the receipt store, and the
+/// tracker budgets. Exits non-zero when anything is unhealthy.
+pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
+    let mut services = serde_json::Map::new();
+    let mut healthy = true;
+    for &name in SERVICES {
+        let ok = grpc::health(&paths.socket(name), crate::up::health_name(name))
+            .await
+            .unwrap_or(false);
+        healthy &= ok;
+        services.insert(name.into(), json!(if ok { "serving" } else { "down" }));
+    }
+    let receipts = match mcp(&paths)?
+        .receipt_stats(mpb::ReceiptStatsRequest {})
+        .await
+    {
+        Ok(r) => {
+            let r = r.into_inner();
+            healthy &= r.healthy;
+            json!({ "healthy": r.healthy, "problem": r.problem, "records": r.records, "uncertain": r.uncertain })
+        }
+        Err(s) => {
+            healthy = false;
+            json!({ "healthy": false, "problem": s.message() })
+        }
+    };
+    let budgets = budgets(&paths).await.ok();
+    if json {
+        print_json(&json!({
+            "healthy": healthy,
+            "services": services,
+            "receipts": receipts,
+            "trackerBudgets": budgets.as_ref().map(budgets_json),
+        }));
+    } else {
+        for (name, state) in &services {
+            println!("{name:<10} {}", state.as_str().unwrap_or(""));
+        }
+        println!("receipts   {receipts}");
+        match &budgets {
+            Some(b) => print_budgets(b, false),
+            None => println!("tracker budgets: unavailable (is the mcp-host running?)"),
+        }
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[derive(Subcommand)]
+pub enum WorkCommand {
+    /// Open hires and the tracker request budgets.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `clankie work status`.
+pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<ExitCode> {
+    let WorkCommand::Status { json } = command;
+    let mut mailbox = pb::mailbox_client::MailboxClient::new(grpc::client(
+        &paths.socket("mailbox"),
+        owner_meta(&paths)?,
+    ));
+    let roster = mailbox
+        .roster(pb::RosterRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner();
+    let open: Vec<_> = roster.hires.iter().filter(|h| h.ended.is_empty()).collect();
+    let b = budgets(&paths).await?;
+    if json {
+        print_json(&json!({
+            "openHires": open.iter().map(|h| json!({
+                "hireId": h.hire_id, "role": h.role, "projectId": h.project_id, "paneId": h.pane_id,
+            })).collect::<Vec<_>>(),
+            "trackerBudgets": budgets_json(&b),
+        }));
+    } else {
+        println!("open hires: {}", open.len());
+        for h in &open {
+            println!(
+                "  {}  {:<8} {}  pane {}",
+                h.hire_id, h.role, h.project_id, h.pane_id
+            );
+        }
+        print_budgets(&b, false);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `clankie project set`: the revision-fenced project update.
+pub async fn project_set(
+    paths: &StatePaths,
+    project: String,
+    revision: u64,
+    tracker: Option<String>,
+    team: Option<String>,
+    linear_project: Option<String>,
+    conventions: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let tracker = tracker.map(|t| if t == "none" { String::new() } else { t });
+    let mut workspace_conventions = std::collections::HashMap::new();
+    for c in conventions {
+        let Some((ws, conv)) = c.rsplit_once('=') else {
+            bail!("--convention takes WORKSPACE=builtin|linear|none");
+        };
+        let conv = if conv == "none" { "" } else { conv };
+        workspace_conventions.insert(ws.to_string(), conv.to_string());
+    }
+    let mut mailbox = pb::mailbox_client::MailboxClient::new(grpc::client(
+        &paths.socket("mailbox"),
+        owner_meta(paths)?,
+    ));
+    let p = mailbox
+        .update_project(pb::UpdateProjectRequest {
+            project,
+            expected_revision: revision,
+            tracker,
+            tracker_team: team,
+            linear_project_id: linear_project,
+            workspace_conventions,
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    print_json(&clankie_runtime::views::project_settings(&p));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,344 @@
+//! The tracker's gRPC service.
+//!
+//! One SQLite connection behind a mutex, used from blocking threads: SQLite
+//! has one writer anyway, and WAL lets the file be read while it writes.
+//! Every RPC needs the owner credential; the mcp-host holds it and is the
+//! only caller of `Invoke`, after it resolved the caller's role, profile and
+//! budget. The store checks the role's owner/lead rules again.
+//!
+//! `list_changes` with `waitMs` is a long poll: when nothing is newer than the
+//! cursor it waits (at most 20 s, never past the caller's deadline) for the
+//! next commit, then reads again.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clankie_proto::tracker::v1 as pb;
+use clankie_runtime::owner::OwnerCheck;
+use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use serde_json::Value;
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
+
+use crate::store::{Store, StoreError};
+use crate::tools::{self, Caller};
+use crate::vocabulary::Role;
+
+/// The gRPC service name reported by tonic-health.
+pub const HEALTH_NAME: &str = "clankie.tracker.v1.Tracker";
+/// The longest `list_changes` wait.
+pub const MAX_WAIT: Duration = Duration::from_secs(20);
+
+struct Inner {
+    owner: OwnerCheck,
+    /// `Err` when the database could not be opened: every call refuses.
+    store: Result<Mutex<Store>, String>,
+    cursor: watch::Sender<i64>,
+}
+
+/// The tracker service; cheap to clone.
+#[derive(Clone)]
+pub struct TrackerService {
+    inner: Arc<Inner>,
+}
+
+/// Maps a store error to its refusal.
+pub fn store_refusal(e: StoreError) -> ClankieError {
+    match e {
+        StoreError::NotFound(m) => ErrorCode::TrackerNotFound.err(m),
+        StoreError::Conflict(m) => ErrorCode::TrackerConflict.err(m),
+        StoreError::Invalid(m) => ErrorCode::ArgumentsInvalid.err(m),
+        StoreError::NotAllowed { role, what } => ErrorCode::RoleNotAllowed
+            .err(what)
+            .with_details(serde_json::json!({ "role": role.as_str() })),
+        StoreError::Json(e) => ErrorCode::ArgumentsInvalid.err(e.to_string()),
+        e @ StoreError::TooNew(_) => ErrorCode::ServiceUnavailable.err(e.to_string()),
+        StoreError::Sqlite(e) => {
+            tracing::error!(error = %e, "tracker.store_failed");
+            ErrorCode::ServiceUnavailable.err("the tracker database failed this write; retry")
+        }
+    }
+}
+
+fn refuse(e: ClankieError) -> Status {
+    tracing::info!(reason = e.code.as_str(), "tracker.refused");
+    e.into()
+}
+
+fn parse_role(role: &str) -> Result<Role, ClankieError> {
+    match role {
+        "owner" => Ok(Role::Owner),
+        "lead" => Ok(Role::Lead),
+        "reviewer" => Ok(Role::Reviewer),
+        "worker" => Ok(Role::Worker),
+        other => Err(ErrorCode::InvalidArgument.err(format!("unknown role {other}"))),
+    }
+}
+
+impl TrackerService {
+    /// Opens `dir/tracker.db`. An unreadable or newer database does not stop
+    /// the service: it answers every call with `service_unavailable` and the
+    /// reason, and writes nothing.
+    pub fn open(dir: &Path, owner: OwnerCheck) -> Self {
+        let store = Store::open(dir).map_err(|e| e.to_string());
+        let cursor = match &store {
+            Ok(s) => s.cursor().unwrap_or(0),
+            Err(problem) => {
+                tracing::error!(%problem, "tracker.store_unreadable");
+                0
+            }
+        };
+        TrackerService {
+            inner: Arc::new(Inner {
+                owner,
+                store: store.map(Mutex::new),
+                cursor: watch::channel(cursor).0,
+            }),
+        }
+    }
+
+    /// The tonic routes for this service.
+    pub fn routes(&self) -> tonic::service::Routes {
+        tonic::service::Routes::new(
+            pb::tracker_server::TrackerServer::new(self.clone())
+                .max_decoding_message_size(8 << 20)
+                .max_encoding_message_size(16 << 20),
+        )
+    }
+
+    /// Runs `f` on the store on a blocking thread, then publishes the cursor.
+    async fn with_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<(T, i64), ClankieError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let lock = inner.store.as_ref().map_err(|problem| {
+                ErrorCode::ServiceUnavailable
+                    .err(format!("the tracker database cannot be used: {problem}"))
+            })?;
+            let mut store = lock
+                .lock()
+                .map_err(|_| ErrorCode::Internal.err("the tracker store lock is poisoned"))?;
+            let out = f(&mut store).map_err(store_refusal)?;
+            let cursor = store.cursor().map_err(store_refusal)?;
+            inner.cursor.send_if_modified(|c| {
+                if *c == cursor {
+                    false
+                } else {
+                    *c = cursor;
+                    true
+                }
+            });
+            Ok::<_, ClankieError>((out, cursor))
+        })
+        .await
+        .map_err(|e| ErrorCode::Internal.err(format!("the tracker task failed: {e}")))?
+    }
+
+    /// Runs one vocabulary tool; waits for a commit on an empty long poll.
+    pub async fn invoke(
+        &self,
+        req: pb::InvokeRequest,
+        deadline: Option<Duration>,
+    ) -> Result<pb::InvokeResponse, ClankieError> {
+        let role = parse_role(&req.role)?;
+        if req.actor.is_empty() || req.actor.len() > 200 {
+            return Err(ErrorCode::InvalidArgument.err("an actor is 1 to 200 bytes"));
+        }
+        let args: Value = if req.arguments_json.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&req.arguments_json).map_err(|e| {
+                ErrorCode::ArgumentsInvalid.err(format!("arguments are not JSON: {e}"))
+            })?
+        };
+        let caller = Caller {
+            actor: req.actor.clone(),
+            role,
+        };
+        let wait = if req.tool == "list_changes" {
+            let asked = args
+                .get("waitMs")
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis)
+                .unwrap_or_default()
+                .min(MAX_WAIT);
+            // Answer a little before the caller gives up.
+            deadline.map_or(asked, |d| {
+                asked.min(d.saturating_sub(Duration::from_millis(200)))
+            })
+        } else {
+            Duration::ZERO
+        };
+        let until = tokio::time::Instant::now() + wait;
+        let mut seen = self.inner.cursor.subscribe();
+        loop {
+            seen.mark_unchanged();
+            let (tool, args2, caller2) = (req.tool.clone(), args.clone(), caller.clone());
+            let (result, cursor) = self
+                .with_store(move |s| tools::invoke(s, &caller2, &tool, args2))
+                .await?;
+            let empty = result
+                .get("changes")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty);
+            if !empty || wait.is_zero() || tokio::time::Instant::now() >= until {
+                return Ok(pb::InvokeResponse {
+                    replayed: result.get("replayed").and_then(Value::as_bool) == Some(true),
+                    result_json: result.to_string(),
+                    cursor,
+                });
+            }
+            if tokio::time::timeout_at(until, seen.changed())
+                .await
+                .is_err()
+            {
+                // One last read at the deadline, so a commit that raced the
+                // timer is not missed.
+                let (tool, args2, caller2) = (req.tool.clone(), args.clone(), caller.clone());
+                let (result, cursor) = self
+                    .with_store(move |s| tools::invoke(s, &caller2, &tool, args2))
+                    .await?;
+                return Ok(pb::InvokeResponse {
+                    replayed: false,
+                    result_json: result.to_string(),
+                    cursor,
+                });
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl pb::tracker_server::Tracker for TrackerService {
+    async fn invoke(
+        &self,
+        request: Request<pb::InvokeRequest>,
+    ) -> Result<Response<pb::InvokeResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let deadline = grpc::deadline(request.metadata());
+        let req = request.into_inner();
+        let span = tracing::info_span!("tracker.invoke", tool = %req.tool, role = %req.role);
+        let out = TrackerService::invoke(self, req, deadline)
+            .instrument(span)
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(out))
+    }
+
+    async fn owns_item(
+        &self,
+        request: Request<pb::OwnsItemRequest>,
+    ) -> Result<Response<pb::OwnsItemResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let refs = request.into_inner().references;
+        if refs.len() > 32 {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("at most 32 references at once"),
+            ));
+        }
+        let (owned, _) = self
+            .with_store(move |s| {
+                let mut owned = Vec::new();
+                for r in refs {
+                    if s.owns_item(&r)? {
+                        owned.push(r);
+                    }
+                }
+                Ok(owned)
+            })
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(pb::OwnsItemResponse { owned }))
+    }
+
+    async fn create_team(
+        &self,
+        request: Request<pb::CreateTeamRequest>,
+    ) -> Result<Response<pb::TeamInfo>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let req = request.into_inner();
+        let (team, _) = self
+            .with_store(move |s| {
+                if req.cut_over {
+                    s.cut_over_team(&req.key, &req.name, "owner")
+                } else {
+                    s.create_team(&req.key, &req.name, "owner")
+                }
+            })
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(pb::TeamInfo {
+            id: team.id,
+            key: team.key,
+            name: team.name,
+        }))
+    }
+
+    async fn import_issue(
+        &self,
+        request: Request<pb::ImportIssueRequest>,
+    ) -> Result<Response<pb::InvokeResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let r = request.into_inner();
+        let (issue, cursor) = self
+            .with_store(move |s| {
+                s.import_issue(
+                    &r.team,
+                    &r.identifier,
+                    &r.linear_uuid,
+                    &r.title,
+                    &r.description,
+                    &r.state,
+                    "owner",
+                )
+            })
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(pb::InvokeResponse {
+            result_json: serde_json::json!({ "issue": issue }).to_string(),
+            replayed: false,
+            cursor,
+        }))
+    }
+
+    async fn stats(
+        &self,
+        request: Request<pb::StatsRequest>,
+    ) -> Result<Response<pb::StatsResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let actor = request.into_inner().actor;
+        let (writes, cursor) = self
+            .with_store(move |s| {
+                if actor.is_empty() {
+                    Ok(0)
+                } else {
+                    s.count_writes(&actor)
+                }
+            })
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(pb::StatsResponse {
+            cursor,
+            actor_writes: writes,
+        }))
+    }
+}

@@ -1,0 +1,833 @@
+//! The built-in tracker end to end: hired seats in real tmux panes run the
+//! real bridge (`clankie mcp --fleet`) under a Python MCP harness and call
+//! the `linear_*` vocabulary through `clankie_call`; the gateway, mcp-host,
+//! mailbox and tracker are the real binaries. The owner's route is the CLI.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use clankie_tests::{Stack, TmuxServer, bin_dir, python, repo_root};
+use serde_json::{Value, json};
+
+fn json_of(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+async fn wait_json(path: &Path, timeout: Duration) -> Value {
+    clankie_tests::wait_json(path, timeout)
+        .await
+        .unwrap_or_else(|| panic!("timed out waiting for {}", path.display()))
+}
+
+/// One hired seat running `tests/clients/tracker_seat.py`.
+struct Seat {
+    dir: PathBuf,
+    name: String,
+    ready: Value,
+    next: AtomicUsize,
+}
+
+impl Seat {
+    async fn hire(stack: &Stack, dir: &Path, name: &str, project: &str, role: &str) -> Seat {
+        let py = python().display().to_string();
+        let script = repo_root()
+            .join("tests/clients/tracker_seat.py")
+            .display()
+            .to_string();
+        let clankie = bin_dir().join("clankie").display().to_string();
+        let folder = dir.display().to_string();
+        stack.clankie_ok(&[
+            "hire",
+            "--project",
+            project,
+            "--role",
+            role,
+            "--",
+            &py,
+            &script,
+            &clankie,
+            &folder,
+            name,
+        ]);
+        let ready = match clankie_tests::wait_json(
+            &dir.join(format!("{name}.ready")),
+            Duration::from_secs(60),
+        )
+        .await
+        {
+            Some(v) => v,
+            None => {
+                let logs = ["gateway", "mailbox", "mcp-host", "admission"]
+                    .iter()
+                    .map(|n| {
+                        let text = std::fs::read_to_string(
+                            stack.state.path().join(format!("logs/{n}.log")),
+                        )
+                        .unwrap_or_default();
+                        let tail: Vec<&str> = text.lines().rev().take(20).collect();
+                        format!(
+                            "== {n}\n{}",
+                            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                panic!("seat {name} never came up\n{logs}");
+            }
+        };
+        Seat {
+            dir: dir.to_path_buf(),
+            name: name.into(),
+            ready,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn file(&self, suffix: &str) -> PathBuf {
+        self.dir.join(format!("{}.{suffix}", self.name))
+    }
+
+    fn send(&self, cmd: Value) -> usize {
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let tmp = self.file(&format!("cmd.{n}.tmp"));
+        std::fs::write(&tmp, cmd.to_string()).expect("cmd");
+        std::fs::rename(&tmp, self.file(&format!("cmd.{n}"))).expect("rename");
+        n
+    }
+
+    async fn result(&self, n: usize) -> Value {
+        wait_json(&self.file(&format!("res.{n}")), Duration::from_secs(90)).await
+    }
+
+    async fn run(&self, cmd: Value) -> Value {
+        let n = self.send(cmd);
+        self.result(n).await
+    }
+
+    /// One `clankie_call` of `linear_<tool>`.
+    async fn call(&self, tool: &str, args: Value) -> Value {
+        self.run(json!({ "call": format!("linear_{tool}"), "args": args }))
+            .await
+    }
+
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args.clone()).await;
+        assert_eq!(
+            r["isError"], false,
+            "{} linear_{tool}({args}) failed: {r}",
+            self.name
+        );
+        structured(&r)
+    }
+}
+
+/// The tracker's answer inside a `clankie_call` result.
+fn structured(r: &Value) -> Value {
+    let result = &r["result"];
+    result
+        .get("result")
+        .and_then(|x| x.get("structuredContent"))
+        .cloned()
+        .unwrap_or_else(|| result.clone())
+}
+
+/// The refusal code of a failed call: the bridge's refusal, or the tool's
+/// error.
+fn code(r: &Value) -> String {
+    let s = structured(r);
+    s["error"]["code"]
+        .as_str()
+        .or_else(|| r["result"]["error"]["code"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The host's own refusal (before dispatch: no receipt), and the role it
+/// names.
+fn host_refusal(r: &Value) -> (String, String) {
+    assert!(
+        r["result"].get("receiptId").is_none(),
+        "refused by the host before dispatch, not by the store: {r}"
+    );
+    let e = &r["result"]["error"];
+    (
+        e["code"].as_str().unwrap_or("").to_string(),
+        e["role"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+fn owner_call(stack: &Stack, tool: &str, args: Value) -> Value {
+    let out = json_of(&stack.clankie_ok(&["tracker", "call", tool, &args.to_string()]));
+    assert_eq!(out["outcome"], "ok", "owner {tool}: {out}");
+    out["result"].clone()
+}
+
+fn budgets(stack: &Stack) -> Value {
+    let owner = std::fs::read_to_string(stack.state.path().join("owner.token")).expect("token");
+    let auth = format!("Bearer {}", owner.trim());
+    let (status, body) = clankie_tests::http(
+        &format!("{}/v1/tracker/request-budget", stack.url),
+        "GET",
+        &[("authorization", &auth)],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    json_of(&body)
+}
+
+fn actor_budget<'a>(b: &'a Value, role: &str, class: &str) -> &'a Value {
+    b["actors"]
+        .as_array()
+        .expect("actors")
+        .iter()
+        .find(|a| a["role"] == role && a["class"] == class)
+        .unwrap_or_else(|| panic!("no {role} {class} budget in {b}"))
+}
+
+struct World {
+    stack: Stack,
+    _tmux: TmuxServer,
+    workspace: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+/// A stack with a linked tmux session, project `alpha` bound to the
+/// built-in team ENG.
+async fn world() -> World {
+    let stack = Stack::start().await.expect("stack");
+    let tmux = TmuxServer::start("work");
+    let socket = tmux.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    let workspace = tempfile::tempdir().expect("workspace");
+    let ws = workspace.path().display().to_string();
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "alpha",
+        "--workspace",
+        &ws,
+        "--worker-cap",
+        "8",
+        "--reviewer",
+    ]);
+    stack.clankie_ok(&["tracker", "team", "ENG", "--name", "Engineering"]);
+    let set = json_of(&stack.clankie_ok(&[
+        "project",
+        "set",
+        "alpha",
+        "--revision",
+        "1",
+        "--tracker",
+        "builtin",
+        "--team",
+        "ENG",
+    ]));
+    assert_eq!(set["tracker"], "builtin");
+    let dir = tempfile::tempdir().expect("dir");
+    World {
+        stack,
+        _tmux: tmux,
+        workspace,
+        dir,
+    }
+}
+
+const HIDDEN: &[&str] = &[
+    "linear_post_run_control",
+    "linear_save_issue_status",
+    "linear_save_project",
+    "linear_post_retire_guided_review",
+    "linear_list_inbox",
+    "linear_get_inbox_item",
+    "linear_save_inbox_item",
+    "linear_post_inbox_answer",
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
+    let w = world().await;
+    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+
+    // Discovery: the worker's catalog never shows the hidden verbs.
+    for query in [
+        "linear",
+        "status",
+        "inbox",
+        "run control",
+        "project",
+        "guided review",
+    ] {
+        let r = worker.run(json!({ "tools": { "query": query } })).await;
+        let names: Vec<String> = r["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools for {query}: {r}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        for h in HIDDEN {
+            assert!(
+                !names.iter().any(|n| n == h),
+                "{h} shown for {query:?}: {names:?}"
+            );
+        }
+    }
+    let described = worker
+        .run(json!({ "tools": { "names": ["linear_save_issue", "linear_save_issue_status", "linear_post_issue_event"] } }))
+        .await;
+    let tools = described["result"]["tools"].as_array().expect("described");
+    assert_eq!(tools.len(), 2, "the hidden verb is omitted: {described}");
+    let save_issue = tools
+        .iter()
+        .find(|t| t["name"] == "linear_save_issue")
+        .expect("save_issue");
+    let schema = save_issue["inputSchema"].to_string();
+    assert!(!schema.contains("\"cycle\""), "cycle dropped: {schema}");
+    let event = tools
+        .iter()
+        .find(|t| t["name"] == "linear_post_issue_event")
+        .expect("event");
+    assert!(
+        !event["inputSchema"].to_string().contains("owner-verified"),
+        "owner-verified dropped"
+    );
+
+    // The worker's everyday writes.
+    let created = worker
+        .ok(
+            "save_issue",
+            json!({ "team": "ENG", "title": "Fix the flaky test", "idempotencyKey": "create-1" }),
+        )
+        .await;
+    let id = created["issue"]["identifier"]
+        .as_str()
+        .expect("identifier")
+        .to_string();
+    assert_eq!(id, "ENG-1");
+    let again = worker
+        .ok(
+            "save_issue",
+            json!({ "team": "ENG", "title": "Fix the flaky test", "idempotencyKey": "create-1" }),
+        )
+        .await;
+    assert_eq!(again["issue"]["identifier"], "ENG-1");
+    assert_eq!(again["replayed"], true);
+    worker
+        .ok(
+            "save_comment",
+            json!({ "issueId": id, "body": "Looking into it." }),
+        )
+        .await;
+    let lease = worker
+        .ok("save_lease", json!({ "issueId": id, "ttlMs": 600000 }))
+        .await;
+    assert!(
+        lease["lease"]["holder"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("hire:")),
+        "{lease}"
+    );
+    worker
+        .ok(
+            "post_issue_event",
+            json!({ "issueId": id, "stage": "started", "body": "on it" }),
+        )
+        .await;
+    worker
+        .ok("save_issue", json!({ "id": id, "state": "In Review" }))
+        .await;
+
+    // It cannot complete the issue, by argument or by the hidden verb.
+    let refused = [
+        worker
+            .call("save_issue", json!({ "id": id, "state": "Done" }))
+            .await,
+        worker
+            .call("save_issue", json!({ "id": id, "cycle": "c1" }))
+            .await,
+        worker
+            .call("save_issue_status", json!({ "id": id, "state": "Done" }))
+            .await,
+        worker
+            .call(
+                "post_issue_event",
+                json!({ "issueId": id, "stage": "owner-verified" }),
+            )
+            .await,
+        worker
+            .call(
+                "post_run_control",
+                json!({ "runId": "r1", "action": "cancel" }),
+            )
+            .await,
+    ];
+    for r in &refused {
+        assert_eq!(
+            host_refusal(r),
+            ("role_not_allowed".to_string(), "worker".to_string()),
+            "{r}"
+        );
+    }
+    let issue = owner_call(&w.stack, "get_issue", json!({ "id": id }));
+    assert_eq!(issue["issue"]["state"], "In Review", "nothing completed it");
+    let comments = owner_call(&w.stack, "list_comments", json!({ "issueId": id }));
+    assert_eq!(comments["comments"].as_array().expect("comments").len(), 1);
+    assert!(
+        comments["comments"][0]["author"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("hire:")),
+        "recorded as the worker: {comments}"
+    );
+
+    // A reviewer hire is the reviewer; a lead hire is the lead and completes.
+    let reviewer = Seat::hire(&w.stack, w.dir.path(), "reviewer", "alpha", "reviewer").await;
+    reviewer.ok("list_issues", json!({ "team": "ENG" })).await;
+    let refused = reviewer
+        .call("save_issue_status", json!({ "id": id, "state": "Done" }))
+        .await;
+    assert_eq!(
+        host_refusal(&refused),
+        ("role_not_allowed".to_string(), "reviewer".to_string())
+    );
+    let b = budgets(&w.stack);
+    actor_budget(&b, "reviewer", "interactive");
+    actor_budget(&b, "worker", "interactive");
+
+    let lead = Seat::hire(&w.stack, w.dir.path(), "lead", "alpha", "lead").await;
+    let tools: Vec<&str> = lead.ready["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!tools.is_empty());
+    let shown = lead
+        .run(json!({ "tools": { "names": ["linear_save_issue_status", "linear_list_inbox"] } }))
+        .await;
+    assert_eq!(
+        shown["result"]["tools"].as_array().expect("tools").len(),
+        2,
+        "{shown}"
+    );
+    lead.ok("save_issue_status", json!({ "id": id, "state": "Done" }))
+        .await;
+    lead.ok(
+        "post_issue_event",
+        json!({ "issueId": id, "stage": "owner-verified" }),
+    )
+    .await;
+    let issue = owner_call(&w.stack, "get_issue", json!({ "id": id }));
+    assert_eq!(issue["issue"]["state"], "Done");
+    assert_eq!(issue["issue"]["stateType"], "completed");
+    // Lead calls are not counted.
+    let b = budgets(&w.stack);
+    assert!(
+        !b["actors"]
+            .as_array()
+            .expect("actors")
+            .iter()
+            .any(|a| a["role"] == "lead"),
+        "{b}"
+    );
+    drop(w.workspace);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sixty_writes_a_minute_exactly_under_concurrency() {
+    let w = world().await;
+    let issue = owner_call(
+        &w.stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "busy" }),
+    );
+    let id = issue["issue"]["identifier"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let batch: Vec<Value> = (0..64)
+        .map(|i| json!({ "call": "linear_save_comment", "args": { "issueId": id, "body": format!("note {i}") } }))
+        .collect();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let results = worker.run(json!({ "batch": batch })).await;
+    let results = results.as_array().expect("results");
+    let ok = results.iter().filter(|r| r["isError"] == false).count();
+    let refused: Vec<&Value> = results.iter().filter(|r| r["isError"] == true).collect();
+    assert_eq!(ok, 60, "exactly 60 writes pass");
+    assert_eq!(refused.len(), 4);
+    for r in &refused {
+        assert_eq!(code(r), "tracker_request_budget", "{r}");
+        let e = &r["result"]["error"];
+        let retry_at = e["retryAtMs"].as_i64().expect("retryAtMs");
+        let after = e["retryAfterMs"].as_i64().expect("retryAfterMs");
+        assert!(
+            e["retryAt"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{e}"
+        );
+        // The window opens a minute after the first counted write.
+        assert!(
+            retry_at >= before + 60_000 - 1 && retry_at <= before + 61_000 + 30_000,
+            "{e}"
+        );
+        assert!(after > 0 && after <= 60_000, "{e}");
+    }
+    // The store holds exactly the 60.
+    let comments = owner_call(
+        &w.stack,
+        "list_comments",
+        json!({ "issueId": id, "limit": 250 }),
+    );
+    assert_eq!(comments["comments"].as_array().expect("comments").len(), 60);
+    // Reads still pass; the background class has its own budget.
+    worker.ok("get_issue", json!({ "id": id })).await;
+    let bg: Vec<Value> = (0..5)
+        .map(|i| json!({ "call": "linear_save_comment", "args": { "issueId": id, "body": format!("bg {i}") }, "background": true }))
+        .collect();
+    let bg = worker.run(json!({ "batch": bg })).await;
+    assert!(
+        bg.as_array()
+            .expect("bg")
+            .iter()
+            .all(|r| r["isError"] == false),
+        "{bg}"
+    );
+    let still = worker
+        .call("save_comment", json!({ "issueId": id, "body": "one more" }))
+        .await;
+    assert_eq!(code(&still), "tracker_request_budget");
+    let b = budgets(&w.stack);
+    assert_eq!(b["writesPerMinute"], 60);
+    assert_eq!(b["requestsPerHour"], 600);
+    let inter = actor_budget(&b, "worker", "interactive");
+    assert_eq!(inter["writes"]["used"], 60, "{inter}");
+    assert_eq!(
+        inter["requests"]["used"], 61,
+        "refused calls are not counted: {inter}"
+    );
+    assert_eq!(inter["refused"], 5);
+    let back = actor_budget(&b, "worker", "background");
+    assert_eq!(back["writes"]["used"], 5);
+    // The owner is never counted and still writes.
+    owner_call(
+        &w.stack,
+        "save_comment",
+        json!({ "issueId": id, "body": "owner" }),
+    );
+    let doctor = w.stack.clankie(&["doctor", "--json"]);
+    let doctor = json_of(&String::from_utf8_lossy(&doctor.stdout));
+    assert_eq!(doctor["trackerBudgets"]["writesPerMinute"], 60, "{doctor}");
+    let work = json_of(&w.stack.clankie_ok(&["work", "status", "--json"]));
+    assert!(
+        work["trackerBudgets"]["actors"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["refused"] == 5)),
+        "{work}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_changes_wakes_within_the_poll_on_a_commit() {
+    let w = world().await;
+    let first = owner_call(
+        &w.stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "one" }),
+    );
+    assert_eq!(first["issue"]["identifier"], "ENG-1");
+    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let now = worker.ok("list_changes", json!({})).await;
+    let cursor = now["cursor"].as_i64().expect("cursor");
+    assert!(cursor > 0);
+    // An empty poll waits its time out and costs one request.
+    let empty = worker
+        .ok("list_changes", json!({ "cursor": cursor, "waitMs": 300 }))
+        .await;
+    assert_eq!(empty["changes"].as_array().expect("changes").len(), 0);
+    let n = worker.send(json!({
+        "mark": true,
+        "call": "linear_list_changes",
+        "args": { "cursor": cursor, "waitMs": 15000 },
+    }));
+    wait_json(
+        &worker.file(&format!("started.{n}")),
+        Duration::from_secs(30),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    owner_call(
+        &w.stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "two" }),
+    );
+    let woke = worker.result(n).await;
+    assert_eq!(woke["isError"], false, "{woke}");
+    let changes = structured(&woke)["changes"].clone();
+    assert!(
+        changes
+            .as_array()
+            .is_some_and(|c| !c.is_empty() && c[0]["entity"] == "issue"),
+        "{woke}"
+    );
+    let ms = woke["ms"].as_f64().expect("ms");
+    assert!(
+        ms < 14_000.0,
+        "woke on the commit, not at the deadline: {ms} ms"
+    );
+    let b = budgets(&w.stack);
+    let inter = actor_budget(&b, "worker", "interactive");
+    assert_eq!(
+        inter["requests"]["used"], 3,
+        "one request per poll: {inter}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tracker_survives_kill_9_mid_write() {
+    let w = world().await;
+    let stack = &w.stack;
+    let pid = stack.service_pid("tracker").expect("tracker pid");
+    // 40 owner writes, each with its own idempotency key, 8 at a time,
+    // while the tracker is killed partway.
+    let clankie = bin_dir().join("clankie");
+    let state = stack.state.path().to_path_buf();
+    let writer = std::thread::spawn(move || {
+        let mut outcomes = Vec::new();
+        for chunk in (0..40).collect::<Vec<_>>().chunks(8) {
+            let children: Vec<_> = chunk
+                .iter()
+                .map(|i| {
+                    std::process::Command::new(&clankie)
+                        .args([
+                            "tracker",
+                            "call",
+                            "save_issue",
+                            &json!({ "team": "ENG", "title": format!("w{i}"), "idempotencyKey": format!("k{i}") })
+                                .to_string(),
+                        ])
+                        .env("CLANKIE_STATE", &state)
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                        .expect("spawn")
+                })
+                .collect();
+            for c in children {
+                let out = c.wait_with_output().expect("wait");
+                outcomes.push(String::from_utf8_lossy(&out.stdout).to_string());
+            }
+        }
+        outcomes
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    let outcomes = tokio::task::spawn_blocking(move || writer.join().expect("writer"))
+        .await
+        .expect("join");
+    let acknowledged: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| serde_json::from_str::<Value>(o).ok())
+        .filter(|v| v["outcome"] == "ok")
+        .filter_map(|v| v["result"]["issue"]["title"].as_str().map(str::to_string))
+        .collect();
+    // The supervisor restarts the tracker; the database opens cleanly.
+    let mut back = false;
+    for _ in 0..200 {
+        if stack.service_pid("tracker").is_some_and(|p| p != pid)
+            && stack
+                .clankie(&["tracker", "call", "list_teams", "{}"])
+                .status
+                .success()
+        {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(back, "the tracker came back");
+    // Every acknowledged write is there; retrying every key writes the rest
+    // exactly once.
+    for i in 0..40 {
+        owner_call(
+            stack,
+            "save_issue",
+            json!({ "team": "ENG", "title": format!("w{i}"), "idempotencyKey": format!("k{i}") }),
+        );
+    }
+    let list = owner_call(stack, "list_issues", json!({ "team": "ENG", "limit": 250 }));
+    let mut titles: Vec<String> = list["issues"]
+        .as_array()
+        .expect("issues")
+        .iter()
+        .filter_map(|i| i["title"].as_str().map(str::to_string))
+        .collect();
+    titles.sort();
+    let mut expected: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+    expected.sort();
+    assert_eq!(titles, expected, "each write exactly once");
+    for t in &acknowledged {
+        assert!(titles.contains(t));
+    }
+    let db = stack.state.path().join("tracker/tracker.db");
+    let conn = rusqlite::Connection::open(&db).expect("open db");
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity");
+    assert_eq!(check, "ok");
+    let creates: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM changes WHERE entity = 'issue' AND action = 'create'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("changes");
+    assert_eq!(creates, 40, "the change log matches the rows");
+}
+
+/// A stand-in for Linear's MCP server (the real one is out of reach here):
+/// it answers Linear's tool names and marks every answer as its own.
+fn connect_standin(stack: &Stack, log: &Path) {
+    let py = python().display().to_string();
+    let script = repo_root()
+        .join("tests/peers/linear_standin.py")
+        .display()
+        .to_string();
+    let log = log.display().to_string();
+    stack.connect_stdio("linear", &[&py, &script, &log], &[]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn linear_calls_route_by_repo_item_and_hire() {
+    let w = world().await;
+    let stack = &w.stack;
+    let standin_log = w.dir.path().join("standin.log");
+    connect_standin(stack, &standin_log);
+    // A cut-over team with an imported issue, and one made here since.
+    stack.clankie_ok(&["tracker", "team", "VUH", "--name", "Vuh", "--cut-over"]);
+    let uuid = "5b1c7d4e-8f9a-4b2c-9d3e-0f1a2b3c4d5e";
+    stack.clankie_ok(&[
+        "tracker", "import", "VUH", "VUH-12", "--uuid", uuid, "--title", "imported",
+    ]);
+    let local = owner_call(
+        stack,
+        "save_issue",
+        json!({ "team": "VUH", "title": "made here" }),
+    );
+    assert_eq!(local["issue"]["identifier"], "LOCAL-VUH-1");
+    owner_call(
+        stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "eng work" }),
+    );
+
+    // Projects: beta bound to Linear; gamma unbound with no conventions;
+    // delta unbound with every workspace's convention linear.
+    let mut folders = Vec::new();
+    for name in ["beta", "gamma", "delta"] {
+        let d = tempfile::tempdir().expect("ws");
+        let ws = d.path().display().to_string();
+        stack.clankie_ok(&["project", "add", name, "--workspace", &ws]);
+        folders.push((name, d));
+    }
+    stack.clankie_ok(&[
+        "project",
+        "set",
+        "beta",
+        "--revision",
+        "1",
+        "--tracker",
+        "linear",
+        "--linear-project",
+        "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b",
+    ]);
+    let delta_ws = folders[2].1.path().display().to_string();
+    stack.clankie_ok(&[
+        "project",
+        "set",
+        "delta",
+        "--revision",
+        "1",
+        "--convention",
+        &format!("{delta_ws}=linear"),
+    ]);
+
+    let beta = Seat::hire(stack, w.dir.path(), "beta", "beta", "worker").await;
+    // Follows the hire: a Linear project reaches Linear.
+    let made = beta
+        .ok(
+            "save_issue",
+            json!({ "team": "ENG", "title": "for linear" }),
+        )
+        .await;
+    assert_eq!(made["source"], "linear-standin", "{made}");
+    // An item of the cut-over team goes to the built-in store whatever the hire.
+    let imported = beta.ok("get_issue", json!({ "id": "VUH-12" })).await;
+    assert_eq!(imported["issue"]["title"], "imported", "{imported}");
+    let by_uuid = beta.ok("get_issue", json!({ "id": uuid })).await;
+    assert_eq!(by_uuid["issue"]["identifier"], "VUH-12", "{by_uuid}");
+    beta.ok(
+        "save_comment",
+        json!({ "issueId": "LOCAL-VUH-1", "body": "from a linear hire" }),
+    )
+    .await;
+    let comments = owner_call(stack, "list_comments", json!({ "issueId": "LOCAL-VUH-1" }));
+    assert_eq!(comments["comments"].as_array().expect("c").len(), 1);
+    // linearHistory reads the frozen copy, marked as history.
+    let history = beta
+        .ok(
+            "get_issue",
+            json!({ "id": "VUH-12", "linearHistory": true }),
+        )
+        .await;
+    assert_eq!(history["source"], "linear-standin");
+    assert_eq!(history["linearHistory"], true, "{history}");
+    // A Linear-native write naming the item is refused with a pointer.
+    let graphql = beta
+        .run(json!({ "call": "linear_graphql", "args": { "query": "mutation { commentCreate(input: {issueId: \"VUH-12\", body: \"x\"}) { success } }" } }))
+        .await;
+    assert_eq!(code(&graphql), "tracker_cut_over", "{graphql}");
+    assert!(
+        graphql.to_string().contains("linear_save_comment"),
+        "{graphql}"
+    );
+    // An explicit repo wins over the hire.
+    let eng = beta
+        .ok("get_issue", json!({ "id": "ENG-1", "repo": "alpha" }))
+        .await;
+    assert_eq!(eng["issue"]["title"], "eng work", "{eng}");
+    let unknown = beta
+        .call("get_issue", json!({ "id": "ENG-1", "repo": "nowhere" }))
+        .await;
+    assert_eq!(code(&unknown), "tracker_route_unavailable", "{unknown}");
+
+    // No binding and no linear conventions: refused.
+    let gamma = Seat::hire(stack, w.dir.path(), "gamma", "gamma", "worker").await;
+    let refused = gamma
+        .call("save_issue", json!({ "team": "ENG", "title": "lost" }))
+        .await;
+    assert_eq!(code(&refused), "tracker_route_unavailable", "{refused}");
+    assert!(
+        refused.to_string().contains("project set"),
+        "points at the fix: {refused}"
+    );
+    // All workspaces' conventions linear: Linear.
+    let delta = Seat::hire(stack, w.dir.path(), "delta", "delta", "worker").await;
+    let d = delta.ok("list_issues", json!({})).await;
+    assert_eq!(d["source"], "linear-standin", "{d}");
+    // What reached the stand-in never carried the routing arguments.
+    let seen = std::fs::read_to_string(&standin_log).unwrap_or_default();
+    assert!(
+        !seen.contains("linearHistory") && !seen.contains("\"repo\""),
+        "{seen}"
+    );
+    assert!(
+        !seen.contains("LOCAL-VUH-1"),
+        "the built-in item never reached Linear: {seen}"
+    );
+}
