@@ -86,7 +86,7 @@ async fn search_describe_call_across_stdio_and_http_upstreams() {
     assert_eq!(names, ["clankie_tools", "clankie_call"]);
     let description = tools[0].description.as_deref().unwrap_or("");
     assert!(
-        description.contains("Connected now: everything, evhttp, time"),
+        description.contains("Connected now: everything, evhttp, linear, time"),
         "{description}"
     );
 

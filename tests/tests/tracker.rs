@@ -368,6 +368,33 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
             "{r}"
         );
     }
+    // Its writes stay inside its project's team.
+    w.stack
+        .clankie_ok(&["tracker", "team", "OPS", "--name", "Operations"]);
+    let ops = owner_call(
+        &w.stack,
+        "save_issue",
+        json!({ "team": "OPS", "title": "pager" }),
+    );
+    let ops_id = ops["issue"]["identifier"]
+        .as_str()
+        .expect("ops id")
+        .to_string();
+    let outside = worker
+        .call("save_issue", json!({ "team": "OPS", "title": "stray" }))
+        .await;
+    assert_eq!(code(&outside), "tracker_out_of_scope", "{outside}");
+    let outside = worker
+        .call(
+            "save_comment",
+            json!({ "issueId": ops_id, "body": "stray" }),
+        )
+        .await;
+    assert_eq!(code(&outside), "tracker_out_of_scope", "{outside}");
+    // Reads are not scoped.
+    worker.ok("get_issue", json!({ "id": ops_id })).await;
+    let ops_comments = owner_call(&w.stack, "list_comments", json!({ "issueId": ops_id }));
+    assert_eq!(ops_comments["comments"].as_array().expect("c").len(), 0);
     let issue = owner_call(&w.stack, "get_issue", json!({ "id": id }));
     assert_eq!(issue["issue"]["state"], "In Review", "nothing completed it");
     let comments = owner_call(&w.stack, "list_comments", json!({ "issueId": id }));
@@ -805,6 +832,15 @@ async fn linear_calls_route_by_repo_item_and_hire() {
         .call("get_issue", json!({ "id": "ENG-1", "repo": "nowhere" }))
         .await;
     assert_eq!(code(&unknown), "tracker_route_unavailable", "{unknown}");
+
+    // A built-in project's hire cannot reach Linear's own tools.
+    let alpha = Seat::hire(stack, w.dir.path(), "alpha", "alpha", "worker").await;
+    let graphql = alpha
+        .run(json!({ "call": "linear_graphql", "args": { "query": "{ viewer { id } }" } }))
+        .await;
+    assert_eq!(code(&graphql), "tracker_cut_over", "{graphql}");
+    let eng_list = alpha.ok("list_issues", json!({ "team": "ENG" })).await;
+    assert!(eng_list["issues"].is_array(), "{eng_list}");
 
     // No binding and no linear conventions: refused.
     let gamma = Seat::hire(stack, w.dir.path(), "gamma", "gamma", "worker").await;

@@ -139,6 +139,9 @@ struct Plan {
     caller: tracker::TrackerCaller,
     backend: tracker::Backend,
     write: bool,
+    /// The team a limited caller's writes stay in, when its route is a
+    /// built-in project (empty: unscoped).
+    scope_team: String,
 }
 
 fn tool_result(structured: Value, is_error: bool) -> Value {
@@ -329,6 +332,7 @@ impl McpHost {
             role: tracker::role_of(&info.role),
             actor: info.actor,
             route: info.route,
+            route_team: info.route_team,
             route_problem: info.route_problem,
             route_project: info.route_project,
         })
@@ -414,10 +418,24 @@ impl McpHost {
             linear,
         )
         .map_err(|e| self.policy_refused(e, &caller, &entry.tool))?;
+        // A limited caller routed to a built-in project by its hire (or an
+        // explicit repo) writes only inside that project's team; a call
+        // that reached the store because it names a cut-over item is not
+        // scoped.
+        let scope_team = if backend == tracker::Backend::Store
+            && caller.role.limited()
+            && owned.is_empty()
+            && caller.route == "builtin"
+        {
+            caller.route_team.clone()
+        } else {
+            String::new()
+        };
         Ok(Plan {
             caller,
             backend,
             write: def.write,
+            scope_team,
         })
     }
 
@@ -467,8 +485,20 @@ impl McpHost {
             None
         };
         if !entry.builtin && entry.account == tracker::ACCOUNT {
-            // Linear's own tools cannot write to an item that moved to the
-            // built-in store.
+            // Linear's own tools do not reach a project whose issues live
+            // in the built-in store, nor an item that moved there.
+            let repo = args.get("repo").and_then(Value::as_str).unwrap_or("");
+            let caller = self.tracker_caller(who, repo).await?;
+            if caller.route == "builtin" {
+                return Err(self.policy_refused(
+                    ErrorCode::TrackerCutOver.err(format!(
+                        "project {} keeps its issues in the built-in tracker; {} cannot reach it. Use the linear_* tracker tools (linear_save_issue, linear_save_comment, linear_list_issues)",
+                        caller.route_project, entry.qualified
+                    )),
+                    &caller,
+                    &entry.tool,
+                ));
+            }
             let owned = self.owned(tracker::references(&args, false)).await?;
             if let Some(item) = owned.first() {
                 return Err(ErrorCode::TrackerCutOver.err(format!(
@@ -525,6 +555,7 @@ impl McpHost {
                 arguments_json: args.to_string(),
                 actor: p.caller.actor.clone(),
                 role: p.caller.role.as_str().into(),
+                scope_team: p.scope_team.clone(),
             }),
         };
         // The budget is the last check: a call refused earlier is not counted.

@@ -168,6 +168,8 @@ pub struct TrackerCaller {
     pub actor: String,
     /// The route the caller's hire (or `repo`) resolves to.
     pub route: String,
+    /// The built-in team of the routed project.
+    pub route_team: String,
     pub route_problem: String,
     pub route_project: String,
 }
@@ -573,6 +575,7 @@ mod tests {
             role: Role::Worker,
             actor: "hire:x".into(),
             route: "linear".into(),
+            route_team: String::new(),
             route_problem: String::new(),
             route_project: "p".into(),
         };

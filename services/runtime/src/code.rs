@@ -85,6 +85,7 @@ codes! {
     TrackerConflict => "tracker_conflict",
     TrackerRouteUnavailable => "tracker_route_unavailable",
     TrackerCutOver => "tracker_cut_over",
+    TrackerOutOfScope => "tracker_out_of_scope",
     ServiceUnavailable => "service_unavailable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
@@ -110,7 +111,8 @@ impl ErrorCode {
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
-            | ErrorCode::NotReviewer => Code::PermissionDenied,
+            | ErrorCode::NotReviewer
+            | ErrorCode::TrackerOutOfScope => Code::PermissionDenied,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
@@ -163,7 +165,8 @@ impl ErrorCode {
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
-            | ErrorCode::NotReviewer => StatusCode::FORBIDDEN,
+            | ErrorCode::NotReviewer
+            | ErrorCode::TrackerOutOfScope => StatusCode::FORBIDDEN,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound

@@ -67,6 +67,45 @@ fn refuse(e: ClankieError) -> Status {
     e.into()
 }
 
+/// A scoped write stays in its team: a named team must be it, and a named
+/// issue must be one of its issues.
+fn check_scope(store: &Store, scope: &str, tool: &str, args: &Value) -> Result<(), ClankieError> {
+    if scope.is_empty() || !crate::vocabulary::is_write(tool) {
+        return Ok(());
+    }
+    let team = store.team(scope).map_err(store_refusal)?;
+    let outside = |what: &str| {
+        ErrorCode::TrackerOutOfScope.err(format!(
+            "{what} is outside this hire's project: its writes stay in team {}; pass repo to name another project's tracker",
+            team.key
+        ))
+    };
+    for key in ["team", "teamId"] {
+        if let Some(named) = args.get(key).and_then(Value::as_str)
+            && named != team.key
+            && named != team.id
+        {
+            return Err(outside(&format!("team {named}")));
+        }
+    }
+    let issue_keys: &[&str] = if tool == "save_issue" || tool == "save_issue_status" {
+        &["id", "issueId", "parentId"]
+    } else {
+        &["issueId"]
+    };
+    for key in issue_keys {
+        if let Some(named) = args.get(*key).and_then(Value::as_str) {
+            // An unknown issue is the store's own not-found.
+            if let Ok(issue) = store.issue(named)
+                && issue.team_id != team.id
+            {
+                return Err(outside(&issue.identifier));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn parse_role(role: &str) -> Result<Role, ClankieError> {
     match role {
         "owner" => Ok(Role::Owner),
@@ -111,7 +150,7 @@ impl TrackerService {
     /// Runs `f` on the store on a blocking thread, then publishes the cursor.
     async fn with_store<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&mut Store) -> Result<T, ClankieError> + Send + 'static,
     ) -> Result<(T, i64), ClankieError> {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
@@ -122,7 +161,7 @@ impl TrackerService {
             let mut store = lock
                 .lock()
                 .map_err(|_| ErrorCode::Internal.err("the tracker store lock is poisoned"))?;
-            let out = f(&mut store).map_err(store_refusal)?;
+            let out = f(&mut store)?;
             let cursor = store.cursor().map_err(store_refusal)?;
             inner.cursor.send_if_modified(|c| {
                 if *c == cursor {
@@ -178,8 +217,12 @@ impl TrackerService {
         loop {
             seen.mark_unchanged();
             let (tool, args2, caller2) = (req.tool.clone(), args.clone(), caller.clone());
+            let scope = req.scope_team.clone();
             let (result, cursor) = self
-                .with_store(move |s| tools::invoke(s, &caller2, &tool, args2))
+                .with_store(move |s| {
+                    check_scope(s, &scope, &tool, &args2)?;
+                    tools::invoke(s, &caller2, &tool, args2).map_err(store_refusal)
+                })
                 .await?;
             let empty = result
                 .get("changes")
@@ -200,7 +243,9 @@ impl TrackerService {
                 // timer is not missed.
                 let (tool, args2, caller2) = (req.tool.clone(), args.clone(), caller.clone());
                 let (result, cursor) = self
-                    .with_store(move |s| tools::invoke(s, &caller2, &tool, args2))
+                    .with_store(move |s| {
+                        tools::invoke(s, &caller2, &tool, args2).map_err(store_refusal)
+                    })
                     .await?;
                 return Ok(pb::InvokeResponse {
                     replayed: false,
@@ -250,7 +295,7 @@ impl pb::tracker_server::Tracker for TrackerService {
             .with_store(move |s| {
                 let mut owned = Vec::new();
                 for r in refs {
-                    if s.owns_item(&r)? {
+                    if s.owns_item(&r).map_err(store_refusal)? {
                         owned.push(r);
                     }
                 }
@@ -277,6 +322,7 @@ impl pb::tracker_server::Tracker for TrackerService {
                 } else {
                     s.create_team(&req.key, &req.name, "owner")
                 }
+                .map_err(store_refusal)
             })
             .await
             .map_err(refuse)?;
@@ -307,6 +353,7 @@ impl pb::tracker_server::Tracker for TrackerService {
                     &r.state,
                     "owner",
                 )
+                .map_err(store_refusal)
             })
             .await
             .map_err(refuse)?;
@@ -331,7 +378,7 @@ impl pb::tracker_server::Tracker for TrackerService {
                 if actor.is_empty() {
                     Ok(0)
                 } else {
-                    s.count_writes(&actor)
+                    s.count_writes(&actor).map_err(store_refusal)
                 }
             })
             .await
