@@ -10,6 +10,7 @@ const FILES: &[&str] = &[
     "clankie/mailbox/v1/mailbox.proto",
     "clankie/helper/v1/helper.proto",
     "clankie/tracker/v1/tracker.proto",
+    "clankie/auto/v1/auto.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

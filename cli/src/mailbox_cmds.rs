@@ -62,6 +62,20 @@ pub enum ProjectCommand {
         /// A workspace's saved tracker convention: WORKSPACE=builtin|linear|none (repeatable).
         #[arg(long = "convention")]
         conventions: Vec<String>,
+        /// Put the project on Auto, or take it off.
+        #[arg(long, value_parser = ["on", "off"])]
+        auto: Option<String>,
+        /// One line for the lead (at most 280 characters).
+        #[arg(long)]
+        focus: Option<String>,
+        /// An override for autonomous work: everyday|outward|machineSetup=on|off (repeatable).
+        #[arg(long = "override")]
+        overrides: Vec<String>,
+    },
+    /// Each project's status line: agents working, landed today, needs you.
+    Status {
+        #[arg(long)]
+        json: bool,
     },
     /// Remove one workspace record at the revision you read (no folder is deleted).
     RemoveWorkspace {
@@ -75,7 +89,15 @@ pub enum ProjectCommand {
 #[derive(Subcommand)]
 pub enum LeadCommand {
     /// Start a lead conversation.
-    Add { title: String },
+    Add {
+        title: String,
+        /// The lead chat's folder (workspace matching for Auto rounds).
+        #[arg(long, default_value = "")]
+        workspace: String,
+        /// A tracker project it owns: a built-in team key or a Linear project UUID (repeatable).
+        #[arg(long = "project")]
+        projects: Vec<String>,
+    },
     /// List the global head and lead conversations.
     List {
         #[arg(long)]
@@ -87,10 +109,13 @@ pub enum LeadCommand {
 
 #[derive(Args)]
 pub struct HireArgs {
-    /// Project name or id.
-    #[arg(long)]
+    /// Project name or id (a lead that owns one project may leave it out).
+    #[arg(long, default_value = "")]
     pub project: String,
-    /// worker or reviewer.
+    /// The hire comes from an autonomous turn: the staffing rule applies.
+    #[arg(long)]
+    pub autonomous: bool,
+    /// worker, reviewer or lead.
     #[arg(long, default_value = "worker")]
     pub role: String,
     /// The hiring conversation (default: the global head).
@@ -190,17 +215,28 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
             team,
             linear_project,
             conventions,
+            auto,
+            focus,
+            overrides,
         } => {
             return crate::tracker_cmds::project_set(
                 &paths,
-                project,
-                revision,
-                tracker,
-                team,
-                linear_project,
-                conventions,
+                crate::tracker_cmds::ProjectSet {
+                    project,
+                    revision,
+                    tracker,
+                    team,
+                    linear_project,
+                    conventions,
+                    auto: auto.map(|a| a == "on"),
+                    focus,
+                    overrides,
+                },
             )
             .await;
+        }
+        ProjectCommand::Status { json } => {
+            return crate::auto_cmds::project_status(&paths, json).await;
         }
         ProjectCommand::RemoveWorkspace {
             project,
@@ -233,9 +269,22 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
         })
     };
     match command {
-        LeadCommand::Add { title } => {
+        LeadCommand::Add {
+            title,
+            workspace,
+            projects,
+        } => {
+            let workspace = if workspace.is_empty() {
+                workspace
+            } else {
+                std::path::absolute(&workspace)?.display().to_string()
+            };
             let conv = c
-                .add_conversation(pb::AddConversationRequest { title })
+                .add_conversation(pb::AddConversationRequest {
+                    title,
+                    workspace,
+                    projects,
+                })
                 .await
                 .map_err(refused)?
                 .into_inner();
@@ -279,6 +328,7 @@ pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode>
             conversation_id: args.conversation,
             link_id: args.link,
             workspace_id: String::new(),
+            autonomous: args.autonomous,
         })
         .await
         .map_err(refused)?

@@ -5,6 +5,7 @@
 //! sockets with the owner credential; `mcp --fleet` is the stdio MCP bridge a
 //! worker pane registers in its harness.
 
+mod auto_cmds;
 mod fleet_bridge;
 mod mailbox_cmds;
 mod owner_cmds;
@@ -87,6 +88,11 @@ enum Command {
     Tracker {
         #[command(subcommand)]
         command: tracker_cmds::TrackerCommand,
+    },
+    /// Projects on Auto: the master switch, the saved level, the scheduler's status.
+    Auto {
+        #[command(subcommand)]
+        command: auto_cmds::AutoCommand,
     },
     /// Check every service, the receipt store and the tracker budgets.
     Doctor {
@@ -179,6 +185,7 @@ fn main() -> std::process::ExitCode {
             } => mailbox_cmds::message(paths, hire_id, text, conversation).await,
             Command::Review { command } => review::run(paths, command).await,
             Command::Tracker { command } => tracker_cmds::run(paths, command).await,
+            Command::Auto { command } => auto_cmds::run(paths, command).await,
             Command::Doctor { json } => tracker_cmds::doctor(paths, json).await,
             Command::Work { command } => tracker_cmds::work(paths, command).await,
             Command::Herdr {

@@ -322,24 +322,50 @@ pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
+/// `clankie project set` arguments.
+pub struct ProjectSet {
+    pub project: String,
+    pub revision: u64,
+    pub tracker: Option<String>,
+    pub team: Option<String>,
+    pub linear_project: Option<String>,
+    pub conventions: Vec<String>,
+    pub auto: Option<bool>,
+    pub focus: Option<String>,
+    pub overrides: Vec<String>,
+}
+
+fn pairs(list: &[String], flag: &str, form: &str) -> anyhow::Result<Vec<(String, String)>> {
+    list.iter()
+        .map(|c| {
+            c.rsplit_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| anyhow::anyhow!("{flag} takes {form}"))
+        })
+        .collect()
+}
+
 /// `clankie project set`: the revision-fenced project update.
-pub async fn project_set(
-    paths: &StatePaths,
-    project: String,
-    revision: u64,
-    tracker: Option<String>,
-    team: Option<String>,
-    linear_project: Option<String>,
-    conventions: Vec<String>,
-) -> anyhow::Result<ExitCode> {
-    let tracker = tracker.map(|t| if t == "none" { String::new() } else { t });
-    let mut workspace_conventions = std::collections::HashMap::new();
-    for c in conventions {
-        let Some((ws, conv)) = c.rsplit_once('=') else {
-            bail!("--convention takes WORKSPACE=builtin|linear|none");
+pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<ExitCode> {
+    let tracker = set
+        .tracker
+        .map(|t| if t == "none" { String::new() } else { t });
+    let workspace_conventions = pairs(
+        &set.conventions,
+        "--convention",
+        "WORKSPACE=builtin|linear|none",
+    )?
+    .into_iter()
+    .map(|(ws, c)| (ws, if c == "none" { String::new() } else { c }))
+    .collect();
+    let mut overrides = std::collections::HashMap::new();
+    for (k, v) in pairs(&set.overrides, "--override", "KEY=on|off")? {
+        let on = match v.as_str() {
+            "on" => true,
+            "off" => false,
+            _ => bail!("--override {k}={v}: use on or off"),
         };
-        let conv = if conv == "none" { "" } else { conv };
-        workspace_conventions.insert(ws.to_string(), conv.to_string());
+        overrides.insert(k, on);
     }
     let mut mailbox = pb::mailbox_client::MailboxClient::new(grpc::client(
         &paths.socket("mailbox"),
@@ -347,12 +373,15 @@ pub async fn project_set(
     ));
     let p = mailbox
         .update_project(pb::UpdateProjectRequest {
-            project,
-            expected_revision: revision,
+            project: set.project,
+            expected_revision: set.revision,
             tracker,
-            tracker_team: team,
-            linear_project_id: linear_project,
+            tracker_team: set.team,
+            linear_project_id: set.linear_project,
             workspace_conventions,
+            auto: set.auto,
+            focus: set.focus,
+            overrides,
         })
         .await
         .map_err(refused)?

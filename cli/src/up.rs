@@ -35,6 +35,7 @@ const HEALTH_NAMES: &[(&str, &str)] = &[
     ("tracker", "clankie.tracker.v1.Tracker"),
     ("mcp-host", "clankie.mcphost.v1.McpHost"),
     ("mailbox", "clankie.mailbox.v1.Mailbox"),
+    ("auto", "clankie.auto.v1.Auto"),
     ("gateway", "clankie.gateway.v1.Gateway"),
 ];
 

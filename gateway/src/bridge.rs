@@ -30,6 +30,8 @@ pub const PEER: &str = "message_peer";
 pub const SUBMIT: &str = "submit_for_review";
 pub const CANDIDATE: &str = "review_candidate";
 pub const VERDICT: &str = "review_verdict";
+pub const GET_WAKE: &str = "get_wake";
+pub const SCHEDULE_WAKE: &str = "schedule_wake";
 
 #[derive(Clone)]
 pub struct Bridge {
@@ -202,6 +204,41 @@ pub fn review_definitions() -> Vec<Tool> {
     serde_json::from_value(tools).unwrap_or_default()
 }
 
+/// The lead's wake tools, offered to a seat that holds a lead hire.
+pub fn lead_definitions() -> Vec<Tool> {
+    let tools = json!([
+        {
+            "name": GET_WAKE,
+            "description": "Read the autonomy switch, your scheduled self-wakes, the next Auto round \
+                and when your last round wake was accepted.",
+            "inputSchema": { "type": "object", "properties": {}, "additionalProperties": false }
+        },
+        {
+            "name": SCHEDULE_WAKE,
+            "description": "Schedule a self-wake: a wake message to your own conversation at a time \
+                (ms since the epoch, at most 30 days ahead). The autonomy switch stops it.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "atMs": { "type": "integer", "minimum": 0 },
+                    "note": { "type": "string", "maxLength": 2048 }
+                },
+                "required": ["atMs"],
+                "additionalProperties": false
+            }
+        }
+    ]);
+    serde_json::from_value(tools).unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ScheduleArgs {
+    at_ms: i64,
+    #[serde(default)]
+    note: String,
+}
+
 fn is_seat(a: &Admitted) -> bool {
     a.principal.mode == clankie_proto::common::v1::AdmissionMode::Local as i32
         && !a.principal.pane_id.is_empty()
@@ -306,6 +343,55 @@ fn status(s: tonic::Status) -> ClankieError {
 }
 
 impl Bridge {
+    async fn get_wake(
+        &self,
+        a: &Admitted,
+        budget: &Budget,
+    ) -> Result<CallToolResult, ClankieError> {
+        let w = self
+            .shared
+            .auto
+            .clone()
+            .get_wake(budget.request(clankie_proto::auto::v1::GetWakeRequest {}, &a.ticket)?)
+            .await
+            .map_err(status)?
+            .into_inner();
+        Ok(CallToolResult::structured(json!({
+            "switchOn": w.switch_on,
+            "conversationId": w.conversation_id,
+            "nextRoundMs": (w.next_round_ms > 0).then_some(w.next_round_ms),
+            "lastWakeAtMs": (w.last_wake_at_ms > 0).then_some(w.last_wake_at_ms),
+            "scheduled": w.scheduled.iter().map(|s| json!({
+                "wakeId": s.wake_id, "atMs": s.at_ms, "note": s.note,
+            })).collect::<Vec<_>>(),
+        })))
+    }
+
+    async fn schedule_wake(
+        &self,
+        a: &Admitted,
+        budget: &Budget,
+        args: ScheduleArgs,
+    ) -> Result<CallToolResult, ClankieError> {
+        let w = self
+            .shared
+            .auto
+            .clone()
+            .schedule_wake(budget.request(
+                clankie_proto::auto::v1::ScheduleWakeRequest {
+                    at_ms: args.at_ms,
+                    note: args.note,
+                },
+                &a.ticket,
+            )?)
+            .await
+            .map_err(status)?
+            .into_inner();
+        Ok(CallToolResult::structured(json!({
+            "wakeId": w.wake_id, "conversationId": w.conversation_id, "atMs": w.at_ms, "note": w.note,
+        })))
+    }
+
     async fn report(
         &self,
         a: &Admitted,
@@ -512,15 +598,14 @@ impl ServerHandler for Bridge {
                 let mut req = tonic::Request::new(clankie_proto::mailbox::v1::SeatToolsRequest {});
                 req.set_timeout(Duration::from_secs(5));
                 clankie_runtime::grpc::set_ticket(&mut req, &a.ticket);
-                if self
-                    .shared
-                    .mailbox
-                    .clone()
-                    .seat_tools(req)
-                    .await
-                    .is_ok_and(|r| r.into_inner().reviews)
-                {
-                    tools.extend(review_definitions());
+                if let Ok(seat) = self.shared.mailbox.clone().seat_tools(req).await {
+                    let seat = seat.into_inner();
+                    if seat.reviews {
+                        tools.extend(review_definitions());
+                    }
+                    if seat.lead {
+                        tools.extend(lead_definitions());
+                    }
                 }
             }
             serde_json::from_value(json!({ "tools": tools }))
@@ -584,6 +669,16 @@ impl ServerHandler for Bridge {
                             .err("reviews need a native seat; bearer links have none")),
                         Err(e) => Err(ErrorCode::ArgumentsInvalid
                             .err(format!("review_verdict arguments: {e}"))),
+                    }
+                }
+                GET_WAKE | SCHEDULE_WAKE if !is_seat(&a) => Err(ErrorCode::NativeSeatRequired
+                    .err("the wake tools need a native lead seat; bearer links have none")),
+                GET_WAKE => self.get_wake(&a, &budget).await,
+                SCHEDULE_WAKE => {
+                    match serde_json::from_value::<ScheduleArgs>(args) {
+                        Ok(w) => self.schedule_wake(&a, &budget, w).await,
+                        Err(e) => Err(ErrorCode::ArgumentsInvalid
+                            .err(format!("schedule_wake arguments: {e}"))),
                     }
                 }
                 PEERS => {

@@ -67,6 +67,7 @@ pub(crate) struct Shared {
     pub(crate) admission: apb::admission_client::AdmissionClient<Client>,
     pub(crate) mcp: mpb::mcp_host_client::McpHostClient<Client>,
     pub(crate) mailbox: clankie_proto::mailbox::v1::mailbox_client::MailboxClient<Client>,
+    pub(crate) auto: clankie_proto::auto::v1::auto_client::AutoClient<Client>,
     /// The newest catalog info seen from mcp-host (revision 0: unknown).
     pub(crate) catalog: watch::Sender<mpb::CatalogInfo>,
     /// The newest fleet settings seen from admission.
@@ -98,6 +99,10 @@ impl Options {
             &self.paths.socket("mailbox"),
             Meta::default(),
         ));
+        let auto = clankie_proto::auto::v1::auto_client::AutoClient::new(grpc::client(
+            &self.paths.socket("auto"),
+            Meta::default(),
+        ));
         let (catalog, _) = watch::channel(mpb::CatalogInfo::default());
         let (settings, _) = watch::channel(apb::FleetSettings::default());
         let gateway = Gateway {
@@ -106,6 +111,7 @@ impl Options {
                 admission,
                 mcp,
                 mailbox,
+                auto,
                 catalog,
                 settings,
                 peers: std::sync::Mutex::new(Vec::new()),

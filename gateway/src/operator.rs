@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::{ClankieError, ErrorCode};
@@ -40,19 +40,47 @@ fn owner_request<T>(
 
 pub(crate) async fn list_projects(
     State(shared): State<Arc<Shared>>,
+    Query(query): Query<std::collections::HashMap<String, String>>,
     headers: http::HeaderMap,
 ) -> Response {
+    let autonomy = query.get("includeAutonomy").is_some_and(|v| v == "true");
     let req = match owner_request(&headers, pb::ListProjectsRequest {}, &shared) {
         Ok(r) => r,
         Err(e) => return refusal(&e),
     };
-    match shared.mailbox.clone().list_projects(req).await {
-        Ok(r) => axum::Json(json!({
-            "projects": r.into_inner().projects.iter().map(clankie_runtime::views::project).collect::<Vec<_>>()
+    let projects = match shared.mailbox.clone().list_projects(req).await {
+        Ok(r) => r.into_inner().projects,
+        Err(s) => return refusal(&ClankieError::from_status(&s)),
+    };
+    if !autonomy {
+        // The plain view: what older strict clients parse.
+        return axum::Json(json!({
+            "projects": projects.iter().map(clankie_runtime::views::project).collect::<Vec<_>>()
         }))
-        .into_response(),
-        Err(s) => refusal(&ClankieError::from_status(&s)),
+        .into_response();
     }
+    let req = match owner_request(
+        &headers,
+        clankie_proto::auto::v1::ProjectStatusRequest {},
+        &shared,
+    ) {
+        Ok(r) => r,
+        Err(e) => return refusal(&e),
+    };
+    let status = match shared.auto.clone().project_status(req).await {
+        Ok(r) => r.into_inner(),
+        Err(s) => return refusal(&ClankieError::from_status(&s)),
+    };
+    axum::Json(json!({
+        "projectsAuto": true,
+        "linearProjectBindings": true,
+        "needsYouTotal": status.needs_you_total,
+        "projects": projects.iter().map(|p| {
+            let line = status.projects.iter().find(|l| l.project_id == p.project_id);
+            clankie_runtime::views::project_autonomy(p, line)
+        }).collect::<Vec<_>>(),
+    }))
+    .into_response()
 }
 
 #[derive(Deserialize)]

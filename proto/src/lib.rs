@@ -46,3 +46,9 @@ pub mod tracker {
         tonic::include_proto!("clankie.tracker.v1");
     }
 }
+
+pub mod auto {
+    pub mod v1 {
+        tonic::include_proto!("clankie.auto.v1");
+    }
+}

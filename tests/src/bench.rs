@@ -634,6 +634,7 @@ fn cpu_seconds_all() -> f64 {
     ticks as f64 / 100.0
 }
 
+mod bench_auto;
 mod bench_seats;
 mod bench_tracker;
 
@@ -662,6 +663,7 @@ async fn main() -> anyhow::Result<()> {
         "proof" => bench_proof(rounds.min(500)).await?,
         "seats" => bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
         "tracker" => bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
+        "auto" => bench_auto::bench_auto(if quick { 3 } else { 10 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -669,10 +671,11 @@ async fn main() -> anyhow::Result<()> {
             bench_proof(rounds.min(500)).await?;
             bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
             bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
+            bench_auto::bench_auto(if quick { 3 } else { 10 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, seats, tracker or all"
+                "unknown benchmark {other}: call, receipts, search, proof, seats, tracker, auto or all"
             )
         }
     }

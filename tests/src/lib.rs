@@ -88,6 +88,9 @@ pub struct Stack {
 pub struct StackOptions {
     pub request_budget_ms: Option<u64>,
     pub retained_bodies: Option<usize>,
+    /// The auto-scheduler's round interval and idle window (ms).
+    pub auto_tick_ms: Option<u64>,
+    pub auto_idle_ms: Option<u64>,
 }
 
 impl Stack {
@@ -127,6 +130,12 @@ impl Stack {
         }
         if let Some(n) = options.retained_bodies {
             cmd.env("CLANKIE_RECEIPT_BODIES", n.to_string());
+        }
+        if let Some(ms) = options.auto_tick_ms {
+            cmd.env("CLANKIE_AUTO_TICK_MS", ms.to_string());
+        }
+        if let Some(ms) = options.auto_idle_ms {
+            cmd.env("CLANKIE_AUTO_IDLE_MS", ms.to_string());
         }
         let mut up = cmd.spawn().context("starting clankie up")?;
         let lines = Arc::new(Mutex::new(Vec::new()));
@@ -206,6 +215,43 @@ impl Stack {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// The last `lines` lines of each named service's log, for a failure
+    /// message.
+    pub fn log_tails(&self, services: &[&str], lines: usize) -> String {
+        services
+            .iter()
+            .map(|n| {
+                let text = std::fs::read_to_string(self.state.path().join(format!("logs/{n}.log")))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(lines).collect();
+                format!(
+                    "== {n}\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Links a new tmux server's `session` to this stack.
+    pub fn link_tmux(&self, session: &str) -> TmuxServer {
+        let tmux = TmuxServer::start(session);
+        let socket = tmux.socket.display().to_string();
+        self.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", session]);
+        tmux
+    }
+
+    /// Registers project `name` on a new workspace folder, with extra
+    /// `project add` flags; returns the folder.
+    pub fn add_project(&self, name: &str, flags: &[&str]) -> tempfile::TempDir {
+        let workspace = tempfile::tempdir().expect("workspace");
+        let ws = workspace.path().display().to_string();
+        let mut args = vec!["project", "add", name, "--workspace", &ws];
+        args.extend_from_slice(flags);
+        self.clankie_ok(&args);
+        workspace
     }
 
     /// Creates a fleet bearer link and returns its token.

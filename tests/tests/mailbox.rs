@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use clankie_tests::{Stack, TmuxServer, bin_dir, http, python, repo_root};
+use clankie_tests::{Stack, bin_dir, http, python, repo_root};
 use serde_json::{Value, json};
 
 async fn wait_file(path: &std::path::Path, timeout: Duration) -> Option<Value> {
@@ -61,20 +61,8 @@ fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn hired_workers_report_to_their_own_lead_exactly_once() {
     let mut stack = Stack::start().await.expect("stack");
-    let tmux = TmuxServer::start("work");
-    let socket = tmux.socket.display().to_string();
-    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-    let workspace = tempfile::tempdir().expect("workspace");
-    let ws = workspace.path().display().to_string();
-    stack.clankie_ok(&[
-        "project",
-        "add",
-        "alpha",
-        "--workspace",
-        &ws,
-        "--worker-cap",
-        "2",
-    ]);
+    let tmux = stack.link_tmux("work");
+    let workspace = stack.add_project("alpha", &["--worker-cap", "2"]);
     let lead_a = json_of(&stack.clankie_ok(&["lead", "add", "Lead A"]))["conversationId"]
         .as_str()
         .expect("id")

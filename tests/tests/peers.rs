@@ -90,20 +90,7 @@ impl Seat {
             .await
             .is_none()
         {
-            let logs = ["gateway", "mailbox", "admission"]
-                .iter()
-                .map(|n| {
-                    let text =
-                        std::fs::read_to_string(stack.state.path().join(format!("logs/{n}.log")))
-                            .unwrap_or_default();
-                    let tail: Vec<&str> = text.lines().rev().take(30).collect();
-                    format!(
-                        "== {n}\n{}",
-                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
+            let logs = stack.log_tails(&["gateway", "mailbox", "admission"], 30);
             panic!("seat {name} never came up\n{logs}");
         }
         seat

@@ -58,21 +58,7 @@ impl Seat {
         {
             Some(v) => v,
             None => {
-                let logs = ["gateway", "mailbox", "mcp-host", "admission"]
-                    .iter()
-                    .map(|n| {
-                        let text = std::fs::read_to_string(
-                            stack.state.path().join(format!("logs/{n}.log")),
-                        )
-                        .unwrap_or_default();
-                        let tail: Vec<&str> = text.lines().rev().take(20).collect();
-                        format!(
-                            "== {n}\n{}",
-                            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
+                let logs = stack.log_tails(&["gateway", "mailbox", "mcp-host", "admission"], 20);
                 panic!("seat {name} never came up\n{logs}");
             }
         };
@@ -196,21 +182,8 @@ struct World {
 /// built-in team ENG.
 async fn world() -> World {
     let stack = Stack::start().await.expect("stack");
-    let tmux = TmuxServer::start("work");
-    let socket = tmux.socket.display().to_string();
-    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-    let workspace = tempfile::tempdir().expect("workspace");
-    let ws = workspace.path().display().to_string();
-    stack.clankie_ok(&[
-        "project",
-        "add",
-        "alpha",
-        "--workspace",
-        &ws,
-        "--worker-cap",
-        "8",
-        "--reviewer",
-    ]);
+    let tmux = stack.link_tmux("work");
+    let workspace = stack.add_project("alpha", &["--worker-cap", "8", "--reviewer"]);
     stack.clankie_ok(&["tracker", "team", "ENG", "--name", "Engineering"]);
     let set = json_of(&stack.clankie_ok(&[
         "project",
@@ -755,13 +728,10 @@ async fn linear_calls_route_by_repo_item_and_hire() {
 
     // Projects: beta bound to Linear; gamma unbound with no conventions;
     // delta unbound with every workspace's convention linear.
-    let mut folders = Vec::new();
-    for name in ["beta", "gamma", "delta"] {
-        let d = tempfile::tempdir().expect("ws");
-        let ws = d.path().display().to_string();
-        stack.clankie_ok(&["project", "add", name, "--workspace", &ws]);
-        folders.push((name, d));
-    }
+    let folders: Vec<_> = ["beta", "gamma", "delta"]
+        .into_iter()
+        .map(|name| (name, stack.add_project(name, &[])))
+        .collect();
     stack.clankie_ok(&[
         "project",
         "set",

@@ -19,12 +19,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_proto::admission::v1 as apb;
+use clankie_proto::auto::v1 as aupb;
 use clankie_proto::common::v1::AdmissionMode;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::grpc::{self, Client, Meta};
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_runtime::{ClankieError, ErrorCode, leads};
 use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tonic::{Request, Response, Status};
@@ -37,6 +38,11 @@ pub const HEALTH_NAME: &str = "clankie.mailbox.v1.Mailbox";
 pub const DEFAULT_WORKER_CAP: u32 = 4;
 /// The longest transcript long poll.
 pub const MAX_WAIT: Duration = Duration::from_secs(25);
+/// The longest project focus, in characters.
+pub const MAX_FOCUS: usize = 280;
+/// The owner overrides autonomous work must find allowed.
+pub const OVERRIDES: &[&str] = &["everyday", "outward", "machineSetup"];
+
 /// The longest report text.
 pub const MAX_REPORT: usize = 32 << 10;
 
@@ -60,6 +66,7 @@ struct Inner {
     /// Bumped after every transcript append; long polls wait on it.
     appended: watch::Sender<u64>,
     admission: apb::admission_client::AdmissionClient<Client>,
+    auto: aupb::auto_client::AutoClient<Client>,
     state_root: String,
 }
 
@@ -101,7 +108,124 @@ fn project_pb(p: &ProjectRec) -> pb::Project {
         tracker: p.tracker.clone(),
         tracker_team: p.tracker_team.clone(),
         linear_project_id: p.linear_project_id.clone(),
+        auto: p.auto,
+        focus: p.focus.clone(),
+        overrides: p.overrides.clone().into_iter().collect(),
     }
+}
+
+/// The project a hire goes to. A configured lead (one that owns projects)
+/// hires only into its own projects and must name one when it owns
+/// several; any other conversation names the project.
+fn attribute(
+    state: &store::StateFile,
+    conversation_id: &str,
+    named: &str,
+) -> Result<ProjectRec, ClankieError> {
+    let projects: Vec<pb::Project> = state.projects.iter().map(project_pb).collect();
+    let conversation = state
+        .conversations
+        .iter()
+        .find(|c| c.conversation_id == conversation_id)
+        .map(conversation_pb)
+        .filter(|c| leads::configured(c, &projects));
+    let Some(lead) = conversation else {
+        return state
+            .projects
+            .iter()
+            .find(|p| p.project_id == named || p.name == named)
+            .cloned()
+            .ok_or_else(|| ErrorCode::ProjectNotFound.err(format!("no project {named}")));
+    };
+    let owned: Vec<&ProjectRec> = state
+        .projects
+        .iter()
+        .zip(&projects)
+        .filter(|(_, p)| leads::owns(&lead, p))
+        .map(|(r, _)| r)
+        .collect();
+    let names = || {
+        owned
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if named.is_empty() {
+        return match owned.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(ErrorCode::NotOwner
+                .err("this lead owns no registered project; bind one or name a project")),
+            _ => Err(ErrorCode::InvalidArgument.err(format!(
+                "this lead owns several projects ({}): name one with --project",
+                names()
+            ))),
+        };
+    }
+    owned
+        .iter()
+        .find(|p| p.project_id == named || p.name == named)
+        .map(|p| (*p).clone())
+        .ok_or_else(|| {
+            ErrorCode::NotOwner.err(format!(
+                "this lead owns {}; it cannot hire into {named}'s folder",
+                names()
+            ))
+        })
+}
+
+/// The staffing rule of an autonomous turn: the switch on, the owner's saved
+/// global autonomy Full, the project on Auto, and its overrides allowing
+/// everyday and outward work and lead-owned machine setup. Otherwise the
+/// turn may only propose, and the refusal says why.
+fn staffing(autonomy: &aupb::Autonomy, project: &ProjectRec) -> Result<(), ClankieError> {
+    let why = if !autonomy.readable {
+        Some("the autonomy switch cannot be read, so it reads as off".to_string())
+    } else if !autonomy.on {
+        Some("the autonomy switch is off".to_string())
+    } else if autonomy.level != "full" {
+        Some(format!(
+            "the owner's saved global autonomy is {}, not full",
+            if autonomy.level.is_empty() {
+                "off"
+            } else {
+                &autonomy.level
+            }
+        ))
+    } else if !project.auto {
+        Some(format!("project {} is not on Auto", project.name))
+    } else {
+        OVERRIDES
+            .iter()
+            .find(|k| project.overrides.get(**k) == Some(&false))
+            .map(|k| format!("project {}'s overrides do not allow {k} work", project.name))
+    };
+    match why {
+        Some(why) => Err(ErrorCode::ProposeOnly.err(format!(
+            "an autonomous turn may only propose this hire: {why}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The project named `which` (id or name), if it is still at `expected`.
+fn project_at<'a>(
+    state: &'a mut store::StateFile,
+    which: &str,
+    expected: u64,
+) -> Result<&'a mut ProjectRec, ClankieError> {
+    let project = state
+        .projects
+        .iter_mut()
+        .find(|p| p.project_id == which || p.name == which)
+        .ok_or_else(|| ErrorCode::ProjectNotFound.err(format!("no project {which}")))?;
+    if project.revision != expected {
+        return Err(ErrorCode::StaleRevision.err(format!(
+            "the project is at revision {}, not {expected}; read it again",
+            project.revision
+        )));
+    }
+    Ok(project)
 }
 
 /// Where a project's unpinned tracker calls go: `(route, team, linear
@@ -127,6 +251,8 @@ fn conversation_pb(c: &ConversationRec) -> pb::Conversation {
         title: c.title.clone(),
         created_at_ms: c.created_at_ms,
         removed: c.removed,
+        workspace: c.workspace.clone(),
+        projects: c.projects.clone(),
     }
 }
 
@@ -262,6 +388,10 @@ impl MailboxService {
             Meta::owner(&token),
         ));
         let (appended, _) = watch::channel(0);
+        let auto = aupb::auto_client::AutoClient::new(grpc::client(
+            &paths.socket("auto"),
+            Meta::owner(&token),
+        ));
         Ok(MailboxService {
             inner: Arc::new(Inner {
                 owner,
@@ -276,6 +406,7 @@ impl MailboxService {
                 audit_path: paths.audit_dir().join("peer-messages.jsonl"),
                 appended,
                 admission,
+                auto,
                 state_root: paths.root().display().to_string(),
             }),
         })
@@ -326,6 +457,21 @@ impl MailboxService {
                 .err("reports need a proven pane; a bearer link cannot report"));
         }
         Ok(principal)
+    }
+
+    /// The switch and the saved level, read fresh; unreachable reads as
+    /// off.
+    async fn autonomy(&self) -> aupb::Autonomy {
+        let mut call = Request::new(aupb::GetSwitchRequest {});
+        call.set_timeout(Duration::from_secs(5));
+        match self.inner.auto.clone().get_switch(call).await {
+            Ok(r) => r.into_inner(),
+            Err(s) => aupb::Autonomy {
+                readable: false,
+                problem: format!("the auto-scheduler cannot be reached: {}", s.message()),
+                ..Default::default()
+            },
+        }
     }
 
     /// The local link a hire opens in.
@@ -755,6 +901,9 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                     tracker: String::new(),
                     tracker_team: String::new(),
                     linear_project_id: String::new(),
+                    auto: false,
+                    focus: String::new(),
+                    overrides: Default::default(),
                 };
                 store.state.projects.push(p.clone());
                 p
@@ -782,6 +931,24 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         self.owner(&request)?;
         let req = request.into_inner();
         let valid = |v: &str| matches!(v, "" | "builtin" | "linear");
+        if let Some(f) = &req.focus
+            && (f.chars().count() > MAX_FOCUS || f.contains(['\n', '\r']))
+        {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "a focus is one line of at most {MAX_FOCUS} characters ({} given)",
+                f.chars().count()
+            ))));
+        }
+        if let Some(k) = req
+            .overrides
+            .keys()
+            .find(|k| !OVERRIDES.contains(&k.as_str()))
+        {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "override {k}: choose one of {}",
+                OVERRIDES.join(", ")
+            ))));
+        }
         if let Some(t) = &req.tracker
             && !valid(t)
         {
@@ -804,20 +971,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         }
         let mut store = self.inner.store.lock().await;
         Self::writable(&store).map_err(refuse)?;
-        let project = store
-            .state
-            .projects
-            .iter_mut()
-            .find(|p| p.project_id == req.project || p.name == req.project)
-            .ok_or_else(|| {
-                refuse(ErrorCode::ProjectNotFound.err(format!("no project {}", req.project)))
-            })?;
-        if project.revision != req.expected_revision {
-            return Err(refuse(ErrorCode::StaleRevision.err(format!(
-                "the project is at revision {}, not {}; read it again",
-                project.revision, req.expected_revision
-            ))));
-        }
+        let project =
+            project_at(&mut store.state, &req.project, req.expected_revision).map_err(refuse)?;
         let mut next = project.clone();
         if let Some(t) = req.tracker {
             next.tracker = t;
@@ -841,6 +996,15 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 })?;
             ws.convention = convention.clone();
         }
+        if let Some(a) = req.auto {
+            next.auto = a;
+        }
+        if let Some(f) = req.focus {
+            next.focus = f;
+        }
+        for (k, v) in req.overrides {
+            next.overrides.insert(k, v);
+        }
         if next.tracker == "builtin" && next.tracker_team.is_empty() {
             return Err(refuse(ErrorCode::InvalidArgument.err(
                 "a builtin binding names the tracker team its issues live in (--team KEY)",
@@ -851,6 +1015,125 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         store.save().map_err(|e| refuse(internal(e)))?;
         tracing::info!(project = %next.name, tracker = %next.tracker, "project.updated");
         Ok(Response::new(project_pb(&next)))
+    }
+
+    async fn wake(
+        &self,
+        request: Request<pb::WakeRequest>,
+    ) -> Result<Response<pb::WakeResponse>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        if req.wake_id.is_empty() || req.wake_id.len() > 128 {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a wake needs an id (at most 128 bytes)"),
+            ));
+        }
+        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a wake is 1 byte to 32 KiB of text"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        // A wake id is accepted once: a repeat returns where it landed.
+        if let Some(a) = store.receipt(&req.wake_id).cloned() {
+            return Ok(Response::new(pb::WakeResponse {
+                found: true,
+                conversation_id: a.conversation_id,
+                seq: a.seq,
+                replayed: true,
+                queued_to_seat: false,
+                at_ms: 0,
+            }));
+        }
+        Self::writable(&store).map_err(refuse)?;
+        let conversation_id = if present(&store.state, &req.conversation_id) {
+            req.conversation_id.clone()
+        } else {
+            HEAD.to_string()
+        };
+        let at_ms = now_ms();
+        let entry = EntryRec {
+            seq: 0,
+            kind: "wake".into(),
+            role: "system".into(),
+            text: req.text.clone(),
+            source: if req.source.is_empty() {
+                "auto".into()
+            } else {
+                req.source.clone()
+            },
+            untrusted: false,
+            at_ms,
+            receipt_id: req.wake_id.clone(),
+            hire_id: String::new(),
+        };
+        let seq = store
+            .append(&conversation_id, entry)
+            .map_err(|e| refuse(internal(e)))?;
+        // A native seat holding the conversation hears it like any message.
+        let seat = store
+            .state
+            .hires
+            .iter()
+            .find(|h| {
+                h.ended.is_empty() && h.role == "lead" && h.conversation_id == conversation_id
+            })
+            .cloned();
+        drop(store);
+        self.inner.appended.send_modify(|n| *n += 1);
+        let queued_to_seat = match seat {
+            Some(h) => {
+                let mut book = self.inner.book.lock().await;
+                book.0.deliveries.push(seats::DeliveryRec {
+                    delivery_id: short_id("dlv"),
+                    link_id: h.link_id.clone(),
+                    pane_id: h.pane_id.clone(),
+                    seat_id: String::new(),
+                    kind: "wake".into(),
+                    from: format!("wake:{}", req.wake_id),
+                    text: req.text,
+                    created_at_ms: at_ms,
+                    peer_message_id: String::new(),
+                    follows: String::new(),
+                    delivered_at_ms: 0,
+                    claim_id: String::new(),
+                    claimed_at_ms: 0,
+                });
+                let saved = self.save_book(&book);
+                drop(book);
+                self.inner.queued.send_modify(|n| *n += 1);
+                saved.is_ok()
+            }
+            None => false,
+        };
+        tracing::info!(conversation = %conversation_id, source = %req.source, "wake.accepted");
+        Ok(Response::new(pb::WakeResponse {
+            found: true,
+            conversation_id,
+            seq,
+            replayed: false,
+            queued_to_seat,
+            at_ms,
+        }))
+    }
+
+    async fn wake_receipt(
+        &self,
+        request: Request<pb::WakeReceiptRequest>,
+    ) -> Result<Response<pb::WakeResponse>, Status> {
+        self.owner(&request)?;
+        let id = request.into_inner().wake_id;
+        let store = self.inner.store.lock().await;
+        Ok(Response::new(match store.receipt(&id) {
+            Some(a) => pb::WakeResponse {
+                found: true,
+                conversation_id: a.conversation_id.clone(),
+                seq: a.seq,
+                replayed: true,
+                ..Default::default()
+            },
+            None => pb::WakeResponse::default(),
+        }))
     }
 
     async fn resolve_caller(
@@ -984,20 +1267,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             .filter(|h| h.project_id == req.project_id && h.ended.is_empty())
             .map(|h| h.workspace.clone())
             .collect();
-        let project = store
-            .state
-            .projects
-            .iter_mut()
-            .find(|p| p.project_id == req.project_id || p.name == req.project_id)
-            .ok_or_else(|| {
-                refuse(ErrorCode::ProjectNotFound.err(format!("no project {}", req.project_id)))
-            })?;
-        if project.revision != req.expected_revision {
-            return Err(refuse(ErrorCode::StaleRevision.err(format!(
-                "the project is at revision {}, not {}; read it again",
-                project.revision, req.expected_revision
-            ))));
-        }
+        let project =
+            project_at(&mut store.state, &req.project_id, req.expected_revision).map_err(refuse)?;
         let index = project
             .workspaces
             .iter()
@@ -1028,6 +1299,16 @@ impl pb::mailbox_server::Mailbox for MailboxService {
     ) -> Result<Response<pb::Conversation>, Status> {
         self.owner(&request)?;
         let req = request.into_inner();
+        if !req.workspace.is_empty() && !std::path::Path::new(&req.workspace).is_absolute() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a lead's workspace is an absolute folder"),
+            ));
+        }
+        if req.projects.len() > 64 || req.projects.iter().any(|p| p.is_empty() || p.len() > 64) {
+            return Err(refuse(ErrorCode::InvalidArgument.err(
+                "a lead owns at most 64 tracker projects, each a team key or a Linear project UUID",
+            )));
+        }
         let mut store = self.inner.store.lock().await;
         Self::writable(&store).map_err(refuse)?;
         let c = ConversationRec {
@@ -1036,6 +1317,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             title: req.title.chars().take(200).collect(),
             created_at_ms: now_ms(),
             removed: false,
+            workspace: req.workspace,
+            projects: req.projects,
         };
         store.state.conversations.push(c.clone());
         store.save().map_err(|e| refuse(internal(e)))?;
@@ -1147,20 +1430,21 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             }
         };
         let link = self.link(&req.link_id).await.map_err(refuse)?;
+        // An autonomous turn reads the switch and the saved level first.
+        let autonomy = if req.autonomous {
+            Some(self.autonomy().await)
+        } else {
+            None
+        };
         // Hold the store across the cap check and the record, so two hires
         // cannot both take the last place.
         let mut store = self.inner.store.lock().await;
         Self::writable(&store).map_err(refuse)?;
         let conversation_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
-        let project = store
-            .state
-            .projects
-            .iter()
-            .find(|p| p.project_id == req.project || p.name == req.project)
-            .cloned()
-            .ok_or_else(|| {
-                refuse(ErrorCode::ProjectNotFound.err(format!("no project {}", req.project)))
-            })?;
+        let project = attribute(&store.state, &conversation_id, &req.project).map_err(refuse)?;
+        if let Some(autonomy) = autonomy {
+            staffing(&autonomy, &project).map_err(refuse)?;
+        }
         let workspace = if req.workspace_id.is_empty() {
             project.workspaces.first()
         } else {
@@ -1698,7 +1982,13 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                     .find(|p| p.project_id == h.project_id)
             })
             .is_some_and(|p| p.standing_reviewer);
-        Ok(Response::new(pb::SeatToolsResponse { reviews }))
+        let lead = store.state.hires.iter().any(|h| {
+            h.ended.is_empty()
+                && h.role == "lead"
+                && h.link_id == principal.link_id
+                && h.pane_id == principal.pane_id
+        });
+        Ok(Response::new(pb::SeatToolsResponse { reviews, lead }))
     }
 
     async fn submit_review(

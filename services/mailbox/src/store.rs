@@ -54,6 +54,15 @@ pub struct ProjectRec {
     pub tracker_team: String,
     #[serde(default)]
     pub linear_project_id: String,
+    /// On Auto: the lead works it without being told.
+    #[serde(default)]
+    pub auto: bool,
+    /// One line for the lead (at most 280 characters).
+    #[serde(default)]
+    pub focus: String,
+    /// Owner overrides for autonomous work (absent: allowed).
+    #[serde(default)]
+    pub overrides: std::collections::BTreeMap<String, bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +74,12 @@ pub struct ConversationRec {
     pub created_at_ms: i64,
     #[serde(default)]
     pub removed: bool,
+    /// The lead chat's folder, for workspace matching.
+    #[serde(default)]
+    pub workspace: String,
+    /// Tracker projects it owns (team keys, Linear project UUIDs).
+    #[serde(default)]
+    pub projects: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -179,6 +194,8 @@ impl Store {
                     title: "Clankie".into(),
                     created_at_ms: now_ms(),
                     removed: false,
+                    workspace: String::new(),
+                    projects: Vec::new(),
                 },
             );
         }

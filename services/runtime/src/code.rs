@@ -86,6 +86,8 @@ codes! {
     TrackerRouteUnavailable => "tracker_route_unavailable",
     TrackerCutOver => "tracker_cut_over",
     TrackerOutOfScope => "tracker_out_of_scope",
+    ProposeOnly => "propose_only",
+    AutoStateUnreadable => "auto_state_unreadable",
     ServiceUnavailable => "service_unavailable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
@@ -112,7 +114,8 @@ impl ErrorCode {
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
             | ErrorCode::NotReviewer
-            | ErrorCode::TrackerOutOfScope => Code::PermissionDenied,
+            | ErrorCode::TrackerOutOfScope
+            | ErrorCode::ProposeOnly => Code::PermissionDenied,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
@@ -132,7 +135,8 @@ impl ErrorCode {
             | ErrorCode::NoReviewer
             | ErrorCode::PatchMismatch
             | ErrorCode::TrackerRouteUnavailable
-            | ErrorCode::TrackerCutOver => Code::FailedPrecondition,
+            | ErrorCode::TrackerCutOver
+            | ErrorCode::AutoStateUnreadable => Code::FailedPrecondition,
             ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
             ErrorCode::FleetAdmissionUnavailable
             | ErrorCode::AccountUnavailable
@@ -166,7 +170,8 @@ impl ErrorCode {
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
             | ErrorCode::NotReviewer
-            | ErrorCode::TrackerOutOfScope => StatusCode::FORBIDDEN,
+            | ErrorCode::TrackerOutOfScope
+            | ErrorCode::ProposeOnly => StatusCode::FORBIDDEN,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
             | ErrorCode::ProjectNotFound
@@ -187,7 +192,8 @@ impl ErrorCode {
             | ErrorCode::PatchMismatch
             | ErrorCode::TrackerConflict
             | ErrorCode::TrackerRouteUnavailable
-            | ErrorCode::TrackerCutOver => StatusCode::CONFLICT,
+            | ErrorCode::TrackerCutOver
+            | ErrorCode::AutoStateUnreadable => StatusCode::CONFLICT,
             ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -9,6 +9,7 @@
 pub mod code;
 pub mod grpc;
 pub mod herdr;
+pub mod leads;
 pub mod owner;
 pub mod paths;
 pub mod shutdown;

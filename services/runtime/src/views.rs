@@ -30,6 +30,9 @@ pub fn project_settings(p: &pb::Project) -> Value {
         obj.insert("tracker".into(), json!(p.tracker));
         obj.insert("trackerTeam".into(), json!(p.tracker_team));
         obj.insert("linearProjectId".into(), json!(p.linear_project_id));
+        obj.insert("auto".into(), json!(p.auto));
+        obj.insert("focus".into(), json!(p.focus));
+        obj.insert("overrides".into(), json!(p.overrides));
         obj.insert(
             "conventions".into(),
             p.workspaces
@@ -38,6 +41,47 @@ pub fn project_settings(p: &pb::Project) -> Value {
                 .collect::<serde_json::Map<_, _>>()
                 .into(),
         );
+    }
+    v
+}
+
+/// A project in the autonomy-aware view (`?includeAutonomy=true`): the
+/// plain view plus Auto, focus, the built-in tracker project, the separate
+/// Linear binding and the status line.
+pub fn project_autonomy(
+    p: &pb::Project,
+    status: Option<&clankie_proto::auto::v1::ProjectStatusLine>,
+) -> Value {
+    let mut v = project(p);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("auto".into(), json!(p.auto));
+        obj.insert("focus".into(), json!(p.focus));
+        obj.insert(
+            "trackerProjectId".into(),
+            json!(
+                (p.tracker == "builtin" && !p.tracker_team.is_empty()).then_some(&p.tracker_team)
+            ),
+        );
+        obj.insert(
+            "linearProjectBinding".into(),
+            if p.linear_project_id.is_empty() {
+                Value::Null
+            } else {
+                json!({ "provider": "linear", "projectId": p.linear_project_id })
+            },
+        );
+        obj.insert("overrides".into(), json!(p.overrides));
+        if let Some(s) = status {
+            obj.insert(
+                "status".into(),
+                json!({
+                    "agentsWorking": s.agents_working,
+                    "landedToday": s.landed_today,
+                    "needsYou": s.needs_you,
+                    "leadConversationId": s.lead_conversation_id,
+                }),
+            );
+        }
     }
     v
 }

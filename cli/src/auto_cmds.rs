@@ -1,0 +1,185 @@
+//! The owner's Auto commands: the master switch (`clankie auto on|off`),
+//! the saved autonomy level, the scheduler's status, and the projects
+//! status line (`clankie project status`).
+
+use std::process::ExitCode;
+
+use clankie_proto::auto::v1 as pb;
+use clankie_runtime::grpc::{self, Client};
+use clankie_runtime::paths::StatePaths;
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::mailbox_cmds::print_json;
+use crate::owner_cmds::{owner_meta, refused};
+
+#[derive(Subcommand)]
+pub enum AutoCommand {
+    /// Turn the master switch on: Auto rounds and scheduled self-wakes run.
+    On,
+    /// Turn the master switch off: rounds and self-wakes stop together.
+    Off,
+    /// Save the owner's global autonomy level.
+    Level {
+        #[arg(value_parser = ["off", "propose", "full"])]
+        level: String,
+    },
+    /// The switch, the cadence, each lead's fence and the last round.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn client(paths: &StatePaths) -> anyhow::Result<pb::auto_client::AutoClient<Client>> {
+    Ok(pb::auto_client::AutoClient::new(grpc::client(
+        &paths.socket("auto"),
+        owner_meta(paths)?,
+    )))
+}
+
+fn autonomy_json(a: &pb::Autonomy) -> serde_json::Value {
+    json!({
+        "on": a.on,
+        "level": a.level,
+        "readable": a.readable,
+        "problem": (!a.problem.is_empty()).then_some(&a.problem),
+        "scheduled": a.scheduled.iter().map(|w| json!({
+            "wakeId": w.wake_id, "conversationId": w.conversation_id, "atMs": w.at_ms, "note": w.note,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<ExitCode> {
+    let mut c = client(&paths)?;
+    let req = match command {
+        AutoCommand::On => Some((Some(true), None)),
+        AutoCommand::Off => Some((Some(false), None)),
+        AutoCommand::Level { ref level } => Some((None, Some(level.clone()))),
+        AutoCommand::Status { .. } => None,
+    };
+    if let Some((on, level)) = req {
+        let a = c
+            .set_switch(pb::SetSwitchRequest { on, level })
+            .await
+            .map_err(refused)?
+            .into_inner();
+        print_json(&autonomy_json(&a));
+        return Ok(ExitCode::SUCCESS);
+    }
+    match command {
+        AutoCommand::On | AutoCommand::Off | AutoCommand::Level { .. } => {}
+        AutoCommand::Status { json } => {
+            let s = c
+                .status(pb::StatusRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner();
+            let a = s.autonomy.unwrap_or_default();
+            let last = s.last_round.unwrap_or_default();
+            let v = json!({
+                "autonomy": autonomy_json(&a),
+                "nextDeadlineMs": s.next_deadline_ms,
+                "cadenceProblem": (!s.cadence_problem.is_empty()).then_some(&s.cadence_problem),
+                "tickMs": s.tick_ms,
+                "idleMs": s.idle_ms,
+                "rounds": s.rounds,
+                "leads": s.leads.iter().map(|l| json!({
+                    "conversationId": l.conversation_id,
+                    "acceptedFingerprint": l.accepted_fingerprint,
+                    "acceptedAtMs": l.accepted_at_ms,
+                    "pendingWakeId": (!l.pending_wake_id.is_empty()).then_some(&l.pending_wake_id),
+                })).collect::<Vec<_>>(),
+                "lastRound": {
+                    "roundId": last.round_id,
+                    "deadlineMs": last.deadline_ms,
+                    "startedMs": last.started_ms,
+                    "finishedMs": last.finished_ms,
+                    "cpuUs": last.cpu_us,
+                    "projects": last.projects,
+                    "leads": last.leads,
+                    "woken": last.woken,
+                    "suppressed": last.suppressed,
+                    "lastAcceptedMs": last.last_accepted_ms,
+                    "skipped": last.skipped,
+                },
+            });
+            if json {
+                print_json(&v);
+            } else {
+                println!(
+                    "switch {} (level {}){}",
+                    if a.on { "on" } else { "off" },
+                    a.level,
+                    if a.readable {
+                        String::new()
+                    } else {
+                        format!(": unreadable, {}", a.problem)
+                    }
+                );
+                if s.cadence_problem.is_empty() {
+                    println!(
+                        "next round at {} ms; {} rounds run",
+                        s.next_deadline_ms, s.rounds
+                    );
+                } else {
+                    println!("no Auto checks: {}", s.cadence_problem);
+                }
+                println!(
+                    "last round: {} woken, {} suppressed of {} leads{}",
+                    last.woken,
+                    last.suppressed,
+                    last.leads,
+                    if last.skipped.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", last.skipped)
+                    }
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `clankie project status`: agents working, landed today, needs you.
+pub async fn project_status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
+    let r = client(paths)?
+        .project_status(pb::ProjectStatusRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner();
+    if json {
+        print_json(&json!({
+            "needsYouTotal": r.needs_you_total,
+            "projects": r.projects.iter().map(|p| json!({
+                "projectId": p.project_id,
+                "name": p.name,
+                "auto": p.auto,
+                "focus": p.focus,
+                "agentsWorking": p.agents_working,
+                "landedToday": p.landed_today,
+                "needsYou": p.needs_you,
+                "leadConversationId": p.lead_conversation_id,
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        for p in &r.projects {
+            println!(
+                "{:<20} {:<4} {} working · {} landed today · {} need you{}",
+                p.name,
+                if p.auto { "Auto" } else { "" },
+                p.agents_working,
+                p.landed_today,
+                p.needs_you,
+                if p.focus.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {}", p.focus)
+                }
+            );
+        }
+        println!("owner questions pending in all: {}", r.needs_you_total);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,175 @@
+//! Which lead conversation a project belongs to: one rule for the Auto
+//! round's routing and for hire source attribution.
+//!
+//! - A project's tracker references are its built-in team (when bound
+//!   builtin) and its Linear project UUID.
+//! - A lead chat owns a project when it names one of those references, or
+//!   when the project names it as its lead. Explicit ownership wins
+//!   regardless of workspace.
+//! - Otherwise workspace matching may pick a lead chat with no configured
+//!   projects whose folder is one of the project's workspaces, and only
+//!   when exactly one matches: never another project's owner.
+//! - Ambiguous or absent ownership falls back to the global head.
+
+use clankie_proto::mailbox::v1 as pb;
+
+/// The global head's conversation id.
+pub const HEAD: &str = "global";
+
+/// A project's tracker references.
+pub fn tracker_refs(p: &pb::Project) -> Vec<&str> {
+    let mut refs = Vec::new();
+    if p.tracker == "builtin" && !p.tracker_team.is_empty() {
+        refs.push(p.tracker_team.as_str());
+    }
+    if !p.linear_project_id.is_empty() {
+        refs.push(p.linear_project_id.as_str());
+    }
+    refs
+}
+
+fn live_lead(c: &pb::Conversation) -> bool {
+    c.kind == "lead" && !c.removed
+}
+
+/// Whether lead chat `c` explicitly owns project `p`.
+pub fn owns(c: &pb::Conversation, p: &pb::Project) -> bool {
+    live_lead(c)
+        && (p.lead_conversation_id == c.conversation_id
+            || tracker_refs(p)
+                .iter()
+                .any(|r| c.projects.iter().any(|o| o == r)))
+}
+
+/// Whether lead chat `c` has any configured project.
+pub fn configured(c: &pb::Conversation, projects: &[pb::Project]) -> bool {
+    !c.projects.is_empty() || projects.iter().any(|p| owns(c, p))
+}
+
+/// Where a project's Auto round goes, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadRoute {
+    pub conversation_id: String,
+    /// "owner", "workspace", or why it fell back to the head.
+    pub why: &'static str,
+}
+
+/// Routes project `p` to its lead chat, or the global head.
+pub fn route(
+    p: &pb::Project,
+    conversations: &[pb::Conversation],
+    projects: &[pb::Project],
+) -> LeadRoute {
+    let owners: Vec<&pb::Conversation> = conversations.iter().filter(|c| owns(c, p)).collect();
+    match owners.as_slice() {
+        [one] => {
+            return LeadRoute {
+                conversation_id: one.conversation_id.clone(),
+                why: "owner",
+            };
+        }
+        [_, _, ..] => {
+            return LeadRoute {
+                conversation_id: HEAD.into(),
+                why: "ambiguous owners",
+            };
+        }
+        [] => {}
+    }
+    let matching: Vec<&pb::Conversation> = conversations
+        .iter()
+        .filter(|c| live_lead(c) && !c.workspace.is_empty())
+        .filter(|c| !configured(c, projects))
+        .filter(|c| p.workspaces.iter().any(|w| w.path == c.workspace))
+        .collect();
+    match matching.as_slice() {
+        [one] => LeadRoute {
+            conversation_id: one.conversation_id.clone(),
+            why: "workspace",
+        },
+        [] => LeadRoute {
+            conversation_id: HEAD.into(),
+            why: "no owner",
+        },
+        _ => LeadRoute {
+            conversation_id: HEAD.into(),
+            why: "ambiguous workspace",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(id: &str, team: &str, ws: &str) -> pb::Project {
+        pb::Project {
+            project_id: id.into(),
+            name: id.into(),
+            tracker: if team.is_empty() {
+                String::new()
+            } else {
+                "builtin".into()
+            },
+            tracker_team: team.into(),
+            workspaces: vec![pb::Workspace {
+                path: ws.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn lead(id: &str, ws: &str, projects: &[&str]) -> pb::Conversation {
+        pb::Conversation {
+            conversation_id: id.into(),
+            kind: "lead".into(),
+            workspace: ws.into(),
+            projects: projects.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn explicit_ownership_beats_a_reversed_workspace() {
+        // Each lead's folder is the other project's workspace.
+        let work = project("work", "WORK", "/src/research");
+        let research = project("research", "RES", "/src/clankie");
+        let convs = [
+            lead("c-work", "/src/clankie", &["WORK"]),
+            lead("c-res", "/src/research", &["RES"]),
+        ];
+        let all = [work.clone(), research.clone()];
+        assert_eq!(route(&work, &convs, &all).conversation_id, "c-work");
+        assert_eq!(route(&research, &convs, &all).conversation_id, "c-res");
+    }
+
+    #[test]
+    fn workspace_matching_only_picks_unconfigured_leads() {
+        let p = project("p", "", "/src/p");
+        let owner_elsewhere = lead("c-other", "/src/p", &["OTHER"]);
+        let free = lead("c-free", "/src/p", &[]);
+        let all = [p.clone()];
+        assert_eq!(
+            route(&p, std::slice::from_ref(&owner_elsewhere), &all).conversation_id,
+            HEAD
+        );
+        assert_eq!(
+            route(&p, &[owner_elsewhere, free.clone()], &all).conversation_id,
+            "c-free"
+        );
+        let twin = lead("c-twin", "/src/p", &[]);
+        assert_eq!(route(&p, &[free, twin], &all).why, "ambiguous workspace");
+    }
+
+    #[test]
+    fn two_owners_fall_back_to_the_head() {
+        let p = project("p", "ENG", "/src/p");
+        let a = lead("a", "", &["ENG"]);
+        let b = lead("b", "", &["ENG"]);
+        assert_eq!(
+            route(&p, &[a, b], std::slice::from_ref(&p)).why,
+            "ambiguous owners"
+        );
+    }
+}
