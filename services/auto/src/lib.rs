@@ -408,11 +408,7 @@ impl AutoService {
             .map_err(|s| ClankieError::from_status(&s))?
             .into_inner()
             .hires;
-        Ok(round::View {
-            projects,
-            conversations,
-            hires,
-        })
+        Ok(round::View::new(projects, conversations, hires))
     }
 
     /// Admits and wakes one lead: `Some(accepted_at)` when woken, `None`

@@ -8,11 +8,13 @@ use clankie_runtime::leads;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// Projects, conversations and hires as read for one admission.
+/// Projects, conversations and hires as read for one admission, with each
+/// project's lead routed once.
 pub struct View {
     pub projects: Vec<mpb::Project>,
     pub conversations: Vec<mpb::Conversation>,
     pub hires: Vec<mpb::HireRecord>,
+    routes: Vec<leads::LeadRoute>,
 }
 
 /// One Auto project as a lead's wake names it.
@@ -75,12 +77,37 @@ impl Evidence {
 }
 
 impl View {
+    pub fn new(
+        projects: Vec<mpb::Project>,
+        conversations: Vec<mpb::Conversation>,
+        hires: Vec<mpb::HireRecord>,
+    ) -> Self {
+        let router = leads::Router::new(&conversations, &projects);
+        let routes = projects.iter().map(|p| router.route(p)).collect();
+        View {
+            projects,
+            conversations,
+            hires,
+            routes,
+        }
+    }
+
     pub fn auto_projects(&self) -> usize {
         self.projects.iter().filter(|p| p.auto).count()
     }
 
     pub fn lead_of(&self, p: &mpb::Project) -> leads::LeadRoute {
-        leads::route(p, &self.conversations, &self.projects)
+        self.projects
+            .iter()
+            .position(|q| q.project_id == p.project_id)
+            .and_then(|i| self.routes.get(i).cloned())
+            .unwrap_or_else(|| leads::route(p, &self.conversations, &self.projects))
+    }
+
+    fn lead_at(&self, i: usize) -> &str {
+        self.routes
+            .get(i)
+            .map_or(leads::HEAD, |r| r.conversation_id.as_str())
     }
 
     /// Every lead an Auto project routes to, once each.
@@ -88,8 +115,9 @@ impl View {
         let mut out: Vec<String> = self
             .projects
             .iter()
-            .filter(|p| p.auto)
-            .map(|p| self.lead_of(p).conversation_id)
+            .enumerate()
+            .filter(|(_, p)| p.auto)
+            .map(|(i, _)| self.lead_at(i).to_string())
             .collect();
         out.sort();
         out.dedup();
@@ -116,8 +144,9 @@ impl View {
         let mut projects: Vec<ProjectEvidence> = self
             .projects
             .iter()
-            .filter(|p| p.auto && self.lead_of(p).conversation_id == lead)
-            .map(|p| {
+            .enumerate()
+            .filter(|(i, p)| p.auto && self.lead_at(*i) == lead)
+            .map(|(_, p)| {
                 let mut workers: Vec<String> = self
                     .live_workers(p)
                     .iter()
@@ -241,14 +270,14 @@ mod tests {
 
     #[test]
     fn evidence_changes_with_a_worker_and_not_otherwise() {
-        let mut view = View {
-            projects: vec![
+        let mut view = View::new(
+            vec![
                 project("a", true, "/nope/a"),
                 project("b", false, "/nope/b"),
             ],
-            conversations: vec![],
-            hires: vec![],
-        };
+            vec![],
+            vec![],
+        );
         assert_eq!(view.leads(), [leads::HEAD]);
         let first = view.evidence(leads::HEAD);
         assert_eq!(first.projects.len(), 1, "only Auto projects");

@@ -54,48 +54,76 @@ pub struct LeadRoute {
     pub why: &'static str,
 }
 
+/// Routes projects to lead chats; built once per view, so routing every
+/// project costs one pass over the conversations each.
+pub struct Router<'a> {
+    conversations: &'a [pb::Conversation],
+    /// Per conversation: it has configured projects.
+    configured: Vec<bool>,
+}
+
+impl<'a> Router<'a> {
+    pub fn new(conversations: &'a [pb::Conversation], projects: &[pb::Project]) -> Self {
+        Router {
+            conversations,
+            configured: conversations
+                .iter()
+                .map(|c| configured(c, projects))
+                .collect(),
+        }
+    }
+
+    /// Routes project `p` to its lead chat, or the global head.
+    pub fn route(&self, p: &pb::Project) -> LeadRoute {
+        let owners: Vec<&pb::Conversation> =
+            self.conversations.iter().filter(|c| owns(c, p)).collect();
+        match owners.as_slice() {
+            [one] => {
+                return LeadRoute {
+                    conversation_id: one.conversation_id.clone(),
+                    why: "owner",
+                };
+            }
+            [_, _, ..] => {
+                return LeadRoute {
+                    conversation_id: HEAD.into(),
+                    why: "ambiguous owners",
+                };
+            }
+            [] => {}
+        }
+        let matching: Vec<&pb::Conversation> = self
+            .conversations
+            .iter()
+            .zip(&self.configured)
+            .filter(|(c, configured)| live_lead(c) && !c.workspace.is_empty() && !**configured)
+            .map(|(c, _)| c)
+            .filter(|c| p.workspaces.iter().any(|w| w.path == c.workspace))
+            .collect();
+        match matching.as_slice() {
+            [one] => LeadRoute {
+                conversation_id: one.conversation_id.clone(),
+                why: "workspace",
+            },
+            [] => LeadRoute {
+                conversation_id: HEAD.into(),
+                why: "no owner",
+            },
+            _ => LeadRoute {
+                conversation_id: HEAD.into(),
+                why: "ambiguous workspace",
+            },
+        }
+    }
+}
+
 /// Routes project `p` to its lead chat, or the global head.
 pub fn route(
     p: &pb::Project,
     conversations: &[pb::Conversation],
     projects: &[pb::Project],
 ) -> LeadRoute {
-    let owners: Vec<&pb::Conversation> = conversations.iter().filter(|c| owns(c, p)).collect();
-    match owners.as_slice() {
-        [one] => {
-            return LeadRoute {
-                conversation_id: one.conversation_id.clone(),
-                why: "owner",
-            };
-        }
-        [_, _, ..] => {
-            return LeadRoute {
-                conversation_id: HEAD.into(),
-                why: "ambiguous owners",
-            };
-        }
-        [] => {}
-    }
-    let matching: Vec<&pb::Conversation> = conversations
-        .iter()
-        .filter(|c| live_lead(c) && !c.workspace.is_empty())
-        .filter(|c| !configured(c, projects))
-        .filter(|c| p.workspaces.iter().any(|w| w.path == c.workspace))
-        .collect();
-    match matching.as_slice() {
-        [one] => LeadRoute {
-            conversation_id: one.conversation_id.clone(),
-            why: "workspace",
-        },
-        [] => LeadRoute {
-            conversation_id: HEAD.into(),
-            why: "no owner",
-        },
-        _ => LeadRoute {
-            conversation_id: HEAD.into(),
-            why: "ambiguous workspace",
-        },
-    }
+    Router::new(conversations, projects).route(p)
 }
 
 #[cfg(test)]
