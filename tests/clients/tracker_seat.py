@@ -22,18 +22,13 @@ import time
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from seatfiles import SeatFiles, write_json
 
 clankie, folder, name = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
-def path(suffix: str) -> str:
-    return os.path.join(folder, f"{name}.{suffix}")
-
-
-def write(p: str, value) -> None:
-    with open(p + ".tmp", "w") as f:
-        json.dump(value, f)
-    os.rename(p + ".tmp", p)
+path = SeatFiles(folder, name).path
+write = write_json
 
 
 async def one(s: ClientSession, c: dict) -> dict:

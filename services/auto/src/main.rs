@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry};
 use clap::Parser;
 
 /// Serves the auto-scheduler over gRPC on a Unix socket and runs its rounds.
@@ -33,15 +33,13 @@ async fn main() -> anyhow::Result<()> {
     let tick = Duration::from_millis(args.tick.max(50));
     let idle = Duration::from_millis(args.idle.unwrap_or(args.tick.max(50) * 4));
     let auto = clankie_auto::AutoService::open(paths.clone(), tick, idle)?;
-    let socket = paths.socket("auto");
-    let listener = uds::bind(&socket).await?;
-    let _guard = uds::SocketGuard(socket);
     let scheduler = tokio::spawn(auto.clone().run(shutdown.clone()));
-    tracing::info!(tick_ms = tick.as_millis() as u64, "auto serving");
-    grpc::serve(
-        listener,
+    tracing::info!(tick_ms = tick.as_millis() as u64, "auto scheduling");
+    grpc::serve_service(
+        &paths,
+        "auto",
         clankie_auto::HEALTH_NAME,
-        Some(auto.routes()),
+        auto.routes(),
         shutdown.clone(),
     )
     .await?;

@@ -803,21 +803,14 @@ impl MailboxService {
         text: String,
     ) -> Result<(), ClankieError> {
         let mut book = self.inner.book.lock().await;
-        book.0.deliveries.push(seats::DeliveryRec {
-            delivery_id: short_id("dlv"),
-            link_id: seat.link_id.clone(),
-            pane_id: seat.pane_id.clone(),
-            seat_id: seat.seat_id.clone(),
-            kind: kind.into(),
+        book.0.deliveries.push(seats::DeliveryRec::new(
+            short_id("dlv"),
+            (&seat.link_id, &seat.pane_id, &seat.seat_id),
+            kind,
             from,
             text,
-            created_at_ms: now_ms(),
-            peer_message_id: String::new(),
-            follows: String::new(),
-            delivered_at_ms: 0,
-            claim_id: String::new(),
-            claimed_at_ms: 0,
-        });
+            now_ms(),
+        ));
         self.save_book(&book)?;
         drop(book);
         self.inner.queued.send_modify(|n| *n += 1);
@@ -1084,21 +1077,14 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let queued_to_seat = match seat {
             Some(h) => {
                 let mut book = self.inner.book.lock().await;
-                book.0.deliveries.push(seats::DeliveryRec {
-                    delivery_id: short_id("dlv"),
-                    link_id: h.link_id.clone(),
-                    pane_id: h.pane_id.clone(),
-                    seat_id: String::new(),
-                    kind: "wake".into(),
-                    from: format!("wake:{}", req.wake_id),
-                    text: req.text,
-                    created_at_ms: at_ms,
-                    peer_message_id: String::new(),
-                    follows: String::new(),
-                    delivered_at_ms: 0,
-                    claim_id: String::new(),
-                    claimed_at_ms: 0,
-                });
+                book.0.deliveries.push(seats::DeliveryRec::new(
+                    short_id("dlv"),
+                    (&h.link_id, &h.pane_id, ""),
+                    "wake",
+                    format!("wake:{}", req.wake_id),
+                    req.text,
+                    at_ms,
+                ));
                 let saved = self.save_book(&book);
                 drop(book);
                 self.inner.queued.send_modify(|n| *n += 1);
@@ -1721,21 +1707,14 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let delivery_id = short_id("dlv");
         {
             let mut book = self.inner.book.lock().await;
-            book.0.deliveries.push(seats::DeliveryRec {
-                delivery_id: delivery_id.clone(),
-                link_id: hire.link_id.clone(),
-                pane_id: hire.pane_id.clone(),
-                seat_id: String::new(),
-                kind: "lead".into(),
-                from: format!("conversation:{caller_id}"),
-                text: req.text,
-                created_at_ms: now_ms(),
-                peer_message_id: String::new(),
-                follows: String::new(),
-                delivered_at_ms: 0,
-                claim_id: String::new(),
-                claimed_at_ms: 0,
-            });
+            book.0.deliveries.push(seats::DeliveryRec::new(
+                delivery_id.clone(),
+                (&hire.link_id, &hire.pane_id, ""),
+                "lead",
+                format!("conversation:{caller_id}"),
+                req.text,
+                now_ms(),
+            ));
             self.save_book(&book).map_err(refuse)?;
         }
         self.inner.queued.send_modify(|n| *n += 1);

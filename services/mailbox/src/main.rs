@@ -1,7 +1,7 @@
 //! `clankie-mailbox`: serves projects, conversations, hires and worker
 //! reports over gRPC on its Unix socket.
 
-use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry};
 use clap::Parser;
 
 /// Serves the mailbox over gRPC on a Unix socket.
@@ -23,14 +23,11 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(StatePaths::from_env);
     let shutdown = shutdown::on_signals();
     let mailbox = clankie_mailbox::MailboxService::open(paths.clone())?;
-    let socket = paths.socket("mailbox");
-    let listener = uds::bind(&socket).await?;
-    let _guard = uds::SocketGuard(socket);
-    tracing::info!("mailbox serving");
-    grpc::serve(
-        listener,
+    grpc::serve_service(
+        &paths,
+        "mailbox",
         clankie_mailbox::HEALTH_NAME,
-        Some(mailbox.routes()),
+        mailbox.routes(),
         shutdown.clone(),
     )
     .await?;

@@ -76,6 +76,35 @@ pub struct DeliveryRec {
     pub claimed_at_ms: i64,
 }
 
+impl DeliveryRec {
+    /// A new, unclaimed delivery to a pane (and, when `seat_id` is set, only
+    /// to that exact seat).
+    pub fn new(
+        delivery_id: String,
+        (link_id, pane_id, seat_id): (&str, &str, &str),
+        kind: &str,
+        from: String,
+        text: String,
+        now: i64,
+    ) -> Self {
+        DeliveryRec {
+            delivery_id,
+            link_id: link_id.into(),
+            pane_id: pane_id.into(),
+            seat_id: seat_id.into(),
+            kind: kind.into(),
+            from,
+            text,
+            created_at_ms: now,
+            peer_message_id: String::new(),
+            follows: String::new(),
+            delivered_at_ms: 0,
+            claim_id: String::new(),
+            claimed_at_ms: 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct PeerMessageRec {
@@ -267,19 +296,16 @@ impl SeatBook {
             .map(|m| m.id.clone())
             .unwrap_or_default();
         self.deliveries.push(DeliveryRec {
-            delivery_id: delivery_id.clone(),
-            link_id: recipient.link_id.clone(),
-            pane_id: recipient.pane_id.clone(),
-            seat_id: recipient.seat_id.clone(),
-            kind: "peer".into(),
-            from: format!("seat:{}", sender.seat_id),
-            text: text.to_string(),
-            created_at_ms: now,
             peer_message_id: message_id.clone(),
             follows: follows.clone(),
-            delivered_at_ms: 0,
-            claim_id: String::new(),
-            claimed_at_ms: 0,
+            ..DeliveryRec::new(
+                delivery_id.clone(),
+                (&recipient.link_id, &recipient.pane_id, &recipient.seat_id),
+                "peer",
+                format!("seat:{}", sender.seat_id),
+                text.to_string(),
+                now,
+            )
         });
         self.peer_messages.push(PeerMessageRec {
             id: message_id,

@@ -28,6 +28,22 @@ pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 /// Serves `routes` (plus health and reflection) on `listener` until
 /// `shutdown` fires. `health_name` is the fully qualified gRPC service name
 /// reported by tonic-health.
+/// A service process's whole serving life: binds `run/NAME.sock`, serves
+/// `routes` with health and reflection until shutdown, removes the socket.
+pub async fn serve_service(
+    paths: &crate::paths::StatePaths,
+    name: &str,
+    health_name: &'static str,
+    routes: Routes,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let socket = paths.socket(name);
+    let listener = crate::uds::bind(&socket).await?;
+    let _guard = crate::uds::SocketGuard(socket);
+    tracing::info!("{name} serving");
+    serve(listener, health_name, Some(routes), shutdown).await
+}
+
 pub async fn serve(
     listener: UnixListener,
     health_name: &'static str,

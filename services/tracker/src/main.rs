@@ -2,7 +2,7 @@
 //! Unix socket.
 
 use clankie_runtime::owner::OwnerCheck;
-use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry};
 use clap::Parser;
 
 /// Serves the built-in tracker over gRPC on a Unix socket.
@@ -26,14 +26,11 @@ async fn main() -> anyhow::Result<()> {
     let owner = OwnerCheck::load(&paths.owner_credential())?;
     let service =
         clankie_tracker::service::TrackerService::open(&paths.service_dir("tracker"), owner);
-    let socket = paths.socket("tracker");
-    let listener = uds::bind(&socket).await?;
-    let _guard = uds::SocketGuard(socket);
-    tracing::info!("tracker serving");
-    grpc::serve(
-        listener,
+    grpc::serve_service(
+        &paths,
+        "tracker",
         clankie_tracker::service::HEALTH_NAME,
-        Some(service.routes()),
+        service.routes(),
         shutdown.clone(),
     )
     .await?;
