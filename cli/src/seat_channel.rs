@@ -245,10 +245,10 @@ async fn handoff(up: &Upstream, d: &Value) -> Handoff {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "source".into(),
-        json!(if text("kind") == "peer" {
-            "peer"
-        } else {
-            "lead"
+        json!(match text("kind").as_str() {
+            "peer" => "peer",
+            "wake" => "wake",
+            _ => "lead",
         }),
     );
     meta.insert("from".into(), json!(text("from")));

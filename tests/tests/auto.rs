@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clankie_tests::{Stack, StackOptions};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const TICK: u64 = 1_000;
 const IDLE: u64 = 8_000;
@@ -582,4 +582,235 @@ async fn rounds_and_hires_follow_explicit_ownership_and_staffing_asks_full_auton
     assert_eq!(work["agentsWorking"], 1, "{st}");
     assert_eq!(work["landedToday"], 0, "no fetched origin branch");
     drop(tmux);
+}
+
+/// A seat in a pane running `tests/clients/peer_seat.py`: it records every
+/// channel notification and runs tool calls dropped as files.
+struct Seat {
+    dir: std::path::PathBuf,
+    name: String,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl Seat {
+    async fn hire(stack: &Stack, dir: &Path, name: &str, flags: &[&str]) -> Seat {
+        let py = clankie_tests::python().display().to_string();
+        let script = clankie_tests::repo_root()
+            .join("tests/clients/peer_seat.py")
+            .display()
+            .to_string();
+        let clankie = clankie_tests::bin_dir()
+            .join("clankie")
+            .display()
+            .to_string();
+        let folder = dir.display().to_string();
+        let mut args = vec!["hire"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", &py, &script, &clankie, &folder, name]);
+        stack.clankie_ok(&args);
+        let seat = Seat {
+            dir: dir.to_path_buf(),
+            name: name.into(),
+            next: std::sync::atomic::AtomicUsize::new(0),
+        };
+        assert!(
+            clankie_tests::wait_json(&seat.file("seat"), Duration::from_secs(60))
+                .await
+                .is_some(),
+            "seat {name} never came up\n{}",
+            stack.log_tails(&["gateway", "mailbox", "auto"], 20)
+        );
+        seat
+    }
+
+    fn file(&self, suffix: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{}.{suffix}", self.name))
+    }
+
+    async fn run(&self, cmd: Value) -> Value {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let tmp = self.file(&format!("cmd.{n}.tmp"));
+        std::fs::write(&tmp, cmd.to_string()).expect("cmd");
+        std::fs::rename(&tmp, self.file(&format!("cmd.{n}"))).expect("rename");
+        clankie_tests::wait_json(&self.file(&format!("res.{n}")), Duration::from_secs(60))
+            .await
+            .expect("answer")
+    }
+
+    async fn inbox_containing(&self, needle: &str, within: Duration) -> bool {
+        let end = Instant::now() + within;
+        while Instant::now() < end {
+            let inbox = std::fs::read_to_string(self.file("inbox")).unwrap_or_default();
+            if inbox.contains(needle) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stops_them() {
+    let stack = stack().await;
+    let _tmux = stack.link_tmux("work");
+    let ws = repo();
+    add_project(&stack, "alpha", ws.path());
+    set(
+        &stack,
+        "alpha",
+        &["--tracker", "builtin", "--team", "ENG", "--auto", "on"],
+    );
+    let conv = lead(&stack, "Alpha lead", &["--project", "ENG"]);
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = Seat::hire(
+        &stack,
+        dir.path(),
+        "lead",
+        &[
+            "--role",
+            "lead",
+            "--conversation",
+            &conv,
+            "--project",
+            "alpha",
+        ],
+    )
+    .await;
+    let worker = Seat::hire(&stack, dir.path(), "worker", &["--project", "alpha"]).await;
+    let tools = seat.run(json!({ "list": true })).await;
+    let names = tools["tools"].to_string();
+    assert!(
+        names.contains("get_wake") && names.contains("schedule_wake"),
+        "{tools}"
+    );
+    let worker_tools = worker.run(json!({ "list": true })).await;
+    assert!(
+        !worker_tools.to_string().contains("get_wake"),
+        "{worker_tools}"
+    );
+    let refused = worker.run(json!({ "tool": "get_wake", "args": {} })).await;
+    assert!(
+        refused.to_string().contains("role_not_allowed"),
+        "{refused}"
+    );
+
+    // A round's wake reaches the native lead seat like any message.
+    stack.clankie_ok(&["auto", "on"]);
+    let w = wait_wakes(&stack, &conv, 1, Duration::from_secs(10)).await;
+    assert!(w[0].1.contains("Auto round"));
+    assert!(
+        seat.inbox_containing("Auto round", Duration::from_secs(20))
+            .await,
+        "the lead seat heard the wake"
+    );
+    let state = seat.run(json!({ "tool": "get_wake", "args": {} })).await;
+    assert_eq!(state["result"]["switchOn"], true, "{state}");
+    assert_eq!(state["result"]["conversationId"], conv.as_str());
+    assert!(
+        state["result"]["lastWakeAtMs"].as_i64().is_some(),
+        "{state}"
+    );
+
+    // A self-wake arrives at its time.
+    let at = now_ms() + 1_500;
+    let s = seat
+        .run(json!({ "tool": "schedule_wake", "args": { "atMs": at, "note": "check the CI run" } }))
+        .await;
+    assert_eq!(s["isError"], false, "{s}");
+    assert!(
+        seat.inbox_containing("Self-wake: check the CI run", Duration::from_secs(15))
+            .await,
+        "the self-wake arrived"
+    );
+    // The switch stops self-wakes: one due while off is held, and none can
+    // be scheduled while off.
+    let s = seat
+        .run(json!({ "tool": "schedule_wake", "args": { "atMs": now_ms() + 1_500, "note": "held" } }))
+        .await;
+    assert_eq!(s["isError"], false, "{s}");
+    stack.clankie_ok(&["auto", "off"]);
+    let off = seat
+        .run(json!({ "tool": "schedule_wake", "args": { "atMs": now_ms() + 60_000 } }))
+        .await;
+    assert!(off.to_string().contains("propose_only"), "{off}");
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert!(
+        !wakes(&stack, &conv).iter().any(|(_, t)| t.contains("held")),
+        "no self-wake while off"
+    );
+    let state = seat.run(json!({ "tool": "get_wake", "args": {} })).await;
+    assert_eq!(state["result"]["switchOn"], false);
+    assert_eq!(
+        state["result"]["scheduled"].as_array().map(Vec::len),
+        Some(1)
+    );
+    stack.clankie_ok(&["auto", "on"]);
+    assert!(
+        seat.inbox_containing("Self-wake: held", Duration::from_secs(15))
+            .await,
+        "held until the switch came back on"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_scheduler_owns_the_cadence_and_the_status_line_counts_work() {
+    let stack = stack().await;
+    // A second scheduler on the same state refuses to start.
+    let out = Command::new(clankie_tests::bin_dir().join("clankie-auto"))
+        .env("CLANKIE_STATE", stack.state.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("second scheduler");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another auto-scheduler"),
+        "{out:?}"
+    );
+    // Landed today: commits on the fetched origin branch since midnight.
+    let origin = tempfile::tempdir().expect("origin");
+    git(origin.path(), &["init", "-q", "--bare", "-b", "main"]);
+    let ws = tempfile::tempdir().expect("ws");
+    let origin_url = origin.path().display().to_string();
+    let ws_path = ws.path().display().to_string();
+    let out = Command::new("git")
+        .args(["clone", "-q", &origin_url, &ws_path])
+        .output()
+        .expect("clone");
+    assert!(out.status.success(), "{out:?}");
+    commit(ws.path(), "one");
+    commit(ws.path(), "two");
+    git(ws.path(), &["push", "-q", "origin", "main"]);
+    git(ws.path(), &["fetch", "-q", "origin"]);
+    commit(ws.path(), "local only");
+    add_project(&stack, "work", ws.path());
+    set(&stack, "work", &["--tracker", "builtin", "--team", "WORK"]);
+    // Needs you: an open ask on one of its issues.
+    stack.clankie_ok(&["tracker", "team", "WORK", "--name", "Work"]);
+    let issue = json_of(&stack.clankie_ok(&[
+        "tracker",
+        "call",
+        "save_issue",
+        r#"{"team":"WORK","title":"decide"}"#,
+    ]));
+    let id = issue["result"]["issue"]["identifier"].as_str().expect("id");
+    stack.clankie_ok(&[
+        "tracker",
+        "call",
+        "post_issue_ask",
+        &json!({ "issueId": id, "question": "Which database?" }).to_string(),
+    ]);
+    let st = json_of(&stack.clankie_ok(&["project", "status", "--json"]));
+    let line = &st["projects"][0];
+    assert_eq!(line["landedToday"], 2, "{st}");
+    assert_eq!(line["needsYou"], 1, "{st}");
+    assert_eq!(line["agentsWorking"], 0);
+    assert_eq!(st["needsYouTotal"], 1);
 }

@@ -1,6 +1,6 @@
 //! `clankie-admission`: serves the admission service on its Unix socket.
 
-use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry};
 use clap::Parser;
 
 /// Serves fleet admission and fleet settings over gRPC on a Unix socket.
@@ -22,14 +22,11 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(StatePaths::from_env);
     let shutdown = shutdown::on_signals();
     let service = clankie_admission::Options::new(paths.clone()).build(shutdown.clone())?;
-    let socket = paths.socket("admission");
-    let listener = uds::bind(&socket).await?;
-    let _guard = uds::SocketGuard(socket);
-    tracing::info!("admission serving");
-    grpc::serve(
-        listener,
+    grpc::serve_service(
+        &paths,
+        "admission",
         clankie_admission::HEALTH_NAME,
-        Some(service.routes()),
+        service.routes(),
         shutdown,
     )
     .await?;

@@ -1,7 +1,7 @@
 //! `clankie-mcp-host`: serves connected accounts, the catalog and connected
 //! calls over gRPC on its Unix socket.
 
-use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry};
 use clap::Parser;
 
 /// Serves the mcp-host over gRPC on a Unix socket.
@@ -29,14 +29,11 @@ async fn main() -> anyhow::Result<()> {
     let mut options = clankie_mcp_host::Options::new(paths.clone());
     options.retained_bodies = args.retained_bodies;
     let host = options.build(shutdown.clone()).await?;
-    let socket = paths.socket("mcp-host");
-    let listener = uds::bind(&socket).await?;
-    let _guard = uds::SocketGuard(socket);
-    tracing::info!("mcp-host serving");
-    grpc::serve(
-        listener,
+    grpc::serve_service(
+        &paths,
+        "mcp-host",
         clankie_mcp_host::HEALTH_NAME,
-        Some(host.routes()),
+        host.routes(),
         shutdown.clone(),
     )
     .await?;
