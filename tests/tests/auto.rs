@@ -274,6 +274,20 @@ async fn auto_projects_wake_their_leads_on_a_cadence_the_switch_stops() {
     );
 }
 
+/// Project `alpha` (a git workspace, built-in team ENG) on Auto, owned by
+/// a new lead chat: (its workspace, the lead's conversation).
+fn alpha_on_auto(stack: &Stack) -> (tempfile::TempDir, String) {
+    let ws = repo();
+    add_project(stack, "alpha", ws.path());
+    set(
+        stack,
+        "alpha",
+        &["--tracker", "builtin", "--team", "ENG", "--auto", "on"],
+    );
+    let conv = lead(stack, "Alpha lead", &["--project", "ENG"]);
+    (ws, conv)
+}
+
 /// The scheduler's pid.
 fn auto_pid(stack: &Stack) -> i32 {
     stack.service_pid("auto").expect("auto pid")
@@ -313,14 +327,7 @@ fn journal(stack: &Stack) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn kill_9_at_each_step_never_wakes_twice_or_loses_a_fence() {
     let stack = stack().await;
-    let ws = repo();
-    add_project(&stack, "alpha", ws.path());
-    set(
-        &stack,
-        "alpha",
-        &["--tracker", "builtin", "--team", "ENG", "--auto", "on"],
-    );
-    let conv = lead(&stack, "Alpha lead", &["--project", "ENG"]);
+    let (ws, conv) = alpha_on_auto(&stack);
     stack.clankie_ok(&["auto", "on"]);
     wait_wakes(&stack, &conv, 1, Duration::from_secs(10)).await;
     let marker = |step: &str| {
@@ -385,10 +392,7 @@ async fn kill_9_at_each_step_never_wakes_twice_or_loses_a_fence() {
         .iter()
         .filter(|l| l["event"] == "round")
         .count();
-    let killed_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as i64;
+    let killed_at = now_ms();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
@@ -661,14 +665,7 @@ fn now_ms() -> i64 {
 async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stops_them() {
     let stack = stack().await;
     let _tmux = stack.link_tmux("work");
-    let ws = repo();
-    add_project(&stack, "alpha", ws.path());
-    set(
-        &stack,
-        "alpha",
-        &["--tracker", "builtin", "--team", "ENG", "--auto", "on"],
-    );
-    let conv = lead(&stack, "Alpha lead", &["--project", "ENG"]);
+    let (_ws, conv) = alpha_on_auto(&stack);
     let dir = tempfile::tempdir().expect("dir");
     let seat = Seat::hire(
         &stack,

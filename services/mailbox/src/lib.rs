@@ -114,6 +114,20 @@ fn project_pb(p: &ProjectRec) -> pb::Project {
     }
 }
 
+/// A transcript entry that carries its own receipt id: the id is 1 to 128
+/// bytes, the text 1 byte to 32 KiB.
+fn check_entry(what: &str, id: &str, text: &str) -> Result<(), ClankieError> {
+    if id.is_empty() || id.len() > 128 {
+        return Err(
+            ErrorCode::InvalidArgument.err(format!("a {what} needs an id (at most 128 bytes)"))
+        );
+    }
+    if text.trim().is_empty() || text.len() > MAX_REPORT {
+        return Err(ErrorCode::InvalidArgument.err(format!("a {what} is 1 byte to 32 KiB of text")));
+    }
+    Ok(())
+}
+
 /// The project a hire goes to. A configured lead (one that owns projects)
 /// hires only into its own projects and must name one when it owns
 /// several; any other conversation names the project.
@@ -1016,16 +1030,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
     ) -> Result<Response<pb::WakeResponse>, Status> {
         self.owner(&request)?;
         let req = request.into_inner();
-        if req.wake_id.is_empty() || req.wake_id.len() > 128 {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a wake needs an id (at most 128 bytes)"),
-            ));
-        }
-        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a wake is 1 byte to 32 KiB of text"),
-            ));
-        }
+        check_entry("wake", &req.wake_id, &req.text).map_err(refuse)?;
         let mut store = self.inner.store.lock().await;
         // A wake id is accepted once: a repeat returns where it landed.
         if let Some(a) = store.receipt(&req.wake_id).cloned() {
@@ -1598,16 +1603,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 ));
             }
         };
-        if req.receipt_id.is_empty() || req.receipt_id.len() > 128 {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a report needs a receipt id (at most 128 bytes)"),
-            ));
-        }
-        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a report is 1 byte to 32 KiB of text"),
-            ));
-        }
+        check_entry("report", &req.receipt_id, &req.text).map_err(refuse)?;
         let mut store = self.inner.store.lock().await;
         // An accepted receipt returns where it went: never rerouted, never
         // written twice, whatever changed since.
