@@ -24,6 +24,8 @@ async fn wait_json(path: &Path, timeout: Duration) -> Value {
 struct Seat {
     dir: PathBuf,
     name: String,
+    /// The hire record `clankie hire` printed.
+    hire: Value,
     ready: Value,
     next: AtomicUsize,
 }
@@ -37,7 +39,7 @@ impl Seat {
             .to_string();
         let clankie = bin_dir().join("clankie").display().to_string();
         let folder = dir.display().to_string();
-        stack.clankie_ok(&[
+        let hire = json_of(&stack.clankie_ok(&[
             "hire",
             "--project",
             project,
@@ -49,7 +51,7 @@ impl Seat {
             &clankie,
             &folder,
             name,
-        ]);
+        ]));
         let ready = match clankie_tests::wait_json(
             &dir.join(format!("{name}.ready")),
             Duration::from_secs(60),
@@ -65,6 +67,7 @@ impl Seat {
         Seat {
             dir: dir.to_path_buf(),
             name: name.into(),
+            hire,
             ready,
             next: AtomicUsize::new(0),
         }
@@ -836,4 +839,52 @@ async fn linear_calls_route_by_repo_item_and_hire() {
         !seen.contains("LOCAL-VUH-1"),
         "the built-in item never reached Linear: {seen}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retired_hire_releases_its_leases_and_leaves_the_state_alone() {
+    let w = world().await;
+    let issue = owner_call(
+        &w.stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "half done", "state": "Todo" }),
+    );
+    let id = issue["issue"]["identifier"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let lease = worker
+        .ok("save_lease", json!({ "issueId": id, "ttlMs": 3600000 }))
+        .await;
+    let holder = lease["lease"]["holder"]
+        .as_str()
+        .expect("holder")
+        .to_string();
+    let ready = owner_call(&w.stack, "list_ready_issues", json!({ "team": "ENG" }));
+    assert!(
+        !ready.to_string().contains(&id),
+        "leased, not ready: {ready}"
+    );
+    let hire_id = worker.hire["hireId"].as_str().expect("hire id");
+    assert_eq!(holder, format!("hire:{hire_id}"));
+    w.stack.clankie_ok(&["close", hire_id]);
+    // Retirement settles the lease under the hire's own name; the issue
+    // keeps its state (only the owner verifies completion).
+    let events = owner_call(&w.stack, "list_issue_events", json!({ "issueId": id }));
+    let released: Vec<&Value> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["stage"] == "released")
+        .collect();
+    assert_eq!(released.len(), 1, "{events}");
+    assert_eq!(released[0]["actor"], holder.as_str());
+    let ready = owner_call(&w.stack, "list_ready_issues", json!({ "team": "ENG" }));
+    assert!(
+        ready.to_string().contains(&id),
+        "released, ready again: {ready}"
+    );
+    let after = owner_call(&w.stack, "get_issue", json!({ "id": id }));
+    assert_eq!(after["issue"]["state"], "Todo");
 }

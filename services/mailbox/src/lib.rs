@@ -67,6 +67,7 @@ struct Inner {
     appended: watch::Sender<u64>,
     admission: apb::admission_client::AdmissionClient<Client>,
     auto: aupb::auto_client::AutoClient<Client>,
+    tracker: clankie_proto::tracker::v1::tracker_client::TrackerClient<Client>,
     state_root: String,
 }
 
@@ -406,6 +407,10 @@ impl MailboxService {
             &paths.socket("auto"),
             Meta::owner(&token),
         ));
+        let tracker = clankie_proto::tracker::v1::tracker_client::TrackerClient::new(grpc::client(
+            &paths.socket("tracker"),
+            Meta::owner(&token),
+        ));
         Ok(MailboxService {
             inner: Arc::new(Inner {
                 owner,
@@ -421,6 +426,7 @@ impl MailboxService {
                 appended,
                 admission,
                 auto,
+                tracker,
                 state_root: paths.root().display().to_string(),
             }),
         })
@@ -471,6 +477,48 @@ impl MailboxService {
                 .err("reports need a proven pane; a bearer link cannot report"));
         }
         Ok(principal)
+    }
+
+    /// Settles a retired hire's tracker bookkeeping: its live leases in the
+    /// project's built-in team are released, each issue gets a `released`
+    /// event, under receipts of their own. A project whose tracker is not
+    /// built in here, or is gone, gets no issue effects (logged).
+    async fn retire(&self, hire: &HireRec, project: Option<&ProjectRec>) {
+        let team = match project {
+            Some(p) if p.tracker == "builtin" && !p.tracker_team.is_empty() => {
+                p.tracker_team.clone()
+            }
+            Some(p) => {
+                tracing::info!(
+                    hire = %hire.hire_id,
+                    tracker = %p.tracker,
+                    "hire.retired: no built-in tracker binding; no issue effects"
+                );
+                return;
+            }
+            None => {
+                tracing::info!(hire = %hire.hire_id, "hire.retired: project gone; no issue effects");
+                return;
+            }
+        };
+        let mut req = Request::new(clankie_proto::tracker::v1::RetireHireRequest {
+            actor: format!("hire:{}", hire.hire_id),
+            hire_id: hire.hire_id.clone(),
+            scope_team: team,
+        });
+        req.set_timeout(Duration::from_secs(10));
+        match self.inner.tracker.clone().retire_hire(req).await {
+            Ok(r) => tracing::info!(
+                hire = %hire.hire_id,
+                released = r.into_inner().released.len(),
+                "hire.retired"
+            ),
+            Err(s) => tracing::warn!(
+                hire = %hire.hire_id,
+                reason = %ClankieError::from_status(&s).code,
+                "hire.retire_failed"
+            ),
+        }
     }
 
     /// The switch and the saved level, read fresh; unreachable reads as
@@ -1550,11 +1598,24 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         }
         let h = &mut store.state.hires[index];
         h.conversation_id = caller_id;
-        if h.ended.is_empty() {
+        let retiring = h.ended.is_empty();
+        if retiring {
             h.ended = "closed".into();
         }
         let out = h.clone();
+        // The attribution is the confirmed hire captured while its occupant
+        // was proven, and the project's binding as saved now.
+        let project = store
+            .state
+            .projects
+            .iter()
+            .find(|p| p.project_id == out.project_id)
+            .cloned();
         store.save().map_err(|e| refuse(internal(e)))?;
+        drop(store);
+        if retiring && out.occupant_pidfs_id != 0 {
+            self.retire(&out, project.as_ref()).await;
+        }
         Ok(Response::new(hire_pb(&out, true)))
     }
 

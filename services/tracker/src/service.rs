@@ -364,6 +364,73 @@ impl pb::tracker_server::Tracker for TrackerService {
         }))
     }
 
+    async fn retire_hire(
+        &self,
+        request: Request<pb::RetireHireRequest>,
+    ) -> Result<Response<pb::RetireHireResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let req = request.into_inner();
+        if !req.actor.starts_with("hire:") || req.hire_id.is_empty() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("retirement names a hire actor and its hire id"),
+            ));
+        }
+        let (released, _) = self
+            .with_store(move |s| {
+                let caller = Caller {
+                    actor: req.actor.clone(),
+                    role: Role::Worker,
+                };
+                let scope = if req.scope_team.is_empty() {
+                    None
+                } else {
+                    Some(s.team(&req.scope_team).map_err(store_refusal)?.id)
+                };
+                let mut released = Vec::new();
+                for uuid in s.leases_held_by(&req.actor).map_err(store_refusal)? {
+                    let issue = s.issue(&uuid).map_err(store_refusal)?;
+                    if scope.as_ref().is_some_and(|t| *t != issue.team_id) {
+                        continue;
+                    }
+                    // Each effect has its own receipt, keyed by the issue's
+                    // UUID as first observed.
+                    let key = |what: &str| format!("retire:{}:{uuid}:{what}", req.hire_id);
+                    s.save_lease(
+                        &caller,
+                        crate::store::SaveLease {
+                            issue_id: uuid.clone(),
+                            release: Some(true),
+                            idempotency_key: Some(key("lease")),
+                            ..Default::default()
+                        },
+                    )
+                    .map_err(store_refusal)?;
+                    s.post_issue_event(
+                        &caller,
+                        crate::store::PostIssueEvent {
+                            issue_id: uuid.clone(),
+                            stage: "released".into(),
+                            body: Some(format!(
+                                "Hire {} was retired; its lease is released. The issue keeps its state.",
+                                req.hire_id
+                            )),
+                            evidence_bundle_id: None,
+                            idempotency_key: Some(key("event")),
+                        },
+                    )
+                    .map_err(store_refusal)?;
+                    released.push(issue.identifier);
+                }
+                Ok(released)
+            })
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(pb::RetireHireResponse { released }))
+    }
+
     async fn stats(
         &self,
         request: Request<pb::StatsRequest>,

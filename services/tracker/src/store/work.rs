@@ -663,6 +663,15 @@ impl Store {
         )
     }
 
+    /// The issue UUIDs whose live leases `holder` holds.
+    pub fn leases_held_by(&self, holder: &str) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT issue_id FROM leases WHERE holder = ?1 AND expires_at > ?2 ORDER BY issue_id",
+        )?;
+        let rows = stmt.query_map(params![holder, self.now()], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Unstarted issues with no live lease, by priority (urgent first, none
     /// last) then age.
     pub fn ready_issues(
