@@ -399,12 +399,22 @@ async fn kill_9_at_each_step_never_wakes_twice_or_loses_a_fence() {
     )
     .expect("kill");
     restarted(&stack, pid).await;
+    let rounds_after = || {
+        journal(&stack)
+            .into_iter()
+            .filter(|l| l["event"] == "round")
+            .skip(rounds_before)
+            .collect::<Vec<Value>>()
+    };
+    // The overdue round comes promptly ...
+    let end = Instant::now() + Duration::from_secs(10);
+    while rounds_after().is_empty() {
+        assert!(Instant::now() < end, "the overdue start checked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ... and alone: the missed deadlines do not follow it within a tick.
     tokio::time::sleep(Duration::from_millis(TICK / 2)).await;
-    let rounds: Vec<Value> = journal(&stack)
-        .into_iter()
-        .filter(|l| l["event"] == "round")
-        .skip(rounds_before)
-        .collect();
+    let rounds = rounds_after();
     assert_eq!(rounds.len(), 1, "one prompt round, not a burst: {rounds:?}");
     let next = cadence(&stack)["nextDeadlineMs"].as_i64().expect("next");
     assert!(

@@ -376,6 +376,15 @@ impl Who<'_> {
             None => Ok(()),
         }
     }
+
+    /// Refuses a limited role acting on a record someone else owns.
+    fn own_only(&self, owner: &str, what: &str) -> Result<(), StoreError> {
+        if owner == self.actor {
+            Ok(())
+        } else {
+            self.require_lead(what)
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -1360,16 +1369,7 @@ impl Store {
                     comment_from_row,
                 )?
                 .ok_or_else(|| StoreError::NotFound(format!("comment {id}")))?;
-                if let Some(role) = who.limited()
-                    && c.author != who.actor
-                {
-                    return Err(StoreError::NotAllowed {
-                        role,
-                        what: format!(
-                            "editing another author's comment is not available to the {role} role"
-                        ),
-                    });
-                }
+                who.own_only(&c.author, "editing another author's comment")?;
                 if let Some(issue) = &input.issue_id
                     && find_issue(w, issue)?.id != c.issue_id
                 {

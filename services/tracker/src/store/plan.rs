@@ -505,16 +505,7 @@ impl Store {
                     update_from_row,
                 )?
                 .ok_or_else(|| StoreError::NotFound(format!("status update {id}")))?;
-                if let Some(role) = who.limited()
-                    && u.author != who.actor
-                {
-                    return Err(StoreError::NotAllowed {
-                        role,
-                        what: format!(
-                            "editing another author's status update is not available to the {role} role"
-                        ),
-                    });
-                }
+                who.own_only(&u.author, "editing another author's status update")?;
                 check_fresh(input.if_updated_at, u.updated_at, &format!("status update {id}"))?;
                 if let Some(p) = &input.project_id
                     && find_project(w, p)?.id != u.project_id

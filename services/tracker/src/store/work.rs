@@ -564,16 +564,9 @@ impl Store {
         let holder = non_empty(input.holder.as_deref())
             .unwrap_or(&caller.actor)
             .to_string();
-        if holder != caller.actor
-            && let Some(role) = caller.who().limited()
-        {
-            return Err(StoreError::NotAllowed {
-                role,
-                what: format!(
-                    "holding a lease for someone else is not available to the {role} role"
-                ),
-            });
-        }
+        caller
+            .who()
+            .own_only(&holder, "holding a lease for someone else")?;
         let ttl = input.ttl_ms.unwrap_or(DEFAULT_LEASE_MS);
         if !(MIN_LEASE_MS..=MAX_LEASE_MS).contains(&ttl) {
             return Err(StoreError::Invalid(format!(
