@@ -406,11 +406,23 @@ impl ServerHandler for FleetServer {
     }
 }
 
+/// One entry of the gateway's discovery file. A hire is told where the
+/// file is (`CLANKIE_GATEWAY_DISCOVERY`), never where the state folder is;
+/// `CLANKIE_MCP_SOCKET` names the local socket outright.
 pub(crate) fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
-    let bytes = std::fs::read(paths.gateway_discovery()).with_context(|| {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if key == "unix"
+        && let Some(socket) = env("CLANKIE_MCP_SOCKET")
+    {
+        return Ok(socket);
+    }
+    let file = env("CLANKIE_GATEWAY_DISCOVERY")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| paths.gateway_discovery());
+    let bytes = std::fs::read(&file).with_context(|| {
         format!(
-            "no gateway discovery file in {}; pass --url or set CLANKIE_FLEET_URL",
-            paths.run_dir().display()
+            "no gateway discovery file at {}; pass --url or set CLANKIE_FLEET_URL",
+            file.display()
         )
     })?;
     let v: Value =

@@ -129,15 +129,15 @@ pub struct HireArgs {
     pub command: Vec<String>,
 }
 
-pub fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-}
+use crate::terminal::field;
+pub use crate::terminal::print_json;
 
 pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
     json!({
         "hireId": h.hire_id,
         "conversationId": h.conversation_id,
         "lead": if h.owner_present { h.conversation_id.as_str() } else { "unowned" },
+        "sandboxed": h.sandboxed,
         "projectId": h.project_id,
         "role": h.role,
         "linkId": h.link_id,
@@ -192,18 +192,18 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 for p in &all {
                     println!(
                         "{}  {}  rev {}  cap {}  lead {}",
-                        p.project_id,
-                        p.name,
+                        field(&p.project_id),
+                        field(&p.name),
                         p.revision,
                         p.worker_cap,
                         if p.lead_conversation_id.is_empty() {
-                            "global"
+                            "global".into()
                         } else {
-                            &p.lead_conversation_id
+                            field(&p.lead_conversation_id)
                         }
                     );
                     for w in &p.workspaces {
-                        println!("    {}  {}", w.workspace_id, w.path);
+                        println!("    {}  {}", field(&w.workspace_id), field(&w.path));
                     }
                 }
             }
@@ -303,7 +303,12 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
                 );
             } else {
                 for conv in all.iter().filter(|c| !c.removed) {
-                    println!("{}  {}  {}", conv.conversation_id, conv.kind, conv.title);
+                    println!(
+                        "{}  {}  {}",
+                        field(&conv.conversation_id),
+                        field(&conv.kind),
+                        field(&conv.title)
+                    );
                 }
             }
         }
@@ -389,21 +394,22 @@ pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCod
     } else {
         for h in &hires {
             println!(
-                "{}  {}  {}  pane {}  lead {}{}",
-                h.hire_id,
-                h.role,
-                h.project_id,
-                h.pane_id,
+                "{}  {}  {}  pane {}  lead {}{}{}",
+                field(&h.hire_id),
+                field(&h.role),
+                field(&h.project_id),
+                field(&h.pane_id),
                 if h.owner_present {
-                    h.conversation_id.as_str()
+                    field(&h.conversation_id)
                 } else {
-                    "unowned"
+                    "unowned".into()
                 },
                 if h.ended.is_empty() {
                     String::new()
                 } else {
-                    format!("  ({})", h.ended)
-                }
+                    format!("  ({})", field(&h.ended))
+                },
+                if h.sandboxed { "  sandboxed" } else { "" }
             );
         }
     }
@@ -439,10 +445,10 @@ pub async fn agent_list(paths: StatePaths, json_out: bool) -> anyhow::Result<Exi
         for r in &rows {
             println!(
                 "{}  pane {}  {}  owner {}{}",
-                r["hireId"].as_str().unwrap_or(""),
-                r["paneId"].as_str().unwrap_or(""),
-                r["role"].as_str().unwrap_or(""),
-                r["owner"].as_str().unwrap_or(""),
+                field(r["hireId"].as_str().unwrap_or("")),
+                field(r["paneId"].as_str().unwrap_or("")),
+                field(r["role"].as_str().unwrap_or("")),
+                field(r["owner"].as_str().unwrap_or("")),
                 if r["mine"] == true { "  (mine)" } else { "" }
             );
         }

@@ -11,6 +11,7 @@ mod mailbox_cmds;
 mod owner_cmds;
 mod review;
 mod seat_channel;
+mod terminal;
 mod tracker_cmds;
 mod up;
 
@@ -22,8 +23,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "clankie", version, about = "The Clankie fleet backbone")]
 struct Cli {
-    /// State directory (default: $CLANKIE_STATE or ~/.clankie).
-    #[arg(long, global = true, env = "CLANKIE_STATE")]
+    /// State directory (default: $CLANKIE_STATE or ~/.clankie). A blank
+    /// CLANKIE_STATE (as a hire's environment has) counts as unset.
+    #[arg(long, global = true)]
     state: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,

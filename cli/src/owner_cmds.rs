@@ -52,6 +52,9 @@ pub enum FleetCommand {
         /// fleet.peerMessages: on or off.
         #[arg(long)]
         peer_messages: Option<OnOff>,
+        /// fleet.workerSandbox: new local hires start under bubblewrap.
+        #[arg(long)]
+        worker_sandbox: Option<OnOff>,
     },
     /// Remote fleet bearer links.
     Token {
@@ -314,6 +317,7 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
             serde_json::json!({
                 "tools": tools_name(settings.tools),
                 "peerMessages": if settings.peer_messages { "on" } else { "off" },
+                "workerSandbox": if settings.worker_sandbox { "on" } else { "off" },
                 "settingsRevision": settings.revision,
                 "links": links,
                 "localProofs": {
@@ -329,6 +333,14 @@ fn print_status(s: &apb::FleetStatusResponse, json: bool) {
     println!(
         "fleet.peerMessages: {}",
         if settings.peer_messages { "on" } else { "off" }
+    );
+    println!(
+        "fleet.workerSandbox: {}",
+        if settings.worker_sandbox {
+            "on (new local hires start under bubblewrap)"
+        } else {
+            "off"
+        }
     );
     if let Some(stats) = &s.local_proofs {
         let mut refusals: Vec<String> = stats
@@ -387,9 +399,12 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
         FleetCommand::Set {
             tools,
             peer_messages,
+            worker_sandbox,
         } => {
-            if tools.is_none() && peer_messages.is_none() {
-                bail!("nothing to set: use --tools connected|off or --peer-messages on|off");
+            if tools.is_none() && peer_messages.is_none() && worker_sandbox.is_none() {
+                bail!(
+                    "nothing to set: use --tools connected|off, --peer-messages on|off or --worker-sandbox on|off"
+                );
             }
             let tools = match tools {
                 Some(ToolsArg::Connected) => FleetTools::Connected,
@@ -400,6 +415,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 .set_fleet_settings(apb::SetFleetSettingsRequest {
                     tools: tools as i32,
                     peer_messages: peer_messages.map(|p| p == OnOff::On),
+                    worker_sandbox: worker_sandbox.map(|p| p == OnOff::On),
                 })
                 .await
                 .map_err(refused)?

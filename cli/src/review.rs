@@ -12,8 +12,8 @@ use std::process::{Command, ExitCode, Stdio};
 
 use base64::Engine as _;
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::grpc;
 use clankie_runtime::paths::StatePaths;
+use clankie_runtime::{ClankieError, ErrorCode, grpc};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -60,50 +60,91 @@ fn git(dir: &str, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, String
     Ok(out.stdout)
 }
 
+/// Runs git and reads at most `cap` bytes of its output: a change larger
+/// than the candidate quota is refused without being loaded whole.
+fn git_capped(dir: &str, args: &[&str], cap: usize) -> Result<Vec<u8>, ClankieError> {
+    let bad = |m: String| ErrorCode::InvalidArgument.err(m);
+    use std::io::Read as _;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| bad(format!("git could not start: {e}")))?;
+    let mut out = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .ok_or_else(|| bad("git gave no output pipe".to_string()))?
+        .take(cap as u64 + 1)
+        .read_to_end(&mut out);
+    if out.len() > cap {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(ErrorCode::PayloadTooLarge.err(format!(
+            "the change is larger than the {} MiB review quota",
+            cap >> 20
+        )));
+    }
+    read.map_err(|e| bad(format!("git output: {e}")))?;
+    let status = child.wait().map_err(|e| bad(format!("git: {e}")))?;
+    if !status.success() {
+        return Err(bad(format!("git {} failed", args.first().unwrap_or(&""))));
+    }
+    Ok(out)
+}
+
 fn text(bytes: Vec<u8>) -> String {
     String::from_utf8_lossy(&bytes).trim().to_string()
 }
 
 /// Reads the committed change of the checkout at `checkout`.
-pub fn read_change(checkout: &str, base: Option<&str>) -> Result<Change, String> {
+pub fn read_change(checkout: &str, base: Option<&str>) -> Result<Change, ClankieError> {
+    let bad = |m: String| ErrorCode::InvalidArgument.err(m);
     if !Path::new(checkout).is_absolute() {
-        return Err(format!(
+        return Err(bad(format!(
             "the checkout must be an absolute path, not {checkout:?}"
-        ));
+        )));
     }
     if !Path::new(checkout).is_dir() {
-        return Err(format!("no such checkout folder: {checkout}"));
+        return Err(bad(format!("no such checkout folder: {checkout}")));
     }
     let root = text(
         git(checkout, &["rev-parse", "--show-toplevel"], None)
-            .map_err(|_| format!("{checkout} is not inside a git checkout"))?,
+            .map_err(|_| bad(format!("{checkout} is not inside a git checkout")))?,
     );
-    let head = text(git(
-        &root,
-        &["rev-parse", "--verify", "HEAD^{commit}"],
-        None,
-    )?);
+    let head = text(git(&root, &["rev-parse", "--verify", "HEAD^{commit}"], None).map_err(bad)?);
     let base = match base.filter(|b| !b.is_empty()) {
-        Some(b) => text(git(
-            &root,
-            &["rev-parse", "--verify", &format!("{b}^{{commit}}")],
-            None,
-        )?),
+        Some(b) => text(
+            git(
+                &root,
+                &["rev-parse", "--verify", &format!("{b}^{{commit}}")],
+                None,
+            )
+            .map_err(bad)?,
+        ),
         None => text(
             git(&root, &["merge-base", "origin/main", "HEAD"], None)
-                .map_err(|e| format!("no merge base with origin/main ({e}); pass base"))?,
+                .map_err(|e| bad(format!("no merge base with origin/main ({e}); pass base")))?,
         ),
     };
-    let patch = git(&root, &["diff", "--binary", &base, &head], None)?;
+    let patch = git_capped(
+        &root,
+        &["diff", "--binary", &base, &head],
+        clankie_runtime::limits::MAX_CANDIDATE_PATCH,
+    )?;
     if patch.is_empty() {
-        return Err(format!(
+        return Err(bad(format!(
             "no committed change between {base} and HEAD {head}"
-        ));
+        )));
     }
-    let id = text(git(&root, &["patch-id", "--stable"], Some(&patch))?);
+    let id = text(git(&root, &["patch-id", "--stable"], Some(&patch)).map_err(bad)?);
     let patch_id = id.split_whitespace().next().unwrap_or("").to_string();
     if patch_id.is_empty() {
-        return Err("git patch-id gave no id for this change".into());
+        return Err(bad("git patch-id gave no id for this change".into()));
     }
     Ok(Change {
         root,
@@ -125,7 +166,12 @@ pub async fn submit(socket: &str, pane: &str, args: &Value) -> Result<Value, Val
     let change = tokio::task::spawn_blocking(move || read_change(&checkout, Some(&base)))
         .await
         .map_err(|e| refused("internal", e.to_string()))?
-        .map_err(|m| refused("invalid_argument", format!("{m}; nothing was stored")))?;
+        .map_err(|e| {
+            refused(
+                e.code.as_str(),
+                format!("{}; nothing was stored", e.message),
+            )
+        })?;
     let body = json!({
         "checkout": change.root,
         "head": change.head,

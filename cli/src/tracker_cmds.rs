@@ -234,7 +234,8 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let mut services = serde_json::Map::new();
     let mut healthy = true;
     for &name in SERVICES {
-        let ok = grpc::health(&paths.socket(name), crate::up::health_name(name))
+        let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
+        let ok = grpc::health(&paths.socket(name), crate::up::health_name(name), meta)
             .await
             .unwrap_or(false);
         healthy &= ok;

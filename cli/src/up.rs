@@ -129,13 +129,15 @@ fn spawn(bin_dir: &Path, paths: &StatePaths, name: &str, args: &UpArgs) -> anyho
 }
 
 async fn wait_healthy(paths: &StatePaths, name: &str, child: &mut Child) -> anyhow::Result<()> {
+    // The supervisor is not one of the stack's services: it asks as the owner.
+    let owner = crate::owner_cmds::owner_meta(paths)?;
     let socket = paths.socket(name);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             bail!("clankie-{name} exited during start ({status}); see logs/{name}.log");
         }
-        if grpc::health(&socket, health_name(name))
+        if grpc::health(&socket, health_name(name), owner.clone())
             .await
             .unwrap_or(false)
         {
@@ -158,9 +160,13 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     state::private_dir(paths.root())?;
     owner::ensure_owner_token(&paths.owner_credential())
         .context("creating the owner credential")?;
-    if grpc::health(&paths.socket("admission"), health_name("admission"))
-        .await
-        .unwrap_or(false)
+    if grpc::health(
+        &paths.socket("admission"),
+        health_name("admission"),
+        crate::owner_cmds::owner_meta(&paths)?,
+    )
+    .await
+    .unwrap_or(false)
     {
         bail!(
             "clankie is already running for {} (see `clankie status`)",
@@ -280,7 +286,8 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let mut health = HashMap::new();
     let mut all = true;
     for &name in SERVICES {
-        let ok = grpc::health(&paths.socket(name), health_name(name))
+        let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
+        let ok = grpc::health(&paths.socket(name), health_name(name), meta)
             .await
             .unwrap_or(false);
         all &= ok;

@@ -13,6 +13,7 @@ mod bridge;
 pub mod local;
 mod operator;
 mod seats;
+mod sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -98,7 +99,8 @@ impl Options {
         let mailbox = clankie_proto::mailbox::v1::mailbox_client::MailboxClient::new(grpc::client(
             &self.paths.socket("mailbox"),
             Meta::default(),
-        ));
+        ))
+        .max_decoding_message_size(clankie_runtime::limits::MAX_CANDIDATE_MESSAGE);
         let auto = clankie_proto::auto::v1::auto_client::AutoClient::new(grpc::client(
             &self.paths.socket("auto"),
             Meta::default(),
@@ -154,12 +156,15 @@ impl Gateway {
             hosts.extend(self.shared.allowed_hosts.iter().cloned());
             config = config.with_allowed_hosts(hosts);
         }
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(SESSION_IDLE);
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(SESSION_IDLE);
+        let manager = Arc::new(manager);
+        let sessions = sessions::Sessions::new(manager.clone());
+        tokio::spawn(sessions.clone().prune(shutdown.clone()));
         let factory_shared = shared.clone();
         let mcp = StreamableHttpService::new(
             move || Ok(bridge::Bridge::new(factory_shared.clone())),
-            Arc::new(sessions),
+            manager,
             config,
         );
         use axum::routing::{get, post};
@@ -197,7 +202,13 @@ impl Gateway {
                 "/v1/fleet/seats/{pane}/review-verdicts",
                 post(seats::review::verdict),
             )
-            .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
+            .layer(axum::middleware::from_fn_with_state(
+                AdmitState {
+                    shared: shared.clone(),
+                    sessions,
+                },
+                admit,
+            ))
             .route(
                 "/v1/operator/projects",
                 axum::routing::get(operator::list_projects),
@@ -288,23 +299,51 @@ pub fn refusal(e: &ClankieError) -> Response {
     resp
 }
 
+/// What the admission middleware holds: the shared clients and the
+/// sessions of this listener with their owners.
+#[derive(Clone)]
+struct AdmitState {
+    shared: Arc<Shared>,
+    sessions: Arc<sessions::Sessions>,
+}
+
 /// Admits every `/mcp` request before it reaches the MCP service.
-async fn admit(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+async fn admit(State(state): State<AdmitState>, req: Request, next: Next) -> Response {
     use tracing::Instrument as _;
     let span = tracing::info_span!("gateway.request", method = %req.method(), otel.kind = "server");
     clankie_runtime::telemetry::adopt_http_parent(&span, req.headers());
-    admit_inner(shared, req, next).instrument(span).await
+    admit_inner(state, req, next).instrument(span).await
 }
 
-async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Response {
+/// Runs an admitted request, inside the session it names only when that
+/// session is the caller's.
+async fn run_admitted(sessions: &sessions::Sessions, req: Request, next: Next) -> Response {
+    let owner = req
+        .extensions()
+        .get::<Admitted>()
+        .map(|a| sessions::owner_key(&a.principal))
+        .unwrap_or_default();
+    if let Err(e) = sessions.check(req.headers(), &owner) {
+        return refusal(&e);
+    }
+    let method = req.method().clone();
+    let headers = req.headers().clone();
+    let resp = jsonrpc_errors(next.run(req).await).await;
+    sessions.settle(&method, &headers, &resp, &owner);
+    resp
+}
+
+async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Response {
+    let AdmitState { shared, sessions } = state;
+    let limit = body_limit(req.uri().path());
     let too_big = req
         .headers()
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > MAX_BODY);
+        .is_some_and(|n| n > limit);
     if too_big {
-        return refusal(&ErrorCode::PayloadTooLarge.err("the request body is larger than 4 MiB"));
+        return refusal(&too_large(limit));
     }
     let bearer = req
         .headers()
@@ -331,7 +370,7 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
                 if let Err(e) = local::check_writers(&shared, &peer).await {
                     return refusal(&e);
                 }
-                jsonrpc_errors(next.run(req).await).await
+                run_admitted(&sessions, req, next).await
             }
             Err(e) => refusal(&e),
         };
@@ -361,7 +400,7 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
                 Ok(req) => req,
                 Err(resp) => return resp,
             };
-            jsonrpc_errors(next.run(req).await).await
+            run_admitted(&sessions, req, next).await
         }
         Err(status) => {
             let mut e = ClankieError::from_status(&status);
@@ -378,6 +417,23 @@ async fn admit_inner(shared: Arc<Shared>, mut req: Request, next: Next) -> Respo
             refusal(&e)
         }
     }
+}
+
+/// The largest body a route takes: 4 MiB, or a review submission's patch
+/// quota in base64.
+fn body_limit(path: &str) -> usize {
+    if path.ends_with("/review-candidates") {
+        clankie_runtime::limits::MAX_CANDIDATE_BODY
+    } else {
+        MAX_BODY
+    }
+}
+
+fn too_large(limit: usize) -> ClankieError {
+    ErrorCode::PayloadTooLarge.err(format!(
+        "the request body is larger than {} KiB",
+        limit >> 10
+    ))
 }
 
 /// A JSON-RPC error response (`id: null`) with an HTTP status.
@@ -399,10 +455,11 @@ async fn checked_body(req: Request) -> Result<Request, Response> {
     if req.method() != http::Method::POST {
         return Ok(req);
     }
+    let limit = body_limit(req.uri().path());
     let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        refusal(&ErrorCode::PayloadTooLarge.err("the request body is larger than 4 MiB"))
-    })?;
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| refusal(&too_large(limit)))?;
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return Err(jsonrpc_error(
             http::StatusCode::BAD_REQUEST,
@@ -444,7 +501,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
         ("mcp-host", "clankie.mcphost.v1.McpHost"),
         ("mailbox", "clankie.mailbox.v1.Mailbox"),
     ] {
-        let ok = grpc::health(&shared.paths.socket(name), health)
+        let ok = grpc::health(&shared.paths.socket(name), health, Meta::default())
             .await
             .unwrap_or(false);
         ready &= ok;

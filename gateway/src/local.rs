@@ -39,17 +39,26 @@ use tokio::net::{TcpListener, UnixListener, UnixStream};
 
 use crate::{Admitted, Shared};
 
+/// The identity of a process as the kernel names it: the pidfs inode of a
+/// pidfd (never reused within a boot) where the kernel has pidfs, else the
+/// pid number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    Pidfs(u64),
+    Pid(i32),
+}
+
 /// Who wrote the bytes read from one Unix connection.
 pub struct Writers {
-    /// The process that connected (SO_PEERCRED).
-    connected: i32,
+    /// The process that connected (SO_PEERPIDFD, else SO_PEERCRED).
+    connected: Identity,
     /// Set once any bytes came from another process, or from a writer the
     /// kernel did not name.
     foreign: AtomicBool,
 }
 
 impl Writers {
-    fn note(&self, writer: Option<i32>) {
+    fn note(&self, writer: Option<Identity>) {
         if writer != Some(self.connected) {
             self.foreign.store(true, Ordering::SeqCst);
         }
@@ -64,14 +73,51 @@ impl Writers {
 pub struct CredStream {
     inner: UnixStream,
     writers: Arc<Writers>,
+    /// The listener asked for SO_PASSPIDFD and the kernel has pidfs.
+    pidfds: bool,
 }
 
-/// Reads into `buf` and returns the writer's pid when the kernel named one.
-fn recv_with_writer(stream: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<i32>)> {
+// SO_PASSPIDFD (Linux 6.5): each read carries a pidfd of its writer
+// (SCM_PIDFD), made by the kernel; unlike SCM_CREDENTIALS, a sender with
+// CAP_SYS_ADMIN cannot choose what it names. nix has no wrapper yet; its
+// own option macro builds one.
+mod passpidfd {
+    use nix::{getsockopt_impl, setsockopt_impl, sockopt_impl};
+    sockopt_impl!(PassPidfd, Both, libc::SOL_SOCKET, libc::SO_PASSPIDFD, bool);
+}
+/// The control message type of a pidfd (`SCM_PIDFD`).
+const SCM_PIDFD: i32 = 0x04;
+/// `PIDFS_MAGIC`: the filesystem of pidfds that have their own inode.
+const PIDFS_MAGIC: i64 = 0x5049_4446;
+
+/// The pidfs identity of a pidfd reachable at `path` (an fd link).
+fn pidfs_identity_at(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    let fs = nix::sys::statfs::statfs(path).ok()?;
+    if fs.filesystem_type().0 as i64 != PIDFS_MAGIC {
+        return None;
+    }
+    std::fs::metadata(path).ok().map(|m| m.ino())
+}
+
+/// Takes ownership of a descriptor the kernel installed in a control
+/// message: reads the pidfs identity it names, then closes it.
+fn take_pidfd(raw: i32) -> Option<Identity> {
+    let id = pidfs_identity_at(std::path::Path::new(&format!("/proc/self/fd/{raw}")));
+    let _ = nix::unistd::close(raw);
+    id.map(Identity::Pidfs)
+}
+
+/// Reads into `buf` and returns the writer when the kernel named one.
+fn recv_with_writer(
+    stream: &UnixStream,
+    buf: &mut [u8],
+    pidfds: bool,
+) -> std::io::Result<(usize, Option<Identity>)> {
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, UnixCredentials, recvmsg};
     use std::os::fd::AsRawFd;
     let mut iov = [std::io::IoSliceMut::new(buf)];
-    let mut space = nix::cmsg_space!(UnixCredentials);
+    let mut space = nix::cmsg_space!(UnixCredentials, std::os::fd::RawFd);
     let msg = recvmsg::<()>(
         stream.as_raw_fd(),
         &mut iov,
@@ -79,17 +125,45 @@ fn recv_with_writer(stream: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usi
         MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC,
     )
     .map_err(std::io::Error::from)?;
-    let mut writer = None;
-    // Truncated control data (descriptors sent along) names no one.
-    if let Ok(cmsgs) = msg.cmsgs() {
-        for c in cmsgs {
-            if let ControlMessageOwned::ScmCredentials(cred) = c
-                && cred.pid() > 0
-            {
-                writer = Some(cred.pid());
+    let mut pid = None;
+    let mut pidfd = None;
+    let mut named = true;
+    match msg.cmsgs() {
+        Ok(cmsgs) => {
+            for c in cmsgs {
+                match c {
+                    ControlMessageOwned::ScmCredentials(cred) if cred.pid() > 0 => {
+                        pid = Some(Identity::Pid(cred.pid()));
+                    }
+                    ControlMessageOwned::ScmRights(fds) => {
+                        // Descriptors sent along are not ours to keep.
+                        for fd in fds {
+                            let _ = nix::unistd::close(fd);
+                        }
+                        named = false;
+                    }
+                    ControlMessageOwned::Unknown(u)
+                        if u.cmsg_header.cmsg_level == libc::SOL_SOCKET
+                            && u.cmsg_header.cmsg_type == SCM_PIDFD =>
+                    {
+                        if let Ok(raw) = <[u8; 4]>::try_from(u.data_bytes.as_slice()) {
+                            pidfd = take_pidfd(i32::from_ne_bytes(raw));
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
+        // Truncated control data (descriptors sent along) names no one.
+        Err(_) => named = false,
     }
+    let writer = if !named {
+        None
+    } else if pidfds {
+        pidfd
+    } else {
+        pid
+    };
     Ok((msg.bytes, writer))
 }
 
@@ -103,8 +177,9 @@ impl AsyncRead for CredStream {
         loop {
             ready!(this.inner.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
+            let pidfds = this.pidfds;
             match this.inner.try_io(Interest::READABLE, || {
-                recv_with_writer(&this.inner, unfilled)
+                recv_with_writer(&this.inner, unfilled, pidfds)
             }) {
                 Ok((n, writer)) => {
                     if n > 0 {
@@ -139,17 +214,53 @@ impl AsyncWrite for CredStream {
 }
 
 /// The local Unix listener: every connection takes writer credentials.
-pub struct CredListener(UnixListener);
+pub struct CredListener {
+    inner: UnixListener,
+    /// SO_PASSPIDFD is set: writers are compared by pidfs identity.
+    pidfds: bool,
+}
 
 impl CredListener {
-    /// Sets SO_PASSCRED on the listening socket itself: accepted sockets
-    /// inherit it, and a client writing before its connection is accepted
-    /// has its credentials attached too, so no byte goes unnamed.
+    /// Sets SO_PASSCRED, and SO_PASSPIDFD where the kernel has it, on the
+    /// listening socket itself: accepted sockets inherit them, and a client
+    /// writing before its connection is accepted has its credentials
+    /// attached too, so no byte goes unnamed.
     pub fn new(listener: UnixListener) -> std::io::Result<Self> {
         use nix::sys::socket::{setsockopt, sockopt::PassCred};
         setsockopt(&listener, PassCred, &true).map_err(std::io::Error::from)?;
-        Ok(CredListener(listener))
+        let pidfds = setsockopt(&listener, passpidfd::PassPidfd, &true).is_ok() && own_pidfs();
+        if !pidfds {
+            tracing::warn!("no SO_PASSPIDFD or pidfs here: local writers are compared by pid");
+        }
+        Ok(CredListener {
+            inner: listener,
+            pidfds,
+        })
     }
+}
+
+/// True when pidfds carry their own pidfs inode here (Linux 6.9+).
+fn own_pidfs() -> bool {
+    let Ok(me) = rustix::process::pidfd_open(
+        rustix::process::getpid(),
+        rustix::process::PidfdFlags::empty(),
+    ) else {
+        return false;
+    };
+    use std::os::fd::AsRawFd as _;
+    pidfs_identity_at(std::path::Path::new(&format!(
+        "/proc/self/fd/{}",
+        me.as_raw_fd()
+    )))
+    .is_some()
+}
+
+/// The identity of the process that connected.
+fn connected_identity(stream: &UnixStream, pidfds: bool) -> Identity {
+    if pidfds && let Some(id) = pidfs_id(stream) {
+        return Identity::Pidfs(id);
+    }
+    Identity::Pid(stream.peer_cred().ok().and_then(|c| c.pid()).unwrap_or(0))
 }
 
 impl axum::serve::Listener for CredListener {
@@ -158,15 +269,21 @@ impl axum::serve::Listener for CredListener {
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
-            match self.0.accept().await {
+            match self.inner.accept().await {
                 Ok((inner, addr)) => {
-                    // SO_PASSCRED is inherited from the listener (see new).
-                    let connected = inner.peer_cred().ok().and_then(|c| c.pid()).unwrap_or(0);
+                    // SO_PASSCRED and SO_PASSPIDFD are inherited (see new).
                     let writers = Arc::new(Writers {
-                        connected,
+                        connected: connected_identity(&inner, self.pidfds),
                         foreign: AtomicBool::new(false),
                     });
-                    return (CredStream { inner, writers }, addr);
+                    return (
+                        CredStream {
+                            inner,
+                            writers,
+                            pidfds: self.pidfds,
+                        },
+                        addr,
+                    );
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "local accept failed");
@@ -177,7 +294,7 @@ impl axum::serve::Listener for CredListener {
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.0.local_addr()
+        self.inner.local_addr()
     }
 }
 
@@ -198,13 +315,15 @@ pub struct PeerState {
 #[derive(Clone)]
 pub struct LocalPeer(pub Arc<PeerState>);
 
-fn pidfs_id(stream: &UnixStream) -> u64 {
+/// The pidfs inode of the peer's SO_PEERPIDFD, when the kernel has pidfs.
+fn pidfs_id(stream: &UnixStream) -> Option<u64> {
     use nix::sys::socket::{getsockopt, sockopt::PeerPidfd};
-    getsockopt(stream, PeerPidfd)
-        .ok()
-        .and_then(|fd| nix::sys::stat::fstat(&fd).ok())
-        .map(|st| st.st_ino)
-        .unwrap_or(0)
+    let fd = getsockopt(stream, PeerPidfd).ok()?;
+    let fs = nix::sys::statfs::fstatfs(&fd).ok()?;
+    if fs.filesystem_type().0 as i64 != PIDFS_MAGIC {
+        return None;
+    }
+    nix::sys::stat::fstat(&fd).ok().map(|st| st.st_ino)
 }
 
 impl Connected<IncomingStream<'_, CredListener>> for LocalPeer {
@@ -218,7 +337,7 @@ impl Connected<IncomingStream<'_, CredListener>> for LocalPeer {
         LocalPeer(Arc::new(PeerState {
             pid,
             uid,
-            pidfs_id: pidfs_id(&io.inner),
+            pidfs_id: pidfs_id(&io.inner).unwrap_or(0),
             tcp: None,
             writers: Some(io.writers.clone()),
             proof: tokio::sync::Mutex::new(None),

@@ -59,8 +59,10 @@ async fn main() -> anyhow::Result<()> {
     let local_addr = local_tcp.local_addr()?;
     gateway.write_discovery(addr, local_addr)?;
     tracing::info!(%addr, local = %local_addr, "gateway serving");
+    let guard = grpc::caller_guard(&paths, "gateway")?;
     let health = tokio::spawn(grpc::serve(
         grpc_listener,
+        guard,
         clankie_gateway::HEALTH_NAME,
         None,
         shutdown.clone(),

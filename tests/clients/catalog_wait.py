@@ -33,7 +33,7 @@ def write(path, value):
 
 while not os.path.exists(go):
     time.sleep(0.05)
-with open(os.path.join(state, "run", "gateway.json")) as f:
+with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
     conn = UnixHTTP(json.load(f)["unix"])
 base = f"/v1/fleet/seats/{pane}/tool-catalog"
 conn.request("GET", base + "?wait=0")

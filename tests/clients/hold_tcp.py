@@ -10,7 +10,7 @@ import sys
 import time
 
 state, out = sys.argv[1], sys.argv[2]
-with open(os.path.join(state, "run", "gateway.json")) as f:
+with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
     host, port = json.load(f)["localMcp"].split("//")[1].split("/")[0].rsplit(":", 1)
 s = socket.create_connection((host, int(port)))
 with open(out + ".tmp", "w") as f:

@@ -46,8 +46,8 @@ class UnixHTTP(http.client.HTTPConnection):
 
 
 def do_http(method: str, target: str, body) -> dict:
-    state = os.environ["CLANKIE_STATE"]
-    with open(os.path.join(state, "run", "gateway.json")) as f:
+    # A hire is told where the discovery file is, not where the state is.
+    with open(os.environ["CLANKIE_GATEWAY_DISCOVERY"]) as f:
         sock_path = json.load(f)["unix"]
     conn = UnixHTTP(sock_path)
     pane = os.environ["TMUX_PANE"].replace("%", "%25")
@@ -78,6 +78,8 @@ async def main() -> None:
                 if not r.is_error and me.get("reachable"):
                     write(path("seat"), me)
                     break
+                # Not a seat (yet): what it was told, for tests that expect a refusal.
+                write(path("last"), {"isError": bool(r.is_error), "result": r.structured_content})
                 await anyio.sleep(0.2)
             n = 0
             while True:

@@ -52,7 +52,7 @@ def request(sock: socket.socket) -> dict:
 
 
 def connect(mode: str, state: str) -> socket.socket:
-    with open(os.path.join(state, "run", "gateway.json")) as f:
+    with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
         disc = json.load(f)
     if mode == "unix":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -47,7 +47,7 @@ def probe(url: str) -> dict:
 
 async def main() -> None:
     state, out = sys.argv[1], sys.argv[2]
-    with open(os.path.join(state, "run", "gateway.json")) as f:
+    with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
         url = json.load(f)["localMcp"]
     seen = {"probe": probe(url)}
     if seen["probe"]["status"] == 200:

@@ -7,8 +7,10 @@
 //!   clankie-bench receipts   receipt cost with 1,000 vs 100,000 retained
 //!   clankie-bench search     clankie_tools query over 10,000 tools / 50
 //!                            accounts vs 100 tools / 2 accounts
-//!   clankie-bench proof      local Unix-socket proof and its reuse recheck
-//!                            vs the bare kernel calls, 1,000 idle processes
+//!   clankie-bench proof      local proof and its reuse recheck, from a pane
+//!                            through the gateway, vs a request with no proof
+//!   clankie-bench caller     the accept-time caller check of an internal
+//!                            socket vs a bare gRPC round trip on it
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -31,12 +33,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
-struct Summary {
+pub(crate) struct Summary {
     p50: Duration,
     p99: Duration,
 }
 
-fn summarize(mut v: Vec<Duration>) -> Summary {
+pub(crate) fn summarize(mut v: Vec<Duration>) -> Summary {
     v.sort();
     Summary {
         p50: percentile(&v, 0.50),
@@ -44,11 +46,11 @@ fn summarize(mut v: Vec<Duration>) -> Summary {
     }
 }
 
-fn us(d: Duration) -> f64 {
+pub(crate) fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn line(name: &str, s: &Summary) {
+pub(crate) fn line(name: &str, s: &Summary) {
     println!(
         "  {name:<34} p50 {:>9.1} µs   p99 {:>9.1} µs",
         us(s.p50),
@@ -171,6 +173,7 @@ fn record(id: String) -> Record {
         seq: 0,
         fleet: "bench".into(),
         principal: "fleet:bench:pane:unverified".into(),
+        owner: String::new(),
         name: "everything_echo".into(),
         account: "everything".into(),
         account_generation: 1,
@@ -367,215 +370,9 @@ fn bench_search(queries: usize) {
     );
 }
 
-fn bare_kernel_calls() -> anyhow::Result<Duration> {
-    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials, sockopt::PeerPidfd};
-    let (a, _b) = std::os::unix::net::UnixStream::pair()?;
-    let t = Instant::now();
-    let creds = getsockopt(&a, PeerCredentials)?;
-    let fd = getsockopt(&a, PeerPidfd)?;
-    let st = nix::sys::stat::fstat(&fd)?;
-    std::hint::black_box((creds.pid(), st.st_ino));
-    Ok(t.elapsed())
-}
-
-async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
-    use clankie_proto::admission::v1 as apb;
-    println!(
-        "== local proof (Unix socket path) vs the bare kernel calls, 1,000 extra idle processes =="
-    );
-    let stack = Stack::start().await?;
-    let dir = tempfile::Builder::new().prefix("tmx").tempdir_in("/tmp")?;
-    let socket = dir.path().join("tmux.sock");
-    let tmux = |args: &[&str]| -> anyhow::Result<String> {
-        let out = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(args)
-            .output()?;
-        anyhow::ensure!(out.status.success(), "tmux {args:?} failed");
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    tmux(&["new-session", "-d", "-s", "work"])?;
-    let pid: i32 = tmux(&[
-        "split-window",
-        "-t",
-        "work",
-        "-P",
-        "-F",
-        "#{pane_pid}",
-        "exec sleep 900",
-    ])?
-    .parse()?;
-    stack.clankie_ok(&[
-        "fleet",
-        "link",
-        "--tmux",
-        &socket.display().to_string(),
-        "--session",
-        "work",
-    ]);
-    let mut idle = Vec::new();
-    for _ in 0..1000 {
-        idle.push(std::process::Command::new("sleep").arg("900").spawn()?);
-    }
-    let mut admission = apb::admission_client::AdmissionClient::new(clankie_runtime::grpc::client(
-        &stack.state.path().join("run/admission.sock"),
-        clankie_runtime::grpc::Meta::default(),
-    ));
-    let uid = nix::unistd::getuid().as_raw();
-    let prove = |mut a: apb::admission_client::AdmissionClient<clankie_runtime::grpc::Client>| async move {
-        a.prove_local(apb::ProveLocalRequest {
-            pid,
-            uid,
-            ..Default::default()
-        })
-        .await
-        .map(|r| r.into_inner())
-    };
-    prove(admission.clone()).await?;
-    let (mut bare, mut full, mut re) = (Vec::new(), Vec::new(), Vec::new());
-    let mut ticket = String::new();
-    for _ in 0..rounds {
-        bare.push(bare_kernel_calls()?);
-        let t = Instant::now();
-        let resp = prove(admission.clone()).await?;
-        full.push(t.elapsed());
-        ticket = resp.ticket;
-        let t = Instant::now();
-        admission
-            .recheck(apb::RecheckRequest {
-                ticket: ticket.clone(),
-            })
-            .await?;
-        re.push(t.elapsed());
-    }
-    let (b, f, r) = (summarize(bare), summarize(full), summarize(re));
-    line("bare: SO_PEERCRED+SO_PEERPIDFD+fstat", &b);
-    line("full proof (ProveLocal over gRPC)", &f);
-    line("reuse recheck (Recheck over gRPC)", &r);
-    println!(
-        "  full / bare: p50 x{:.0}, p99 x{:.0}; recheck / full: p50 x{:.2}",
-        us(f.p50) / us(b.p50).max(1e-9),
-        us(f.p99) / us(b.p99).max(1e-9),
-        us(r.p50) / us(f.p50).max(1e-9)
-    );
-    // Proofs per second and CPU per proof across every process involved.
-    let cpu_before = cpu_seconds_all();
-    let t = Instant::now();
-    let n = rounds.min(300);
-    for _ in 0..n {
-        prove(admission.clone()).await?;
-    }
-    let wall = t.elapsed().as_secs_f64();
-    let cpu = cpu_seconds_all() - cpu_before;
-    println!(
-        "  sequential: {:.0} proofs/s; {:.2} ms CPU per proof (machine-wide); the seed's helper: ~14 proofs/s at ~35 ms CPU each (x{:.0} less CPU)",
-        n as f64 / wall,
-        cpu * 1e3 / n as f64,
-        35.0 / (cpu * 1e3 / n as f64).max(1e-9)
-    );
-    let _ = ticket;
-
-    // Loopback TCP: a pane process holds a connection to the local TCP
-    // listener; each proof finds its socket by sock_diag and its one holder
-    // by two censuses. Beside it, a plain scan of every /proc/*/fd entry for
-    // the same inode, run here in the same loop.
-    let held = stack.state.path().join("held-tcp");
-    tmux(&[
-        "split-window",
-        "-t",
-        "work",
-        &format!(
-            "exec {} {} {} {}",
-            crate_python().display(),
-            clankie_tests::repo_root()
-                .join("tests/clients/hold_tcp.py")
-                .display(),
-            stack.state.path().display(),
-            held.display()
-        ),
-    ])?;
-    let mut ports = String::new();
-    for _ in 0..300 {
-        if let Ok(t) = std::fs::read_to_string(&held) {
-            ports = t;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (client_port, server_port) = ports
-        .split_once(' ')
-        .and_then(|(c, s)| Some((c.parse::<u32>().ok()?, s.trim().parse::<u32>().ok()?)))
-        .ok_or_else(|| anyhow::anyhow!("the pane's TCP client did not start"))?;
-    let ends = apb::TcpEnds {
-        client_ip: "127.0.0.1".into(),
-        client_port,
-        server_ip: "127.0.0.1".into(),
-        server_port,
-    };
-    let inode = client_socket_inode(client_port)?;
-    let prove_tcp =
-        |mut a: apb::admission_client::AdmissionClient<clankie_runtime::grpc::Client>| {
-            let ends = ends.clone();
-            async move {
-                a.prove_local(apb::ProveLocalRequest {
-                    tcp: Some(ends),
-                    ..Default::default()
-                })
-                .await
-                .map(|r| r.into_inner())
-            }
-        };
-    prove_tcp(admission.clone()).await?;
-    let tcp_rounds = rounds.min(200);
-    let (mut scans, mut tcp) = (Vec::new(), Vec::new());
-    for _ in 0..tcp_rounds {
-        let t = Instant::now();
-        let holders = plain_fd_scan(inode);
-        scans.push(t.elapsed());
-        anyhow::ensure!(holders == 1, "the plain scan found {holders} holders");
-        let t = Instant::now();
-        prove_tcp(admission.clone()).await?;
-        tcp.push(t.elapsed());
-    }
-    let (sc, tp) = (summarize(scans), summarize(tcp));
-    line("plain /proc/*/fd scan (one pass)", &sc);
-    line("loopback TCP proof (ProveLocal)", &tp);
-    println!(
-        "  TCP proof / plain scan: p50 x{:.1}, p99 x{:.1}; TCP proof / Unix proof: p50 x{:.1}",
-        us(tp.p50) / us(sc.p50).max(1e-9),
-        us(tp.p99) / us(sc.p99).max(1e-9),
-        us(tp.p50) / us(f.p50).max(1e-9)
-    );
-    let cpu_before = cpu_seconds_all();
-    let t = Instant::now();
-    let n = tcp_rounds.min(100);
-    for _ in 0..n {
-        prove_tcp(admission.clone()).await?;
-    }
-    let wall = t.elapsed().as_secs_f64();
-    let cpu = cpu_seconds_all() - cpu_before;
-    println!(
-        "  TCP sequential: {:.0} proofs/s; {:.2} ms CPU per proof (machine-wide; x{:.1} the seed's 35 ms)",
-        n as f64 / wall,
-        cpu * 1e3 / n as f64,
-        cpu * 1e3 / n as f64 / 35.0
-    );
-    for mut c in idle {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    let _ = tmux(&["kill-server"]);
-    Ok(())
-}
-
-fn crate_python() -> std::path::PathBuf {
-    clankie_tests::python()
-}
-
 /// The inode of the loopback TCP socket whose local port is `port`, from
 /// /proc/net/tcp.
-fn client_socket_inode(port: u32) -> anyhow::Result<u64> {
+pub(crate) fn client_socket_inode(port: u32) -> anyhow::Result<u64> {
     let table = std::fs::read_to_string("/proc/net/tcp")?;
     let want = format!(":{port:04X}");
     for line in table.lines().skip(1) {
@@ -589,7 +386,7 @@ fn client_socket_inode(port: u32) -> anyhow::Result<u64> {
 
 /// The baseline: one pass over every /proc/*/fd entry, counting holders of
 /// `inode`, with no retries, bounds or uid filter.
-fn plain_fd_scan(inode: u64) -> usize {
+pub(crate) fn plain_fd_scan(inode: u64) -> usize {
     let target = format!("socket:[{inode}]");
     let mut holders = 0;
     let Ok(procs) = std::fs::read_dir("/proc") else {
@@ -618,7 +415,7 @@ fn plain_fd_scan(inode: u64) -> usize {
 }
 
 /// CPU seconds used by the whole machine so far (user + system, all cores).
-fn cpu_seconds_all() -> f64 {
+pub(crate) fn cpu_seconds_all() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let ticks: u64 = stat
         .lines()
@@ -635,6 +432,8 @@ fn cpu_seconds_all() -> f64 {
 }
 
 mod bench_auto;
+mod bench_caller;
+mod bench_proof;
 mod bench_seats;
 mod bench_tracker;
 
@@ -660,7 +459,8 @@ async fn main() -> anyhow::Result<()> {
         "call" => bench_call(rounds, secs).await?,
         "receipts" => bench_receipts(receipts).await?,
         "search" => bench_search(queries),
-        "proof" => bench_proof(rounds.min(500)).await?,
+        "proof" => bench_proof::bench_proof(rounds.min(500)).await?,
+        "caller" => bench_caller::bench_caller(rounds).await?,
         "seats" => bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
         "tracker" => bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
         "auto" => bench_auto::bench_auto(if quick { 3 } else { 10 }).await?,
@@ -668,14 +468,15 @@ async fn main() -> anyhow::Result<()> {
             bench_search(queries);
             bench_receipts(receipts).await?;
             bench_call(rounds, secs).await?;
-            bench_proof(rounds.min(500)).await?;
+            bench_proof::bench_proof(rounds.min(500)).await?;
+            bench_caller::bench_caller(rounds).await?;
             bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
             bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
             bench_auto::bench_auto(if quick { 3 } else { 10 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, seats, tracker, auto or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto or all"
             )
         }
     }

@@ -162,8 +162,9 @@ impl Stack {
         {
             bail!("clankie up did not come up: {:?}", stack.lines());
         }
-        let discovery: Value =
-            serde_json::from_slice(&std::fs::read(stack.state.path().join("run/gateway.json"))?)?;
+        let discovery: Value = serde_json::from_slice(&std::fs::read(
+            stack.state.path().join("run/fleet/gateway.json"),
+        )?)?;
         stack.url = discovery["url"].as_str().unwrap_or_default().to_string();
         stack.mcp_url = discovery["mcp"].as_str().unwrap_or_default().to_string();
         Ok(stack)

@@ -232,90 +232,63 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
 }
 
 mod proof {
+    //! The proof itself, seen only through the gateway: no test (and no
+    //! process but the gateway) may name a pid to admission.
     use super::*;
-    use clankie_proto::admission::v1 as apb;
-    use clankie_runtime::grpc::{self, Meta};
 
-    fn admission(stack: &Stack) -> apb::admission_client::AdmissionClient<grpc::Client> {
-        apb::admission_client::AdmissionClient::new(grpc::client(
-            &stack.state.path().join("run/admission.sock"),
-            Meta::default(),
-        ))
-    }
-
-    fn reason(status: &tonic::Status) -> String {
-        clankie_runtime::ClankieError::from_status(status)
-            .code
-            .to_string()
+    /// `env` words that give a pane client the stack's state and the peers.
+    fn client_env(stack: &Stack) -> String {
+        format!(
+            "env CLANKIE_STATE={} PATH={}",
+            stack.state.path().display(),
+            peer_path()
+        )
     }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_pane_process_is_proven_and_loses_its_proof_when_the_pane_goes() {
-        let stack = Stack::start().await.expect("stack");
-        let tmux = TmuxServer::start("work");
-        let socket = tmux.socket.display().to_string();
-        stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-        // A pane whose process is `sleep` itself: the pane's shell.
-        let out = tmux.run(&[
+        let (stack, tmux) = linked_stack().await;
+        // The pane's shell starts the client in its own session, so it
+        // outlives the pane and asks again on its proven connection.
+        let out = stack.state.path().join("hold");
+        let client = format!(
+            "{} {} {} hold {}",
+            client_env(&stack),
+            python().display(),
+            repo_root().join("tests/clients/local_http.py").display(),
+            out.display()
+        );
+        let pane = tmux.run(&[
             "split-window",
             "-t",
             "work",
             "-P",
             "-F",
-            "#{pane_id} #{pane_pid}",
-            "exec sleep 300",
+            "#{pane_id}",
+            &format!("exec bash -c 'setsid {client} & exec sleep 300'"),
         ]);
-        let (pane, pid) = out.split_once(' ').expect("pane and pid");
-        let pid: i32 = pid.parse().expect("pid");
-        let mut admission = admission(&stack);
-        let me = nix::unistd::getuid().as_raw();
-        let resp = admission
-            .prove_local(apb::ProveLocalRequest {
-                pid,
-                uid: me,
-                pidfs_id: 0,
-                ..Default::default()
-            })
+        let first = wait_file(&out.with_extension("first"), Duration::from_secs(60))
             .await
-            .expect("proven")
-            .into_inner();
-        let principal = resp.principal.expect("principal");
-        assert_eq!(principal.pane_id, pane);
-        assert_eq!(principal.fleet_id, "local");
-        admission
-            .recheck(apb::RecheckRequest {
-                ticket: resp.ticket.clone(),
-            })
-            .await
-            .expect("recheck while the pane lives");
+            .expect("the pane's client asked once");
+        assert_eq!(first["status"], 200, "proven while the pane lives: {first}");
 
-        // The pane goes: the next recheck refuses and the proof is gone.
-        tmux.run(&["kill-pane", "-t", pane]);
-        let err = admission
-            .recheck(apb::RecheckRequest {
-                ticket: resp.ticket.clone(),
-            })
+        // The pane goes: the recheck on the same connection refuses, and the
+        // full proof it falls back to finds no pane in the lineage.
+        tmux.run(&["kill-pane", "-t", &pane]);
+        std::fs::write(out.with_extension("go"), "").expect("go");
+        let after = wait_file(&out, Duration::from_secs(60))
             .await
-            .expect_err("refused");
-        assert_eq!(reason(&err), "local_process_membership_required");
-        let err = admission
-            .recheck(apb::RecheckRequest {
-                ticket: resp.ticket,
-            })
-            .await
-            .expect_err("the proof was discarded");
-        assert_eq!(reason(&err), "fleet_credential_required");
-        // And a full proof of that (now dead) process refuses too.
-        let err = admission
-            .prove_local(apb::ProveLocalRequest {
-                pid,
-                uid: me,
-                pidfs_id: 0,
-                ..Default::default()
-            })
-            .await
-            .expect_err("gone");
-        assert_eq!(reason(&err), "local_process_membership_required");
+            .expect("the client asked again");
+        assert_eq!(after["status"], 403, "{after}");
+        assert_eq!(
+            after["code"], "local_process_membership_required",
+            "{after}"
+        );
+        let status = fleet_status(&stack);
+        assert!(
+            status["localProofs"]["proofs"].as_u64().unwrap_or(0) >= 1,
+            "{status}"
+        );
     }
 
     /// Waits for a pid written to `path`.
@@ -349,145 +322,118 @@ mod proof {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn the_seat_names_the_foreground_agent_whose_child_holds_the_socket() {
-        let stack = Stack::start().await.expect("stack");
-        let tmux = TmuxServer::start("work");
-        let socket = tmux.socket.display().to_string();
-        stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-        let mut admission = admission(&stack);
-        let me = nix::unistd::getuid().as_raw();
+        let (stack, tmux) = linked_stack().await;
+        let dir = tempfile::tempdir().expect("dir");
+        // `python peer_seat.py CLANKIE DIR NAME`: a real MCP client of the bridge.
+        let seat_client = |name: &str| {
+            format!(
+                "{} {} {} {} {name}",
+                python().display(),
+                repo_root().join("tests/clients/peer_seat.py").display(),
+                bin_dir().join("clankie").display(),
+                dir.path().display()
+            )
+        };
 
-        // The agent runs in the shell's foreground and starts a child, as an
-        // agent starts its MCP bridge.
-        let (pane, shell) = shell_pane(&tmux);
-        let child_file = stack.state.path().join("agent-child.pid");
+        // The agent runs in the shell's foreground and starts a real MCP
+        // client (and through it the bridge), as an agent starts its bridge.
+        let (pane, _shell) = shell_pane(&tmux);
+        let child_file = dir.path().join("agent-child.pid");
         let agent_cmd = format!(
-            "{} {} {} --model test",
+            "{} {} {} {} --model test -- {}",
+            client_env(&stack),
             python().display(),
             repo_root().join("tests/clients/seat_agent.py").display(),
-            child_file.display()
+            child_file.display(),
+            seat_client("a")
         );
         tmux.run(&["send-keys", "-t", &pane, &agent_cmd, "Enter"]);
         let child = pid_file(&child_file).await;
-        let seat = admission
-            .observe_seat(apb::ProveLocalRequest {
-                pid: child,
-                uid: me,
-                ..Default::default()
-            })
+        let seat = wait_file(&dir.path().join("a.seat"), Duration::from_secs(60))
             .await
-            .expect("seat observed")
-            .into_inner();
-        assert_eq!(seat.pane_id, pane);
-        assert_eq!(seat.shell.as_ref().map(|s| s.pid), Some(shell));
-        let agent = seat.agent.as_ref().expect("agent");
-        assert_eq!(agent.pid, clankie_tests::ppid(child), "the child's parent");
-        assert!(agent.pidfs_id > 0 && agent.start_time > 0);
-        let exe = std::path::Path::new(&seat.agent_executable);
-        assert!(
-            exe.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("python")),
-            "{seat:?}"
+            .expect("the agent's client became a seat");
+        assert_eq!(seat["paneId"], pane.as_str(), "{seat}");
+        let agent = seat["binding"]["agentPid"].as_i64().unwrap_or(0) as i32;
+        assert_eq!(
+            agent,
+            clankie_tests::ppid(child),
+            "the client's parent: {seat}"
         );
-        assert!(seat.agent_argv[1].ends_with("seat_agent.py"), "{seat:?}");
-        assert_eq!(seat.agent_argv[3..], ["--model", "test"], "{seat:?}");
+        let exe = seat["binding"]["agentExecutable"].as_str().unwrap_or("");
+        assert!(
+            std::path::Path::new(exe)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("python")),
+            "{seat}"
+        );
 
         // A background process of another pane's shell is in a linked pane,
-        // but not under that pane's foreground agent.
+        // but not under that pane's foreground agent: a member, not a seat.
         let (pane2, _) = shell_pane(&tmux);
-        let bg_file = stack.state.path().join("background.pid");
-        let bg = format!("sleep 300 & echo $! > {}", bg_file.display());
+        let bg = format!("{} {} &", client_env(&stack), seat_client("b"));
         tmux.run(&["send-keys", "-t", &pane2, &bg, "Enter"]);
-        let background = pid_file(&bg_file).await;
         tmux.run(&["send-keys", "-t", &pane2, "sleep 301", "Enter"]);
         let mut refused = None;
-        for _ in 0..50 {
-            match admission
-                .observe_seat(apb::ProveLocalRequest {
-                    pid: background,
-                    uid: me,
-                    ..Default::default()
-                })
-                .await
-            {
-                Err(e) if reason(&e) == "local_process_membership_required" => {
-                    refused = Some(e);
-                    break;
-                }
-                // The foreground job may not have started yet.
-                _ => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-        assert!(refused.is_some(), "the background process has no seat");
-        let status: Value =
-            serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).expect("json");
-        assert!(
-            status["localProofs"]["refusals"]["foreground_mismatch"]
+        for _ in 0..300 {
+            let status = fleet_status(&stack);
+            if status["localProofs"]["refusals"]["foreground_mismatch"]
                 .as_u64()
                 .unwrap_or(0)
-                >= 1,
-            "{status}"
+                >= 1
+            {
+                refused = wait_file(&dir.path().join("b.last"), Duration::from_secs(10)).await;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let refused = refused.expect("the background process was refused a seat");
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert!(
+            !dir.path().join("b.seat").exists(),
+            "the background process has no seat"
         );
-        // Membership alone is not a seat: the background process still proves.
-        admission
-            .prove_local(apb::ProveLocalRequest {
-                pid: background,
-                uid: me,
-                ..Default::default()
-            })
-            .await
-            .expect("a member");
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    async fn another_uid_is_refused_even_when_it_claims_ours() {
-        let stack = Stack::start().await.expect("stack");
-        let tmux = TmuxServer::start("work");
-        let socket = tmux.socket.display().to_string();
-        stack.clankie_ok(&["fleet", "link", "--tmux", &socket]);
-        // A real process of another uid (nobody), inside a linked pane.
-        let out = tmux.run(&[
+    async fn another_uid_in_a_linked_pane_cannot_reach_the_local_socket() {
+        let (stack, tmux) = linked_stack().await;
+        let out_dir = tempfile::tempdir().expect("dir");
+        std::fs::set_permissions(
+            out_dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o777),
+        )
+        .expect("chmod");
+        let out = out_dir.path().join("nobody.txt");
+        let socket = stack.state.path().join("run/fleet/mcp.sock");
+        let probe = format!(
+            "import socket; s = socket.socket(socket.AF_UNIX); r = 'connected'\ntry:\n    s.connect('{}')\nexcept OSError as e:\n    r = type(e).__name__\nopen('{}', 'w').write(r)",
+            socket.display(),
+            out.display()
+        );
+        let script = out_dir.path().join("probe.py");
+        std::fs::write(&script, probe).expect("script");
+        tmux.run(&[
             "split-window",
             "-t",
             "work",
-            "-P",
-            "-F",
-            "#{pane_pid}",
-            "exec setpriv --reuid=65534 --regid=65534 --clear-groups sleep 300",
+            &format!(
+                "exec setpriv --reuid=65534 --regid=65534 --clear-groups {} {}",
+                python().display(),
+                script.display()
+            ),
         ]);
-        let pid: i32 = out.parse().expect("pid");
-        let mut admission = admission(&stack);
-        let mut uid_seen = 0;
-        for _ in 0..50 {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-            uid_seen = status
-                .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            if uid_seen == 65534 {
+        let mut seen = String::new();
+        for _ in 0..300 {
+            if let Ok(t) = std::fs::read_to_string(&out) {
+                seen = t;
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(uid_seen, 65534, "the pane's process runs as nobody");
-        for claimed in [65534, nix::unistd::getuid().as_raw()] {
-            let err = admission
-                .prove_local(apb::ProveLocalRequest {
-                    pid,
-                    uid: claimed,
-                    pidfs_id: 0,
-                    ..Default::default()
-                })
-                .await
-                .expect_err("another uid");
-            assert_eq!(
-                reason(&err),
-                "local_process_membership_required",
-                "claimed {claimed}"
-            );
-        }
-        // The local socket's folder is private: another uid cannot even connect.
+        assert_eq!(
+            seen, "PermissionError",
+            "another uid is stopped by the folder"
+        );
         let mode = std::os::unix::fs::PermissionsExt::mode(
             &std::fs::metadata(stack.state.path().join("run"))
                 .expect("run dir")
@@ -503,7 +449,7 @@ mod proof {
         let tmux = TmuxServer::start("work");
         let socket = tmux.socket.display().to_string();
         stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-        let path = stack.state.path().join("run/mcp.sock");
+        let path = stack.state.path().join("run/fleet/mcp.sock");
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"burst","version":"0"}}}"#;
         let mut tasks = Vec::new();
         for _ in 0..200 {

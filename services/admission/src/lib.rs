@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use clankie_proto::admission::v1 as pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
+use clankie_runtime::listener;
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::state::{self, Loaded};
@@ -120,6 +121,8 @@ struct SettingsFile {
     revision: u64,
     #[serde(default = "on")]
     peer_messages: bool,
+    #[serde(default)]
+    worker_sandbox: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -140,6 +143,8 @@ impl Settings {
             tools: tools as i32,
             revision: self.file.revision,
             peer_messages: !self.unreadable && self.file.peer_messages,
+            // Unreadable settings confine hires: the safe side of the switch.
+            worker_sandbox: self.unreadable || self.file.worker_sandbox,
         }
     }
 }
@@ -209,6 +214,7 @@ impl Options {
                     tools: ToolsSetting::Connected,
                     revision: 1,
                     peer_messages: true,
+                    worker_sandbox: false,
                 },
                 unreadable: false,
             },
@@ -223,6 +229,7 @@ impl Options {
                         tools: ToolsSetting::Off,
                         revision: 0,
                         peer_messages: false,
+                        worker_sandbox: true,
                     },
                     unreadable: true,
                 }
@@ -503,7 +510,11 @@ impl pb::admission_server::Admission for AdmissionService {
         let tools = match FleetTools::try_from(req.tools) {
             Ok(FleetTools::Connected) => ToolsSetting::Connected,
             Ok(FleetTools::Off) => ToolsSetting::Off,
-            Ok(FleetTools::Unspecified) if req.peer_messages.is_some() => current.file.tools,
+            Ok(FleetTools::Unspecified)
+                if req.peer_messages.is_some() || req.worker_sandbox.is_some() =>
+            {
+                current.file.tools
+            }
             _ => {
                 return Err(ErrorCode::InvalidArgument
                     .err("tools must be connected or off")
@@ -511,21 +522,26 @@ impl pb::admission_server::Admission for AdmissionService {
             }
         };
         let peer_messages = req.peer_messages.unwrap_or(current.file.peer_messages);
-        if current.unreadable && (tools == ToolsSetting::Connected || peer_messages) {
+        let worker_sandbox = req.worker_sandbox.unwrap_or(current.file.worker_sandbox);
+        if current.unreadable
+            && (tools == ToolsSetting::Connected || peer_messages || !worker_sandbox)
+        {
             // Turning tools on over an unreadable file would discard it; the
             // owner must inspect it first. Turning off is always safe.
             return Err(ErrorCode::Internal
-                .err("fleet settings file is unreadable; move it aside before turning tools on")
+                .err("fleet settings file is unreadable; move it aside before turning tools or peer messages on or the worker sandbox off")
                 .into());
         }
         if current.unreadable
             || current.file.tools != tools
             || current.file.peer_messages != peer_messages
+            || current.file.worker_sandbox != worker_sandbox
         {
             let file = SettingsFile {
                 tools,
                 revision: current.file.revision + 1,
                 peer_messages,
+                worker_sandbox,
             };
             if current.unreadable {
                 let _ = state::move_aside(&self.inner.settings_path);
@@ -533,7 +549,7 @@ impl pb::admission_server::Admission for AdmissionService {
             state::save_json(&self.inner.settings_path, &file).map_err(|e| {
                 ErrorCode::Internal.err(format!("could not save fleet settings: {e}"))
             })?;
-            tracing::info!(tools = ?tools, peer_messages, "fleet settings changed");
+            tracing::info!(tools = ?tools, peer_messages, worker_sandbox, "fleet settings changed");
             self.inner.settings.send_replace(Settings {
                 file,
                 unreadable: false,
@@ -581,6 +597,8 @@ impl pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<pb::ProveLocalRequest>,
     ) -> Result<Response<pb::AdmitResponse>, Status> {
+        // The pid is named by the kernel to the gateway; nobody else may name one.
+        listener::require_service(&request, "gateway")?;
         let peer = local::Peer::from_request(&request.into_inner());
         let (link, proof) = self.prove_peer(&peer).await?;
         let principal = Principal {
@@ -648,6 +666,7 @@ impl pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<pb::ProveLocalRequest>,
     ) -> Result<Response<pb::SeatIdentity>, Status> {
+        listener::require_service(&request, "gateway")?;
         let peer = local::Peer::from_request(&request.into_inner());
         let (link, proof) = self.prove_peer(&peer).await?;
         let seat = local::observe_seat(&self.inner.helper, &link, &proof)

@@ -25,6 +25,7 @@ use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::grpc::{self, Client, Meta};
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
+use clankie_runtime::sandbox;
 use clankie_runtime::{ClankieError, ErrorCode, leads};
 use serde_json::json;
 use tokio::sync::{Mutex, watch};
@@ -68,7 +69,7 @@ struct Inner {
     admission: apb::admission_client::AdmissionClient<Client>,
     auto: aupb::auto_client::AutoClient<Client>,
     tracker: clankie_proto::tracker::v1::tracker_client::TrackerClient<Client>,
-    state_root: String,
+    paths: StatePaths,
 }
 
 /// The mailbox; cheap to clone.
@@ -301,6 +302,7 @@ fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
         occupant_pid: h.occupant_pid,
         occupant_pidfs_id: h.occupant_pidfs_id,
         occupant_start_time: h.occupant_start_time,
+        sandboxed: h.sandboxed,
     }
 }
 
@@ -427,14 +429,17 @@ impl MailboxService {
                 admission,
                 auto,
                 tracker,
-                state_root: paths.root().display().to_string(),
+                paths: paths.clone(),
             }),
         })
     }
 
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
-        tonic::service::Routes::new(pb::mailbox_server::MailboxServer::new(self.clone()))
+        tonic::service::Routes::new(
+            pb::mailbox_server::MailboxServer::new(self.clone())
+                .max_decoding_message_size(clankie_runtime::limits::MAX_CANDIDATE_MESSAGE),
+        )
     }
 
     fn owner<T>(&self, req: &Request<T>) -> Result<(), Status> {
@@ -537,18 +542,58 @@ impl MailboxService {
     }
 
     /// The local link a hire opens in.
-    async fn link(&self, link_id: &str) -> Result<apb::FleetLink, ClankieError> {
+    async fn fleet_status(&self) -> Result<apb::FleetStatusResponse, ClankieError> {
         let mut call = Request::new(apb::FleetStatusRequest {});
         call.set_timeout(Duration::from_secs(5));
-        let status = self
+        Ok(self
             .inner
             .admission
             .clone()
             .fleet_status(call)
             .await
             .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner();
-        let mut local = status.links.into_iter().filter(|l| {
+            .into_inner())
+    }
+
+    /// Where a hire opens and how it starts: the link, and with the worker
+    /// sandbox on, a working bubblewrap and what it must hide (the state,
+    /// the credentials, every linked multiplexer's socket).
+    async fn launch(&self, link_id: &str) -> Result<Launch, ClankieError> {
+        let status = self.fleet_status().await?;
+        let sandbox_on = status.settings.as_ref().is_none_or(|s| s.worker_sandbox);
+        let sandbox = if sandbox_on {
+            let sandbox = sandbox::Sandbox::probe().await?;
+            let mut protected = sandbox::Protected::for_stack(&self.inner.paths);
+            protected.hidden_files.extend(
+                status
+                    .links
+                    .iter()
+                    .filter(|l| l.kind == "tmux" || l.kind == "herdr")
+                    .map(|l| std::path::PathBuf::from(&l.socket)),
+            );
+            sandbox::prepare(&protected).map_err(|e| {
+                ErrorCode::WorkerSandboxUnavailable
+                    .err(format!("could not prepare the sandbox's masks: {e}"))
+            })?;
+            Some((sandbox, protected))
+        } else {
+            None
+        };
+        Ok(Launch {
+            link: Self::pick_link(status.links, link_id)?,
+            sandbox,
+        })
+    }
+
+    async fn link(&self, link_id: &str) -> Result<apb::FleetLink, ClankieError> {
+        Self::pick_link(self.fleet_status().await?.links, link_id)
+    }
+
+    fn pick_link(
+        links: Vec<apb::FleetLink>,
+        link_id: &str,
+    ) -> Result<apb::FleetLink, ClankieError> {
+        let mut local = links.into_iter().filter(|l| {
             (l.kind == "tmux" || l.kind == "herdr") && (link_id.is_empty() || l.link_id == link_id)
         });
         let first = local.next().ok_or_else(|| {
@@ -561,6 +606,12 @@ impl MailboxService {
         }
         Ok(first)
     }
+}
+
+/// How one hire starts.
+struct Launch {
+    link: apb::FleetLink,
+    sandbox: Option<(sandbox::Sandbox, sandbox::Protected)>,
 }
 
 /// A seat counts as reachable while its bridge polled within this long.
@@ -893,16 +944,10 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         self.owner(&request)?;
         let req = request.into_inner();
         let name = req.name.trim().to_string();
-        if name.is_empty()
-            || name.len() > 64
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(refuse(
-                ErrorCode::InvalidArgument
-                    .err("a project name is 1-64 letters, digits, '-', '_' or '.'"),
-            ));
+        if !store::valid_project_name(&name) {
+            return Err(refuse(ErrorCode::InvalidArgument.err(
+                "a project name is 1-64 letters, digits, '-', '_' or '.', and not '.' or '..'",
+            )));
         }
         let path = std::path::Path::new(&req.workspace);
         if !path.is_absolute() || !path.is_dir() {
@@ -1468,7 +1513,13 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 ));
             }
         };
-        let link = self.link(&req.link_id).await.map_err(refuse)?;
+        let launch = self.launch(&req.link_id).await.map_err(refuse)?;
+        let link = launch.link.clone();
+        // With the worker sandbox on, the hire starts confined or not at all.
+        let command = match &launch.sandbox {
+            Some((sandbox, protected)) => sandbox.wrap(protected, &req.command),
+            None => req.command.clone(),
+        };
         // An autonomous turn reads the switch and the saved level first.
         let autonomy = if req.autonomous {
             Some(self.autonomy().await)
@@ -1522,13 +1573,19 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 project.name
             ))));
         }
+        // The hire learns where the gateway is, never where the state is:
+        // the state folder holds the owner credential.
         let env = [
             ("CLANKIE_WORKER_PANE", "1".to_string()),
             ("CLANKIE_OPERATOR_TOKEN", String::new()),
             ("CLANKIE_CAPTAIN_TOKEN", String::new()),
-            ("CLANKIE_STATE", self.inner.state_root.clone()),
+            ("CLANKIE_STATE", String::new()),
+            (
+                "CLANKIE_GATEWAY_DISCOVERY",
+                self.inner.paths.gateway_discovery().display().to_string(),
+            ),
         ];
-        let pane_id = open_pane(&link, &workspace.path, &env, &req.command)
+        let pane_id = open_pane(&link, &workspace.path, &env, &command)
             .await
             .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         let hire = HireRec {
@@ -1547,6 +1604,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             occupant_pid: 0,
             occupant_pidfs_id: 0,
             occupant_start_time: 0,
+            sandboxed: launch.sandbox.is_some(),
         };
         store.state.hires.push(hire.clone());
         if let Err(e) = store.save() {
@@ -1555,7 +1613,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             store.state.hires.pop();
             return Err(refuse(internal(e)));
         }
-        tracing::info!(hire = %hire.hire_id, project = %project.name, role, "hired");
+        tracing::info!(hire = %hire.hire_id, project = %project.name, role, sandboxed = hire.sandboxed, "hired");
         Ok(Response::new(hire_pb(&hire, true)))
     }
 
@@ -2046,6 +2104,22 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         if req.patch.is_empty() || req.summary.trim().is_empty() {
             return Err(bad("a candidate needs a non-empty patch and a summary"));
         }
+        if req.patch.len() > clankie_runtime::limits::MAX_CANDIDATE_PATCH {
+            return Err(refuse(ErrorCode::PayloadTooLarge.err(format!(
+                "a review candidate holds at most {} MiB of patch; nothing was stored",
+                clankie_runtime::limits::MAX_CANDIDATE_PATCH >> 20
+            ))));
+        }
+        // What the reviewer will read is what the patch-id names: the
+        // service computes it from the bytes it stores, never takes it.
+        let computed = reviews::patch_id(&req.patch, &self.inner.patches_dir)
+            .await
+            .map_err(refuse)?;
+        if computed != req.patch_id {
+            return Err(refuse(ErrorCode::PatchMismatch.err(
+                "the patch-id does not match the patch bytes; nothing was stored",
+            )));
+        }
         let hire = self.hire_of(&me).await.ok_or_else(|| {
             refuse(
                 ErrorCode::ReviewNotConfigured
@@ -2061,12 +2135,16 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 .find(|p| p.project_id == hire.project_id)
                 .cloned()
         };
-        if !project.as_ref().is_some_and(|p| p.standing_reviewer) {
+        let Some(project) = project.filter(|p| p.standing_reviewer) else {
             return Err(refuse(
                 ErrorCode::ReviewNotConfigured
                     .err("this seat's project names no standing reviewer"),
             ));
-        }
+        };
+        // The checkout, symlinks resolved, lies in one of the project's
+        // registered workspaces.
+        let checkout =
+            reviews::inside_workspaces(&req.checkout, &project.workspaces).map_err(refuse)?;
         // A live reviewer seat of the project, other than the author.
         let reviewer_hires: Vec<HireRec> = {
             let store = self.inner.store.lock().await;
@@ -2112,7 +2190,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             author_seat: me.seat_id.clone(),
             author_hire: hire.hire_id.clone(),
             reviewer_seat: reviewer.seat_id.clone(),
-            checkout: req.checkout,
+            checkout,
             head: req.head,
             base: req.base,
             patch_id: req.patch_id,

@@ -47,7 +47,9 @@ pub async fn session(socket: &str, pinned: &str) -> Result<String, TmuxError> {
 }
 
 /// Opens a window running `command` in `cwd`, with `env` set, and returns
-/// its pane id.
+/// its pane id. The command goes to the pane's shell as one line with
+/// every word quoted and `exec` in front, as on Herdr: a one-word command
+/// is never interpreted by the shell, and the shell does not outlive it.
 pub async fn open(
     socket: &str,
     session: &str,
@@ -70,7 +72,7 @@ pub async fn open(
         args.push("-e".into());
         args.push(format!("{k}={v}"));
     }
-    args.extend(command.iter().cloned());
+    args.push(clankie_runtime::sandbox::exec_line(command));
     let pane = tmux(socket, &args).await?;
     if !pane.starts_with('%') {
         return Err(TmuxError("tmux did not name the new pane".into()));
@@ -120,11 +122,6 @@ pub mod herdr {
             HerdrError::Refused(code) => format!("herdr refused: {code}"),
             HerdrError::Unavailable(r) => format!("herdr: {r}"),
         })
-    }
-
-    /// Single-quotes one word for the pane's shell.
-    pub fn quote(word: &str) -> String {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 
     async fn pane_ids(socket: &Path, workspace: &str) -> Result<Vec<String>, TmuxError> {
@@ -180,14 +177,7 @@ pub mod herdr {
             .as_str()
             .ok_or_else(|| TmuxError("Herdr did not name the new pane".into()))?
             .to_string();
-        let line = format!(
-            "exec {}\n",
-            command
-                .iter()
-                .map(|w| quote(w))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+        let line = format!("{}\n", clankie_runtime::sandbox::exec_line(command));
         request(
             socket,
             "pane.send_text",
@@ -210,14 +200,5 @@ pub mod herdr {
     /// Every live pane id.
     pub async fn live(socket: &Path) -> Result<Vec<String>, TmuxError> {
         pane_ids(socket, "").await
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn words_are_quoted_for_the_shell() {
-            assert_eq!(super::quote("a b"), "'a b'");
-            assert_eq!(super::quote("it's"), r"'it'\''s'");
-        }
     }
 }

@@ -6,6 +6,10 @@
 //! in `mailbox/reviews.json` (atomic rename) names its author seat, the
 //! reviewer seat it was routed to, checkout, HEAD, base, patch-id and state.
 
+use std::path::Path;
+use std::process::Stdio;
+
+use clankie_runtime::{ClankieError, ErrorCode};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -68,6 +72,67 @@ pub fn is_object_name(s: &str) -> bool {
     (s.len() == 40 || s.len() == 64)
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `git patch-id --stable` of `patch`, run outside any repository (in
+/// `dir`, with discovery stopped there), so nothing but the bytes decides.
+pub async fn patch_id(patch: &[u8], dir: &Path) -> Result<String, ClankieError> {
+    use tokio::io::AsyncWriteExt as _;
+    let unavailable =
+        |e: String| ErrorCode::ServiceUnavailable.err(format!("git patch-id could not run: {e}"));
+    let mut child = tokio::process::Command::new("git")
+        .args(["patch-id", "--stable"])
+        .current_dir(dir)
+        .env("GIT_CEILING_DIRECTORIES", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| unavailable(e.to_string()))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| unavailable("no stdin".into()))?;
+    let bytes = patch.to_vec();
+    let feed = tokio::spawn(async move {
+        let _ = stdin.write_all(&bytes).await;
+    });
+    let out = child
+        .wait_with_output()
+        .await
+        .map_err(|e| unavailable(e.to_string()))?;
+    let _ = feed.await;
+    if !out.status.success() {
+        return Err(unavailable(format!("exit {}", out.status)));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text.split_whitespace().next().unwrap_or("").to_string();
+    if !is_object_name(&id) {
+        return Err(ErrorCode::InvalidArgument
+            .err("the patch holds no change git can name; nothing was stored"));
+    }
+    Ok(id)
+}
+
+/// The canonical checkout when it lies inside one of `workspaces`
+/// (both with symlinks resolved).
+pub fn inside_workspaces(
+    checkout: &str,
+    workspaces: &[crate::store::WorkspaceRec],
+) -> Result<String, ClankieError> {
+    let outside = || {
+        ErrorCode::InvalidArgument.err(
+            "the checkout is not inside one of the project's registered workspaces; nothing was stored",
+        )
+    };
+    let real = std::fs::canonicalize(checkout).map_err(|_| outside())?;
+    workspaces
+        .iter()
+        .filter_map(|w| std::fs::canonicalize(&w.path).ok())
+        .any(|w| real.starts_with(&w))
+        .then(|| real.display().to_string())
+        .ok_or_else(outside)
 }
 
 impl ReviewBook {

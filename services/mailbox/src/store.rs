@@ -107,6 +107,21 @@ pub struct HireRec {
     pub occupant_pidfs_id: u64,
     #[serde(default)]
     pub occupant_start_time: u64,
+    /// Started under the worker sandbox (bubblewrap).
+    #[serde(default)]
+    pub sandboxed: bool,
+}
+
+/// A project name: 1-64 letters, digits, `-`, `_` or `.`, never `.` or
+/// `..` (it names folders and appears in paths and terminals).
+pub fn valid_project_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -315,6 +330,25 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn project_names_cannot_climb_folders_or_carry_controls() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../x",
+            "a\u{1b}b",
+            "tab\tname",
+            &"x".repeat(65),
+        ] {
+            assert!(!valid_project_name(bad), "{bad:?}");
+        }
+        for good in ["alpha", "a.b", "...", "v1_2-3"] {
+            assert!(valid_project_name(good), "{good:?}");
+        }
+    }
 
     fn entry(receipt: &str) -> EntryRec {
         EntryRec {

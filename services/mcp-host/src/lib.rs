@@ -192,6 +192,22 @@ pub fn audit_principal(p: &Principal) -> String {
     format!("fleet:{}:pane:{}", p.fleet_id, pane)
 }
 
+/// Whose a call is: the owner route, or the principal admission proved.
+fn owner_of(who: &Who, principal: &Principal) -> String {
+    match who {
+        Who::Owner => "owner".into(),
+        Who::Fleet(_) => clankie_runtime::principal::owner_key(principal),
+    }
+}
+
+/// The audit principal text a record of this caller carries.
+fn audit_text(who: &Who, principal: &Principal) -> String {
+    match who {
+        Who::Owner => "owner".into(),
+        Who::Fleet(_) => audit_principal(principal),
+    }
+}
+
 fn valid_receipt_id(id: &str) -> bool {
     (8..=128).contains(&id.len())
         && id
@@ -470,7 +486,7 @@ impl McpHost {
         if let Some(existing) = self.inner.receipts.get(&receipt_id) {
             // A repeated id reads its original and never dispatches.
             let principal = self.principal(who, false).await?;
-            return self.replay(existing, &principal, &req.name, &args_sha);
+            return self.replay(existing, who, &principal, &req.name, &args_sha);
         }
         self.inner.receipts.health()?;
         let catalog = self.catalog();
@@ -572,15 +588,13 @@ impl McpHost {
                 .map_err(|e| self.policy_refused(e, &p.caller, &entry.tool))?,
             None => None,
         };
-        let principal_text = match who {
-            Who::Owner => "owner".to_string(),
-            Who::Fleet(_) => audit_principal(&principal),
-        };
+        let principal_text = audit_text(who, &principal);
         let record = Record {
             receipt_id: receipt_id.clone(),
             seq: 0,
             fleet: principal.fleet_id.clone(),
             principal: principal_text.clone(),
+            owner: owner_of(who, &principal),
             name: entry.qualified.clone(),
             account: entry.account.clone(),
             account_generation: entry.generation,
@@ -603,7 +617,7 @@ impl McpHost {
         }
         match begun? {
             Begin::Existing(existing) => {
-                return self.replay(*existing, &principal, &req.name, &args_sha);
+                return self.replay(*existing, who, &principal, &req.name, &args_sha);
             }
             Begin::Durable => {}
         }
@@ -761,12 +775,16 @@ impl McpHost {
     fn replay(
         &self,
         existing: Record,
+        who: &Who,
         principal: &Principal,
         name: &str,
         args_sha: &str,
     ) -> Result<pb::CallResult, ClankieError> {
-        if existing.fleet != principal.fleet_id {
-            return Err(ErrorCode::ReceiptConflict.err("this receipt id is taken"));
+        // Another caller's id is taken, and that is all it learns.
+        if existing.fleet != principal.fleet_id
+            || !existing.belongs_to(&owner_of(who, principal), &audit_text(who, principal))
+        {
+            return Err(ErrorCode::ReceiptConflict.err("this receipt id is taken; choose a new id"));
         }
         if existing.name != name || existing.arguments_sha256 != args_sha {
             return Err(ErrorCode::ReceiptConflict.err(
@@ -776,18 +794,26 @@ impl McpHost {
         Ok(result_pb(&existing, true))
     }
 
-    /// Reads a receipt for the fleet that owns it; never dispatches.
+    /// Reads a receipt for the principal that made the call; never
+    /// dispatches. Anyone else hears `receipt_not_found`, exactly as for an
+    /// id that was never used.
     pub async fn receipt(
         &self,
         ticket: &str,
         receipt_id: &str,
     ) -> Result<pb::CallResult, ClankieError> {
         let principal = self.recheck(ticket, false).await?;
+        let who = Who::Fleet(ticket.to_string());
         match self.inner.receipts.get(receipt_id) {
-            Some(r) if r.fleet == principal.fleet_id => Ok(result_pb(&r, true)),
+            Some(r)
+                if r.fleet == principal.fleet_id
+                    && r.belongs_to(&owner_of(&who, &principal), &audit_text(&who, &principal)) =>
+            {
+                Ok(result_pb(&r, true))
+            }
             _ => {
                 Err(ErrorCode::ReceiptNotFound
-                    .err(format!("no receipt {receipt_id} for this fleet")))
+                    .err(format!("no receipt {receipt_id} for this caller")))
             }
         }
     }

@@ -74,6 +74,11 @@ pub struct Record {
     pub fleet: String,
     /// The audit principal (`fleet:ID:pane:PANE`).
     pub principal: String,
+    /// Whose receipt this is ([`clankie_runtime::principal::owner_key`]):
+    /// only that principal reads it back. Empty on records written before
+    /// owners were kept; those answer the same audit principal.
+    #[serde(default)]
+    pub owner: String,
     /// The qualified tool name.
     pub name: String,
     pub account: String,
@@ -96,6 +101,15 @@ pub struct Record {
 }
 
 impl Record {
+    /// True when `owner` (with its audit principal) is who made the call.
+    pub fn belongs_to(&self, owner: &str, principal: &str) -> bool {
+        if self.owner.is_empty() {
+            self.principal == principal
+        } else {
+            self.owner == owner
+        }
+    }
+
     /// The outcome a caller sees: a call with no answer yet is uncertain.
     pub fn visible_outcome(&self) -> Outcome {
         match (self.status, self.outcome) {
@@ -656,6 +670,7 @@ mod tests {
             seq: 0,
             fleet: "f".into(),
             principal: "fleet:f:pane:unverified".into(),
+            owner: String::new(),
             name: "time_get_current_time".into(),
             account: "time".into(),
             account_generation: 1,

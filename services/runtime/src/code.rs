@@ -53,6 +53,9 @@ codes! {
     FleetToolsOff => "fleet_tools_off",
     OwnerCredentialRequired => "owner_credential_required",
     OwnerCredentialInvalid => "owner_credential_invalid",
+    InternalCallerRefused => "internal_caller_refused",
+    WorkerSandboxUnavailable => "worker_sandbox_unavailable",
+    SessionNotFound => "session_not_found",
     NotOwner => "not_owner",
     RoleNotAllowed => "role_not_allowed",
     AccountNotFound => "account_not_found",
@@ -109,6 +112,7 @@ impl ErrorCode {
             | ErrorCode::FleetAdmissionRevoked
             | ErrorCode::FleetToolsOff
             | ErrorCode::OwnerCredentialInvalid
+            | ErrorCode::InternalCallerRefused
             | ErrorCode::NotOwner
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
@@ -123,6 +127,7 @@ impl ErrorCode {
             | ErrorCode::HireNotFound
             | ErrorCode::RecipientUnknown
             | ErrorCode::CandidateNotFound
+            | ErrorCode::SessionNotFound
             | ErrorCode::TrackerNotFound => Code::NotFound,
             ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
             ErrorCode::AccountChanged
@@ -136,6 +141,7 @@ impl ErrorCode {
             | ErrorCode::PatchMismatch
             | ErrorCode::TrackerRouteUnavailable
             | ErrorCode::TrackerCutOver
+            | ErrorCode::WorkerSandboxUnavailable
             | ErrorCode::AutoStateUnreadable => Code::FailedPrecondition,
             ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
             ErrorCode::FleetAdmissionUnavailable
@@ -165,6 +171,7 @@ impl ErrorCode {
             | ErrorCode::FleetAdmissionRevoked
             | ErrorCode::FleetToolsOff
             | ErrorCode::OwnerCredentialInvalid
+            | ErrorCode::InternalCallerRefused
             | ErrorCode::NotOwner
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
@@ -179,6 +186,7 @@ impl ErrorCode {
             | ErrorCode::HireNotFound
             | ErrorCode::RecipientUnknown
             | ErrorCode::CandidateNotFound
+            | ErrorCode::SessionNotFound
             | ErrorCode::TrackerNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
             | ErrorCode::AccountChanged
@@ -193,6 +201,7 @@ impl ErrorCode {
             | ErrorCode::TrackerConflict
             | ErrorCode::TrackerRouteUnavailable
             | ErrorCode::TrackerCutOver
+            | ErrorCode::WorkerSandboxUnavailable
             | ErrorCode::AutoStateUnreadable => StatusCode::CONFLICT,
             ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR

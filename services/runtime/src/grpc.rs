@@ -12,7 +12,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use tokio::net::UnixListener;
-use tokio_stream::wrappers::UnixListenerStream;
 use tokio_util::sync::CancellationToken;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::service::Routes;
@@ -20,19 +19,19 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Server};
 use tonic_health::ServingStatus;
 
+use crate::listener::{CallerLayer, StackRule};
 use crate::telemetry;
 
 /// How long in-flight requests may finish after shutdown begins.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
-/// Serves `routes` (plus health and reflection) on `listener` until
-/// `shutdown` fires. `health_name` is the fully qualified gRPC service name
-/// reported by tonic-health.
 /// A service process's whole serving life: binds `run/NAME.sock`, serves
 /// `routes` with health and reflection until shutdown, removes the socket.
+/// Every connection passes the accept-time caller check: this stack's own
+/// services, or the owner credential.
 pub async fn serve_service(
     paths: &crate::paths::StatePaths,
-    name: &str,
+    name: &'static str,
     health_name: &'static str,
     routes: Routes,
     shutdown: CancellationToken,
@@ -40,12 +39,26 @@ pub async fn serve_service(
     let socket = paths.socket(name);
     let listener = crate::uds::bind(&socket).await?;
     let _guard = crate::uds::SocketGuard(socket);
+    let guard = caller_guard(paths, name)?;
     tracing::info!("{name} serving");
-    serve(listener, health_name, Some(routes), shutdown).await
+    serve(listener, guard, health_name, Some(routes), shutdown).await
 }
 
+/// The caller check for service `name`: the stack, or the owner credential.
+pub fn caller_guard(
+    paths: &crate::paths::StatePaths,
+    name: &'static str,
+) -> anyhow::Result<CallerLayer> {
+    let owner = crate::owner::OwnerCheck::load(&paths.owner_credential())?;
+    Ok(CallerLayer::new(name, Some(owner)))
+}
+
+/// Serves `routes` (plus health and reflection) on `listener` until
+/// `shutdown` fires, behind `guard`. `health_name` is the fully qualified
+/// gRPC service name reported by tonic-health.
 pub async fn serve(
     listener: UnixListener,
+    guard: CallerLayer,
     health_name: &'static str,
     routes: Option<Routes>,
     shutdown: CancellationToken,
@@ -78,7 +91,8 @@ pub async fn serve(
 
     let mut builder = Server::builder()
         .trace_fn(|req| telemetry::server_span(req.uri().path(), req.headers()))
-        .http2_keepalive_interval(Some(Duration::from_secs(30)));
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .layer(guard);
     let router = match routes {
         Some(routes) => builder
             .add_routes(routes)
@@ -86,7 +100,8 @@ pub async fn serve(
             .add_service(reflection),
         None => builder.add_service(health_service).add_service(reflection),
     };
-    let server = router.serve_with_incoming_shutdown(UnixListenerStream::new(listener), drain);
+    let incoming = crate::listener::incoming(listener, StackRule::current());
+    let server = router.serve_with_incoming_shutdown(incoming, drain);
     tokio::pin!(server);
     tokio::select! {
         r = &mut server => r?,
@@ -169,9 +184,10 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     })
 }
 
-/// Checks a service's tonic-health status over its socket.
-pub async fn health(path: &Path, service: &str) -> Result<bool, tonic::Status> {
-    let mut client = tonic_health::pb::health_client::HealthClient::new(crate::uds::channel(path));
+/// Checks a service's tonic-health status over its socket. A caller outside
+/// the stack passes the owner credential in `meta`.
+pub async fn health(path: &Path, service: &str, meta: Meta) -> Result<bool, tonic::Status> {
+    let mut client = tonic_health::pb::health_client::HealthClient::new(client(path, meta));
     let mut req = tonic::Request::new(tonic_health::pb::HealthCheckRequest {
         service: service.to_string(),
     });

@@ -80,6 +80,18 @@ impl OwnerCheck {
         }
     }
 
+    /// True when HTTP headers carry the owner bearer.
+    pub fn matches_headers(&self, headers: &http::HeaderMap) -> bool {
+        headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .is_some_and(|t| {
+                !t.is_empty() && constant_time_eq(token_hash(t).as_bytes(), self.hash.as_bytes())
+            })
+    }
+
     /// Accepts a request carrying the owner bearer, refuses anything else.
     pub fn verify(&self, metadata: &tonic::metadata::MetadataMap) -> Result<(), ClankieError> {
         let presented = bearer(metadata).ok_or_else(|| {

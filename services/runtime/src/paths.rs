@@ -52,15 +52,24 @@ impl StatePaths {
         self.run_dir().join(format!("{service}.sock"))
     }
 
+    /// The folder of what fleet members need: the gateway's local MCP
+    /// socket and its discovery file, and nothing else. A sandboxed hire
+    /// sees this folder (read-only) and no other part of the state folder;
+    /// it is a folder, not two files, so a restarted gateway's new socket
+    /// shows through.
+    pub fn fleet_dir(&self) -> PathBuf {
+        self.run_dir().join("fleet")
+    }
+
     /// The gateway's local MCP socket: HTTP over a Unix socket, admitted by
     /// kernel proof of the connecting process.
     pub fn local_mcp_socket(&self) -> PathBuf {
-        self.run_dir().join("mcp.sock")
+        self.fleet_dir().join("mcp.sock")
     }
 
     /// The gateway's discovery file: where bridges find its address.
     pub fn gateway_discovery(&self) -> PathBuf {
-        self.run_dir().join("gateway.json")
+        self.fleet_dir().join("gateway.json")
     }
 
     /// The owner credential (0600).

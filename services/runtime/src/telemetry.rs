@@ -27,7 +27,8 @@ pub fn init(service: &'static str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .with_filter(filter);
+        .with_filter(filter)
+        .with_filter(no_session_ids());
 
     let mut builder = opentelemetry_sdk::trace::SdkTracerProvider::builder().with_resource(
         opentelemetry_sdk::Resource::builder()
@@ -49,11 +50,19 @@ pub fn init(service: &'static str) {
     let _ = PROVIDER.set(provider);
     let otel = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(EnvFilter::new("info"));
+        .with_filter(EnvFilter::new("info"))
+        .with_filter(no_session_ids());
     let _ = tracing_subscriber::registry()
         .with(fmt)
         .with(otel)
         .try_init();
+}
+
+/// Drops rmcp's own events and spans, whatever the filter: they name MCP
+/// session ids, which must never reach a log or an exporter.
+fn no_session_ids() -> tracing_subscriber::filter::FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool>
+{
+    tracing_subscriber::filter::filter_fn(|m| !m.target().starts_with("rmcp"))
 }
 
 /// Flushes pending spans (call before exit).

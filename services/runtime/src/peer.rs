@@ -1,0 +1,246 @@
+//! Who is on the other end of an internal socket, read from kernel facts.
+//!
+//! An internal gRPC socket serves its own stack. At accept the kernel names
+//! the peer (`SO_PEERCRED`, `SO_PEERPIDFD`); from `/proc` we read its parent,
+//! its executable and its cgroup. The peer is one of the stack's services
+//! when all of these hold:
+//!
+//! - it runs as our user;
+//! - its executable is `clankie-<service>` from the folder our own
+//!   executable came from (a binary replaced on disk since it started still
+//!   counts: it is the same file name, and the parent rule below holds);
+//! - it is our sibling under the stack's supervisor: under `clankie up`,
+//!   a direct child of that supervisor (`CLANKIE_PARENT_PID`, which must
+//!   still be our own parent); under systemd without `clankie up`, a child of
+//!   the same service manager inside our unit's cgroup;
+//! - it is still alive after those reads (its pidfd has not signalled
+//!   exit), so the pid we read about was never reused in between.
+//!
+//! Anything else is [`Caller::Other`]: it may still act for the owner by
+//! presenting the owner credential, request by request. The parent rule is
+//! what keeps a hostile process from running one of our binaries as its
+//! own child (and driving it under ptrace): only the supervisor starts
+//! children that count.
+
+use std::path::{Path, PathBuf};
+
+/// Who connected to an internal socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A service process of this stack (`admission`, `gateway`, ...).
+    Stack(&'static str),
+    /// Any other process that presented the owner credential.
+    Owner,
+    /// Anyone else: refused before any handler runs.
+    Other,
+}
+
+/// How this process recognises its siblings.
+#[derive(Debug, Clone)]
+pub struct StackRule {
+    bin_dir: Option<PathBuf>,
+    uid: u32,
+    membership: Membership,
+}
+
+#[derive(Debug, Clone)]
+enum Membership {
+    /// Started by `clankie up`: siblings are the supervisor's children.
+    Supervised { supervisor: i32 },
+    /// Started by systemd directly: siblings share the manager and cgroup.
+    Unit { manager: i32, cgroup: String },
+    /// Started by hand: no process counts as the stack.
+    Alone,
+}
+
+impl StackRule {
+    /// The rule for this process, from how it was started.
+    pub fn current() -> StackRule {
+        let bin_dir = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        let parent = nix::unistd::getppid().as_raw();
+        let supervisor = std::env::var("CLANKIE_PARENT_PID")
+            .ok()
+            .and_then(|p| p.parse::<i32>().ok());
+        let membership = match supervisor {
+            Some(s) if s == parent && s > 1 => Membership::Supervised { supervisor: s },
+            Some(_) => Membership::Alone,
+            None => match (std::env::var_os("INVOCATION_ID"), own_cgroup()) {
+                (Some(_), Some(cgroup)) if cgroup.ends_with(".service") => Membership::Unit {
+                    manager: parent,
+                    cgroup,
+                },
+                _ => Membership::Alone,
+            },
+        };
+        StackRule {
+            bin_dir,
+            uid: nix::unistd::geteuid().as_raw(),
+            membership,
+        }
+    }
+
+    /// Classifies the peer of an accepted connection.
+    pub fn classify(&self, stream: &tokio::net::UnixStream) -> Caller {
+        let Ok(cred) = stream.peer_cred() else {
+            return Caller::Other;
+        };
+        let Some(pid) = cred.pid().filter(|p| *p > 0) else {
+            return Caller::Other;
+        };
+        if cred.uid() != self.uid {
+            return Caller::Other;
+        }
+        let pidfd = peer_pidfd(stream);
+        // Every fact is read, and liveness checked, whatever the answer.
+        let service = self.service_of(pid);
+        let alive = still_alive(pid, pidfd.as_ref());
+        match service {
+            Some(name) if alive => Caller::Stack(name),
+            _ => Caller::Other,
+        }
+    }
+
+    /// The service a live pid runs as, when it is one of our siblings.
+    fn service_of(&self, pid: i32) -> Option<&'static str> {
+        let facts = Facts::read(pid)?;
+        let sibling = match &self.membership {
+            Membership::Supervised { supervisor } => {
+                facts.ppid == *supervisor && nix::unistd::getppid().as_raw() == *supervisor
+            }
+            Membership::Unit { manager, cgroup } => {
+                facts.ppid == *manager && facts.cgroup.as_deref() == Some(cgroup.as_str())
+            }
+            Membership::Alone => false,
+        };
+        let dir = self.bin_dir.as_deref()?;
+        let name = facts
+            .exe
+            .file_name()
+            .and_then(|f| f.to_str())
+            .and_then(|f| f.strip_prefix("clankie-"))
+            .and_then(|n| crate::paths::SERVICES.iter().copied().find(|s| *s == n));
+        name.filter(|_| sibling && facts.exe.parent() == Some(dir))
+    }
+}
+
+/// What `/proc` says about one process.
+struct Facts {
+    ppid: i32,
+    start_time: u64,
+    exe: PathBuf,
+    cgroup: Option<String>,
+}
+
+impl Facts {
+    fn read(pid: i32) -> Option<Facts> {
+        let (ppid, start_time) = stat(pid)?;
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+        // A binary replaced on disk since it started reads as "... (deleted)".
+        let exe = match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
+            Some(s) => PathBuf::from(s),
+            None => exe,
+        };
+        let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .ok()
+            .and_then(|t| unified_cgroup(&t));
+        Some(Facts {
+            ppid,
+            start_time,
+            exe,
+            cgroup,
+        })
+    }
+}
+
+/// Parent pid and start time from `/proc/PID/stat`. The command name may
+/// hold spaces and parentheses, so fields are counted after the last `)`.
+fn stat(pid: i32) -> Option<(i32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) ... starttime(19).
+    Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// The cgroup v2 path (`0::/path`) from a `/proc/PID/cgroup` text.
+fn unified_cgroup(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.trim().to_string())
+}
+
+fn own_cgroup() -> Option<String> {
+    unified_cgroup(&std::fs::read_to_string("/proc/self/cgroup").ok()?)
+}
+
+#[cfg(target_os = "linux")]
+fn peer_pidfd(stream: &tokio::net::UnixStream) -> Option<std::os::fd::OwnedFd> {
+    nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerPidfd).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn peer_pidfd(_stream: &tokio::net::UnixStream) -> Option<std::os::fd::OwnedFd> {
+    None
+}
+
+/// True when the process behind `pid` is the one that connected and it
+/// has not exited: its pidfd is not readable. Without a pidfd (kernels
+/// before 6.5) the start time is read again and must not have changed.
+fn still_alive(pid: i32, pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
+    use std::os::fd::AsFd;
+    match pidfd {
+        Some(fd) => {
+            let mut fds = [nix::poll::PollFd::new(
+                fd.as_fd(),
+                nix::poll::PollFlags::POLLIN,
+            )];
+            matches!(
+                nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO),
+                Ok(0)
+            )
+        }
+        None => {
+            // Without a pidfd we can only show the pid kept its process
+            // across our reads; the parent rule covers the rest.
+            let first = stat(pid).map(|s| s.1);
+            first.is_some() && first == Facts::read(pid).map(|f| f.start_time)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_last_parenthesis() {
+        let me = std::process::id() as i32;
+        let (ppid, start) = stat(me).expect("own stat");
+        assert_eq!(ppid, nix::unistd::getppid().as_raw());
+        assert!(start > 0);
+    }
+
+    #[test]
+    fn unified_cgroup_reads_the_v2_line() {
+        assert_eq!(
+            unified_cgroup("1:cpu:/x\n0::/user.slice/clankie.service\n").as_deref(),
+            Some("/user.slice/clankie.service")
+        );
+        assert_eq!(unified_cgroup("1:cpu:/x\n"), None);
+    }
+
+    #[tokio::test]
+    async fn a_process_started_by_hand_is_not_the_stack() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        let client = tokio::net::UnixStream::connect(&path);
+        let (accepted, _client) = tokio::join!(listener.accept(), client);
+        let (server, _) = accepted.expect("accept");
+        // The test runner is not a child of a clankie supervisor, and its
+        // executable is no service binary.
+        assert_eq!(StackRule::current().classify(&server), Caller::Other);
+    }
+}

@@ -1,0 +1,113 @@
+"""Plain HTTP on the gateway's local Unix socket from inside a pane, where
+the kernel names this process and admission proves its pane.
+
+Usage:
+  python local_http.py hold OUT
+      One connection: GET the pane's tool-catalog (a proof), write
+      OUT.first, wait for OUT.go, GET again on the same connection (a
+      recheck) and write OUT.
+  python local_http.py time ROUNDS OUT [tcp]
+      ROUNDS times each: a new connection and GET /healthz (no proof), a new
+      connection and GET tool-catalog (a full proof), and the same request
+      again on a proven connection (a recheck); milliseconds to OUT.
+  python local_http.py proofs ROUNDS OUT [tcp]
+      ROUNDS full proofs back to back (a new connection each); writes OUT
+      when done.
+
+With `tcp`, connections go to the local loopback TCP listener instead.
+
+The gateway is found through CLANKIE_GATEWAY_DISCOVERY, else
+CLANKIE_STATE/run/fleet/gateway.json; the pane from TMUX_PANE.
+"""
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self.path_ = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path_)
+
+
+def write(path, value):
+    with open(path + ".tmp", "w") as f:
+        json.dump(value, f)
+    os.rename(path + ".tmp", path)
+
+
+def discovery():
+    path = os.environ.get("CLANKIE_GATEWAY_DISCOVERY") or os.path.join(
+        os.environ["CLANKIE_STATE"], "run", "fleet", "gateway.json"
+    )
+    with open(path) as f:
+        return json.load(f)
+
+
+def get(conn, target):
+    conn.request("GET", target)
+    r = conn.getresponse()
+    body = r.read()
+    try:
+        value = json.loads(body or b"null")
+    except ValueError:
+        value = None
+    code = (value or {}).get("error", {}).get("code") if isinstance(value, dict) else None
+    return {"status": r.status, "code": code}
+
+
+found = discovery()
+sock = found["unix"]
+tcp = sys.argv[-1] == "tcp"
+tcp_host, tcp_port = found["localMcp"].split("//")[1].split("/")[0].rsplit(":", 1)
+
+
+def connection():
+    if tcp:
+        return http.client.HTTPConnection(tcp_host, int(tcp_port), timeout=60)
+    return UnixHTTP(sock)
+
+
+catalog = "/v1/fleet/seats/{}/tool-catalog?wait=0".format(
+    os.environ.get("TMUX_PANE", "").replace("%", "%25")
+)
+
+if sys.argv[1] == "hold":
+    out = sys.argv[2]
+    conn = connection()
+    write(out + ".first", get(conn, catalog))
+    while not os.path.exists(out + ".go"):
+        time.sleep(0.05)
+    write(out, get(conn, catalog))
+elif sys.argv[1] == "time":
+    rounds, out = int(sys.argv[2]), sys.argv[3]
+    bare, full, again = [], [], []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        c = connection()
+        assert get(c, "/healthz")["status"] == 200
+        bare.append((time.perf_counter() - t) * 1e3)
+        c.close()
+        t = time.perf_counter()
+        c = connection()
+        assert get(c, catalog)["status"] == 200
+        full.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        assert get(c, catalog)["status"] == 200
+        again.append((time.perf_counter() - t) * 1e3)
+        c.close()
+    write(out, {"bare": bare, "full": full, "recheck": again})
+elif sys.argv[1] == "proofs":
+    rounds, out = int(sys.argv[2]), sys.argv[3]
+    for _ in range(rounds):
+        c = connection()
+        assert get(c, catalog)["status"] == 200
+        c.close()
+    write(out, {"rounds": rounds})

@@ -1,0 +1,169 @@
+//! The local proof, measured the only way a pane reaches it: a client in a
+//! pane of a linked tmux session asks the gateway, on its Unix socket and on
+//! its loopback TCP listener, with 1,000 idle processes on the machine.
+//!
+//! Beside each proof, in the same client and the same loop: a new
+//! connection that asks `/healthz` (no proof at all) and the same request
+//! again on a proven connection (the cheap recheck). For TCP the baseline
+//! is also one plain scan of every `/proc/*/fd` entry for the socket.
+
+use std::time::{Duration, Instant};
+
+use clankie_tests::{Stack, TmuxServer, peer_path, python, repo_root};
+use serde_json::Value;
+
+use crate::{Summary, cpu_seconds_all, line, summarize, us};
+
+fn millis(v: &Value) -> Vec<Duration> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_f64)
+                .map(|ms| Duration::from_secs_f64(ms / 1e3))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `local_http.py ARGS` as a new pane's process and waits for OUT.
+async fn in_pane(stack: &Stack, tmux: &TmuxServer, args: &[String]) -> anyhow::Result<Value> {
+    let out = args.get(2).cloned().unwrap_or_default();
+    let command = format!(
+        "exec env CLANKIE_STATE={} PATH={} {} {} {}",
+        stack.state.path().display(),
+        peer_path(),
+        python().display(),
+        repo_root().join("tests/clients/local_http.py").display(),
+        args.join(" ")
+    );
+    tmux.run(&["split-window", "-t", "work", &command]);
+    clankie_tests::wait_json(std::path::Path::new(&out), Duration::from_secs(600))
+        .await
+        .ok_or_else(|| anyhow::anyhow!("the pane's client did not finish"))
+}
+
+fn ratio(a: &Summary, b: &Summary) -> (f64, f64) {
+    (
+        us(a.p50) / us(b.p50).max(1e-9),
+        us(a.p99) / us(b.p99).max(1e-9),
+    )
+}
+
+async fn one_listener(
+    stack: &Stack,
+    tmux: &TmuxServer,
+    rounds: usize,
+    tcp: bool,
+) -> anyhow::Result<Summary> {
+    let kind = if tcp { "loopback TCP" } else { "Unix socket" };
+    let out = stack
+        .state
+        .path()
+        .join(format!("proof-{kind}.json").replace(' ', "-"));
+    let mut args = vec!["time".into(), rounds.to_string(), out.display().to_string()];
+    if tcp {
+        args.push("tcp".into());
+    }
+    let seen = in_pane(stack, tmux, &args).await?;
+    let (bare, full, again) = (
+        summarize(millis(&seen["bare"])),
+        summarize(millis(&seen["full"])),
+        summarize(millis(&seen["recheck"])),
+    );
+    println!("  -- {kind} --");
+    line("connect + /healthz (no proof)", &bare);
+    line("connect + full proof", &full);
+    line("proven connection (recheck)", &again);
+    let (p50, p99) = ratio(&full, &bare);
+    let (r50, _) = ratio(&again, &full);
+    println!("  full / no proof: p50 x{p50:.1}, p99 x{p99:.1}; recheck / full: p50 x{r50:.2}");
+
+    // Proofs per second and CPU per proof across every process involved
+    // (the Python client's own work included).
+    let n = rounds.min(300);
+    let out = stack.state.path().join(format!("proofs-{tcp}.json"));
+    let mut args = vec!["proofs".into(), n.to_string(), out.display().to_string()];
+    if tcp {
+        args.push("tcp".into());
+    }
+    let cpu_before = cpu_seconds_all();
+    let t = Instant::now();
+    in_pane(stack, tmux, &args).await?;
+    let wall = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds_all() - cpu_before;
+    println!(
+        "  sequential: {:.0} proofs/s; {:.2} ms CPU per proof (machine-wide); the seed's helper: ~14 proofs/s at ~35 ms CPU each (x{:.0} less CPU)",
+        n as f64 / wall,
+        cpu * 1e3 / n as f64,
+        35.0 / (cpu * 1e3 / n as f64).max(1e-9)
+    );
+    Ok(full)
+}
+
+pub async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
+    println!("== local proof through the gateway, from a pane, 1,000 extra idle processes ==");
+    let stack = Stack::start().await?;
+    let tmux = TmuxServer::start("work");
+    stack.clankie_ok(&[
+        "fleet",
+        "link",
+        "--tmux",
+        &tmux.socket.display().to_string(),
+        "--session",
+        "work",
+    ]);
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        idle.push(std::process::Command::new("sleep").arg("900").spawn()?);
+    }
+    let unix = one_listener(&stack, &tmux, rounds, false).await?;
+    let tcp_rounds = rounds.min(200);
+    let tcp = one_listener(&stack, &tmux, tcp_rounds, true).await?;
+    let (t50, _) = ratio(&tcp, &unix);
+    println!("  TCP proof / Unix proof: p50 x{t50:.1}");
+
+    // The TCP proof's floor: one plain pass over every /proc/*/fd entry for
+    // a held loopback socket, with no retries, bounds or uid filter.
+    let held = stack.state.path().join("held-tcp");
+    tmux.run(&[
+        "split-window",
+        "-t",
+        "work",
+        &format!(
+            "exec {} {} {} {}",
+            python().display(),
+            repo_root().join("tests/clients/hold_tcp.py").display(),
+            stack.state.path().display(),
+            held.display()
+        ),
+    ]);
+    let mut ports = String::new();
+    for _ in 0..300 {
+        if let Ok(t) = std::fs::read_to_string(&held) {
+            ports = t;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let client_port: u32 = ports
+        .split_once(' ')
+        .and_then(|(c, _)| c.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("the pane's TCP client did not start"))?;
+    let inode = crate::client_socket_inode(client_port)?;
+    let mut scans = Vec::new();
+    for _ in 0..tcp_rounds {
+        let t = Instant::now();
+        let holders = crate::plain_fd_scan(inode);
+        scans.push(t.elapsed());
+        anyhow::ensure!(holders == 1, "the plain scan found {holders} holders");
+    }
+    let scans = summarize(scans);
+    line("plain /proc/*/fd scan (one pass)", &scans);
+    let (s50, s99) = ratio(&tcp, &scans);
+    println!("  TCP proof (with its request) / plain scan: p50 x{s50:.1}, p99 x{s99:.1}");
+    for mut c in idle {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    Ok(())
+}
