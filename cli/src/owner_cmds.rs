@@ -130,7 +130,7 @@ fn mcp_client(paths: &StatePaths) -> anyhow::Result<mpb::mcp_host_client::McpHos
     )))
 }
 
-fn admission_client(
+pub fn admission_client(
     paths: &StatePaths,
 ) -> anyhow::Result<apb::admission_client::AdmissionClient<Client>> {
     Ok(apb::admission_client::AdmissionClient::new(grpc::client(

@@ -256,18 +256,31 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         }
     };
     let budgets = budgets(&paths).await.ok();
+    let sandbox = worker_sandbox(&paths).await;
     if json {
         print_json(&json!({
             "healthy": healthy,
             "services": services,
             "receipts": receipts,
             "trackerBudgets": budgets.as_ref().map(budgets_json),
+            "workerSandbox": sandbox,
         }));
     } else {
         for (name, state) in &services {
             println!("{name:<10} {}", state.as_str().unwrap_or(""));
         }
         println!("receipts   {receipts}");
+        println!(
+            "worker sandbox: {} ({})",
+            sandbox["setting"].as_str().unwrap_or("unknown"),
+            match sandbox["available"].as_bool() {
+                Some(true) => "bubblewrap works here".to_string(),
+                _ => format!(
+                    "unavailable: {}",
+                    sandbox["problem"].as_str().unwrap_or("unknown")
+                ),
+            }
+        );
         match &budgets {
             Some(b) => print_budgets(b, false),
             None => println!("tracker budgets: unavailable (is the mcp-host running?)"),
@@ -278,6 +291,29 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The worker sandbox: the owner's setting, and whether bubblewrap can
+/// confine a hire on this machine right now.
+async fn worker_sandbox(paths: &StatePaths) -> serde_json::Value {
+    let setting = match crate::owner_cmds::admission_client(paths) {
+        Ok(mut c) => match c
+            .fleet_status(clankie_proto::admission::v1::FleetStatusRequest {})
+            .await
+        {
+            Ok(s) => match s.into_inner().settings {
+                Some(s) if s.worker_sandbox => "on",
+                Some(_) => "off",
+                None => "unknown",
+            },
+            Err(_) => "unknown",
+        },
+        Err(_) => "unknown",
+    };
+    match clankie_runtime::sandbox::Sandbox::probe().await {
+        Ok(_) => json!({ "setting": setting, "available": true }),
+        Err(e) => json!({ "setting": setting, "available": false, "problem": e.message }),
+    }
 }
 
 #[derive(Subcommand)]

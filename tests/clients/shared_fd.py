@@ -1,12 +1,16 @@
 """Shares one connection to the gateway's local listener with a forked
 child, and records the HTTP status of each request and who sent it.
 
-Usage: python shared_fd.py unix|tcp STATE_DIR OUT
+Usage: python shared_fd.py unix|tcp|reused STATE_DIR OUT
 
 - tcp: the child is forked right after connecting and only holds the
   descriptor; the parent then sends a request. A full proof sees two holders.
 - unix: the parent sends a request (proven), then the child sends one on the
   shared descriptor, then the parent once more.
+- reused (root only): a child connects and is proven, hands the descriptor
+  to this process and exits; a new process is then made to get the dead
+  child's very pid (through ns_last_pid) and writes on the descriptor. By
+  pid number it is the process that connected; by identity it is not.
 """
 import json
 import os
@@ -63,8 +67,53 @@ def connect(mode: str, state: str) -> socket.socket:
     return s
 
 
+def reused(state: str) -> dict:
+    seen = {}
+    here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    member = os.fork()
+    if member == 0:
+        s = connect("unix", state)
+        answer = request(s)
+        socket.send_fds(there, [json.dumps(answer).encode()], [s.fileno()])
+        os._exit(0)
+    msg, fds, _, _ = socket.recv_fds(here, 4096, 1)
+    seen["member_first"] = json.loads(msg)
+    os.waitpid(member, 0)
+    shared = socket.socket(fileno=fds[0])
+    for attempt in range(200):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(member - 1))
+        r, w = os.pipe()
+        child = os.fork()
+        if child == 0:
+            os.close(r)
+            if os.getpid() == member:
+                os.write(w, json.dumps(request(shared)).encode())
+            os._exit(0)
+        os.close(w)
+        answer = b""
+        while True:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            answer += chunk
+        os.close(r)
+        os.waitpid(child, 0)
+        if child == member:
+            seen["same_pid_new_process"] = json.loads(answer or b"{}")
+            seen["attempts"] = attempt + 1
+            break
+    return seen
+
+
 def main() -> None:
     mode, state, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "reused":
+        seen = reused(state)
+        with open(out + ".tmp", "w") as f:
+            json.dump(seen, f)
+        os.rename(out + ".tmp", out)
+        return
     s = connect(mode, state)
     seen = {}
     r, w = os.pipe()

@@ -18,6 +18,9 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
+pub mod git;
+pub mod seat;
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -91,6 +94,10 @@ pub struct StackOptions {
     /// The auto-scheduler's round interval and idle window (ms).
     pub auto_tick_ms: Option<u64>,
     pub auto_idle_ms: Option<u64>,
+    /// PATH for the stack's processes (default: the peers' PATH).
+    pub path: Option<String>,
+    /// More environment for the stack's processes (HOME, ...).
+    pub env: Vec<(String, String)>,
 }
 
 impl Stack {
@@ -120,7 +127,7 @@ impl Stack {
         cmd.args(["up", "--listen", "127.0.0.1:0", "--bin-dir"])
             .arg(bin_dir())
             .env("CLANKIE_STATE", state.path())
-            .env("PATH", peer_path())
+            .env("PATH", options.path.clone().unwrap_or_else(peer_path))
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -136,6 +143,9 @@ impl Stack {
         }
         if let Some(ms) = options.auto_idle_ms {
             cmd.env("CLANKIE_AUTO_IDLE_MS", ms.to_string());
+        }
+        for (k, v) in &options.env {
+            cmd.env(k, v);
         }
         let mut up = cmd.spawn().context("starting clankie up")?;
         let lines = Arc::new(Mutex::new(Vec::new()));
@@ -472,6 +482,18 @@ pub fn file_lines(path: &Path) -> Vec<String> {
 
 /// One HTTP/1.1 exchange over a fresh connection: (status, body).
 pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let (status, _, body) = http_response(url, method, headers, body);
+    (status, body)
+}
+
+/// One HTTP/1.1 request; the status, the response headers (names in lower
+/// case) and the body.
+pub fn http_response(
+    url: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
     let rest = url.strip_prefix("http://").expect("http url");
     let (host, path) = rest
         .split_once('/')
@@ -500,11 +522,17 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = text
+    let (head, body) = text
         .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
+        .map(|(h, b)| (h.to_string(), b.to_string()))
         .unwrap_or_default();
-    (status, body)
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    (status, headers, body)
 }
 
 /// Waits until `path` holds a JSON document, or `timeout` passes.

@@ -9,9 +9,10 @@
 //!   gateway's local MCP socket and its discovery file), bound read-only; the
 //!   owner credential, the logs and every internal socket are not there;
 //! - `~/.config/clankie/` is an empty tmpfs, and `$CLANKIE_CREDENTIALS_FILE`
-//!   (when it exists) reads as empty;
-//! - the linked multiplexer servers' sockets (tmux, Herdr) read as
-//!   `/dev/null`, so the hire cannot ask them for an unconfined pane;
+//!   (when it exists) is `/dev/null` on a no-device mount: it cannot be
+//!   opened at all;
+//! - the linked multiplexer servers' sockets (tmux, Herdr) are covered the
+//!   same way, so the hire cannot ask them for an unconfined pane;
 //! - every ancestor folder of a protected path is a mount point inside the
 //!   sandbox, so renaming it (to give a protected file a path the masks do
 //!   not name) fails with EBUSY; each mask is itself a mount point too.
@@ -42,7 +43,7 @@ pub struct Protected {
     pub fleet_dir: PathBuf,
     /// Folders replaced by an empty tmpfs (`~/.config/clankie`).
     pub hidden_dirs: Vec<PathBuf>,
-    /// Files that read as empty (credentials files, multiplexer sockets).
+    /// Files that cannot be opened (credentials files, multiplexer sockets).
     pub hidden_files: Vec<PathBuf>,
 }
 

@@ -1,0 +1,316 @@
+//! `clankie-probe`: a hostile process for the security scenarios. It calls
+//! every internal socket of a stack directly, naming another pane's pid
+//! where an RPC takes one, and writes what each call answered as JSON.
+//!
+//!   clankie-probe STATE_DIR VICTIM_PID OUT          no credential at all
+//!   clankie-probe STATE_DIR VICTIM_PID OUT owner    with the owner
+//!                                                   credential (sandbox off)
+//!
+//! Without the credential every RPC is tried, writes included: the point
+//! is that none of them may land. With it only the pid-naming RPCs are
+//! tried: the owner is trusted, but not to name processes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::auto::v1 as aupb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::tracker::v1 as tpb;
+use clankie_runtime::grpc::{self, Meta};
+use serde_json::json;
+
+/// The reason a call was refused, or `ok`.
+fn outcome<T>(r: Result<tonic::Response<T>, tonic::Status>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(s) => clankie_runtime::ClankieError::from_status(&s)
+            .code
+            .as_str()
+            .to_string(),
+    }
+}
+
+fn req<T>(msg: T, ticket: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.set_timeout(Duration::from_secs(5));
+    if !ticket.is_empty() {
+        grpc::set_ticket(&mut r, ticket);
+    }
+    r
+}
+
+struct Probe {
+    run: PathBuf,
+    meta: Meta,
+    results: BTreeMap<String, String>,
+}
+
+impl Probe {
+    fn client(&self, service: &str) -> grpc::Client {
+        grpc::client(&self.run.join(format!("{service}.sock")), self.meta.clone())
+    }
+
+    fn note(&mut self, name: &str, result: String) {
+        self.results.insert(name.into(), result);
+    }
+
+    /// The RPCs that name a process: admission's proofs.
+    async fn pid_naming(&mut self, victim: i32) -> String {
+        let uid = nix::unistd::getuid().as_raw();
+        let victim_req = apb::ProveLocalRequest {
+            pid: victim,
+            uid,
+            ..Default::default()
+        };
+        let mut admission = apb::admission_client::AdmissionClient::new(self.client("admission"));
+        let proved = admission.prove_local(req(victim_req.clone(), "")).await;
+        let ticket = proved
+            .as_ref()
+            .map(|r| r.get_ref().ticket.clone())
+            .unwrap_or_default();
+        self.note("admission.ProveLocal", outcome(proved));
+        let seat = admission.observe_seat(req(victim_req, "")).await;
+        self.note("admission.ObserveSeat", outcome(seat));
+        ticket
+    }
+
+    async fn everything(&mut self, ticket: &str) {
+        let t = if ticket.is_empty() {
+            "tkt_forged"
+        } else {
+            ticket
+        };
+        let mut admission = apb::admission_client::AdmissionClient::new(self.client("admission"));
+        let r = admission
+            .recheck(req(apb::RecheckRequest { ticket: t.into() }, ""))
+            .await;
+        self.note("admission.Recheck", outcome(r));
+        let r = admission
+            .observe_ticket_seat(req(apb::RecheckRequest { ticket: t.into() }, ""))
+            .await;
+        self.note("admission.ObserveTicketSeat", outcome(r));
+        let r = admission
+            .fleet_status(req(apb::FleetStatusRequest {}, ""))
+            .await;
+        self.note("admission.FleetStatus", outcome(r));
+        let r = admission
+            .set_fleet_settings(req(
+                apb::SetFleetSettingsRequest {
+                    tools: clankie_proto::common::v1::FleetTools::Off as i32,
+                    ..Default::default()
+                },
+                "",
+            ))
+            .await;
+        self.note("admission.SetFleetSettings", outcome(r));
+        let r = admission
+            .create_fleet_token(req(
+                apb::CreateFleetTokenRequest {
+                    fleet: "stolen".into(),
+                    label: String::new(),
+                },
+                "",
+            ))
+            .await;
+        self.note("admission.CreateFleetToken", outcome(r));
+        let r = admission
+            .admit(req(
+                apb::AdmitRequest {
+                    bearer: "clkf_guess".into(),
+                },
+                "",
+            ))
+            .await;
+        self.note("admission.Admit", outcome(r));
+
+        let mut mailbox = pb::mailbox_client::MailboxClient::new(self.client("mailbox"));
+        let r = mailbox
+            .seat_poll(req(pb::SeatPollRequest { wait_ms: 0 }, t))
+            .await;
+        let deliveries: Vec<String> = r
+            .as_ref()
+            .map(|r| {
+                r.get_ref()
+                    .deliveries
+                    .iter()
+                    .map(|d| d.delivery_id.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.note("mailbox.SeatPoll", outcome(r));
+        let r = mailbox
+            .seat_claim(req(
+                pb::SeatClaimRequest {
+                    delivery_ids: deliveries.clone(),
+                },
+                t,
+            ))
+            .await;
+        let claim = r
+            .as_ref()
+            .map(|r| r.get_ref().claim_id.clone())
+            .unwrap_or_default();
+        self.note("mailbox.SeatClaim", outcome(r));
+        let r = mailbox
+            .seat_ack(req(
+                pb::SeatAckRequest {
+                    delivery_id: deliveries.first().cloned().unwrap_or_default(),
+                    claim_id: claim,
+                },
+                t,
+            ))
+            .await;
+        self.note("mailbox.SeatAck", outcome(r));
+        let r = mailbox.list_peers(req(pb::ListPeersRequest {}, t)).await;
+        let peer = r
+            .as_ref()
+            .ok()
+            .and_then(|r| r.get_ref().seats.first().map(|s| s.seat_id.clone()))
+            .unwrap_or_else(|| "seat-guess".into());
+        self.note("mailbox.ListPeers", outcome(r));
+        let r = mailbox
+            .send_peer(req(
+                pb::SendPeerRequest {
+                    seat: peer,
+                    text: "from the probe".into(),
+                    receipt_id: "rcpt-probe-peer".into(),
+                },
+                t,
+            ))
+            .await;
+        self.note("mailbox.SendPeer", outcome(r));
+        let r = mailbox
+            .report(req(
+                pb::ReportRequest {
+                    receipt_id: "rpt-probe-0001".into(),
+                    text: "from the probe".into(),
+                    kind: "message".into(),
+                },
+                t,
+            ))
+            .await;
+        self.note("mailbox.Report", outcome(r));
+        let r = mailbox
+            .hire(req(
+                pb::HireRequest {
+                    project: "alpha".into(),
+                    command: vec!["sleep".into(), "60".into()],
+                    ..Default::default()
+                },
+                "",
+            ))
+            .await;
+        self.note("mailbox.Hire", outcome(r));
+
+        let mut mcp = mpb::mcp_host_client::McpHostClient::new(self.client("mcp-host"));
+        let r = mcp
+            .call_tool(req(
+                mpb::CallToolRequest {
+                    name: "linear_save_issue".into(),
+                    arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
+                    receipt_id: "rcpt-probe-call".into(),
+                    background: false,
+                },
+                t,
+            ))
+            .await;
+        self.note("mcp-host.CallTool", outcome(r));
+        let r = mcp
+            .get_receipt(req(
+                mpb::GetReceiptRequest {
+                    receipt_id: "rcpt-probe-call".into(),
+                },
+                t,
+            ))
+            .await;
+        self.note("mcp-host.GetReceipt", outcome(r));
+        let r = mcp
+            .search_tools(req(
+                mpb::SearchToolsRequest {
+                    query: String::new(),
+                    limit: 20,
+                },
+                t,
+            ))
+            .await;
+        self.note("mcp-host.SearchTools", outcome(r));
+
+        let mut tracker = tpb::tracker_client::TrackerClient::new(self.client("tracker"));
+        let r = tracker
+            .invoke(req(
+                tpb::InvokeRequest {
+                    tool: "save_issue".into(),
+                    arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
+                    actor: "owner".into(),
+                    role: "owner".into(),
+                    scope_team: String::new(),
+                },
+                "",
+            ))
+            .await;
+        self.note("tracker.Invoke", outcome(r));
+
+        let mut auto = aupb::auto_client::AutoClient::new(self.client("auto"));
+        let r = auto
+            .set_switch(req(
+                aupb::SetSwitchRequest {
+                    on: Some(true),
+                    level: None,
+                },
+                "",
+            ))
+            .await;
+        self.note("auto.SetSwitch", outcome(r));
+
+        for (service, health) in [
+            ("admission", "clankie.admission.v1.Admission"),
+            ("mcp-host", "clankie.mcphost.v1.McpHost"),
+            ("tracker", "clankie.tracker.v1.Tracker"),
+            ("mailbox", "clankie.mailbox.v1.Mailbox"),
+            ("auto", "clankie.auto.v1.Auto"),
+            ("gateway", "clankie.gateway.v1.Gateway"),
+        ] {
+            let path = self.run.join(format!("{service}.sock"));
+            let r = grpc::health(&path, health, self.meta.clone()).await;
+            let result = match r {
+                Ok(_) => "ok".to_string(),
+                Err(s) => clankie_runtime::ClankieError::from_status(&s)
+                    .code
+                    .as_str()
+                    .to_string(),
+            };
+            self.note(&format!("{service}.Health"), result);
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let (Some(state), Some(victim), Some(out)) = (args.next(), args.next(), args.next()) else {
+        anyhow::bail!("usage: clankie-probe STATE_DIR VICTIM_PID OUT [owner]");
+    };
+    let as_owner = args.next().as_deref() == Some("owner");
+    let state = Path::new(&state);
+    let meta = if as_owner {
+        Meta::owner(std::fs::read_to_string(state.join("owner.token"))?.trim())
+    } else {
+        Meta::default()
+    };
+    let mut probe = Probe {
+        run: state.join("run"),
+        meta,
+        results: BTreeMap::new(),
+    };
+    let ticket = probe.pid_naming(victim.parse()?).await;
+    if !as_owner {
+        probe.everything(&ticket).await;
+    }
+    let tmp = format!("{out}.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(&probe.results)?)?;
+    std::fs::rename(tmp, out)?;
+    Ok(())
+}

@@ -1,0 +1,677 @@
+//! The trust boundary, tried the way a hostile worker would: a process in
+//! one pane, and one in no pane at all, running as the same user. Every
+//! identity must stay the one the kernel proved.
+
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use clankie_tests::git::{commit, diff, patch_id, patch_id_of, work_repo};
+use clankie_tests::seat::{PeerSeat, json_of};
+use clankie_tests::{
+    Stack, StackOptions, TmuxServer, bin_dir, http_response, peer_path, python, repo_root,
+    wait_json,
+};
+use serde_json::{Value, json};
+
+fn lead(stack: &Stack) -> String {
+    json_of(&stack.clankie_ok(&["lead", "add", "Lead"]))["conversationId"]
+        .as_str()
+        .expect("conversation id")
+        .to_string()
+}
+
+fn fleet_status(stack: &Stack) -> Value {
+    json_of(&stack.clankie_ok(&["fleet", "status", "--json"]))
+}
+
+fn pane_pid(tmux: &TmuxServer, pane: &str) -> i32 {
+    tmux.run(&["display-message", "-p", "-t", pane, "#{pane_pid}"])
+        .parse()
+        .expect("pane pid")
+}
+
+fn logs(stack: &Stack) -> Vec<(String, String)> {
+    let dir = stack.state.path().join("logs");
+    std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().to_string(),
+                        std::fs::read_to_string(e.path()).unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every RPC the probe tried answered `internal_caller_refused`.
+fn all_refused(seen: &Value) {
+    let calls = seen.as_object().expect("probe results");
+    assert!(calls.len() >= 20, "the probe tried every socket: {seen}");
+    for (rpc, answer) in calls {
+        assert_eq!(answer, "internal_caller_refused", "{rpc}: {seen}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_panes_pid_named_to_any_internal_socket_gets_nothing() {
+    let stack = Stack::start().await.expect("stack");
+    let tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let conversation = lead(&stack);
+    stack.clankie_ok(&["tracker", "team", "ENG", "--name", "Engineering"]);
+    let dir = tempfile::tempdir().expect("dir");
+    let victim = PeerSeat::hire(&stack, dir.path(), "victim", &conversation).await;
+    let victim_pid = pane_pid(&tmux, victim.hire["paneId"].as_str().expect("pane"));
+    let probe = bin_dir().join("clankie-probe");
+    let state = stack.state.path().display().to_string();
+
+    // A process in another pane of the linked session.
+    let from_pane = dir.path().join("probe-pane.json");
+    tmux.run(&[
+        "split-window",
+        "-t",
+        "work",
+        &format!(
+            "exec {} {state} {victim_pid} {}",
+            probe.display(),
+            from_pane.display()
+        ),
+    ]);
+    let seen = wait_json(&from_pane, Duration::from_secs(60))
+        .await
+        .expect("the pane's probe finished");
+    all_refused(&seen);
+
+    // A process in no pane at all.
+    let from_nowhere = dir.path().join("probe-none.json");
+    let status = std::process::Command::new(&probe)
+        .args([
+            &state,
+            &victim_pid.to_string(),
+            &from_nowhere.display().to_string(),
+        ])
+        .status()
+        .expect("probe");
+    assert!(status.success());
+    all_refused(&json_of(
+        &std::fs::read_to_string(&from_nowhere).expect("probe result"),
+    ));
+
+    // Even holding the owner credential (readable with the sandbox off),
+    // nobody but the gateway names a process.
+    let as_owner = dir.path().join("probe-owner.json");
+    let status = std::process::Command::new(&probe)
+        .args([
+            &state,
+            &victim_pid.to_string(),
+            &as_owner.display().to_string(),
+            "owner",
+        ])
+        .status()
+        .expect("probe");
+    assert!(status.success());
+    let seen = json_of(&std::fs::read_to_string(&as_owner).expect("probe result"));
+    assert_eq!(
+        seen["admission.ProveLocal"], "internal_caller_refused",
+        "{seen}"
+    );
+    assert_eq!(
+        seen["admission.ObserveSeat"], "internal_caller_refused",
+        "{seen}"
+    );
+
+    // Nothing was recorded: no message, no claim, no report, no tracker
+    // write, no setting, no link, no hire, no switch.
+    let polled = victim
+        .run(json!({ "http": ["GET", "/v1/fleet/seats/{pane}/mailbox?wait=0", null] }))
+        .await;
+    assert_eq!(polled["status"], 200, "{polled}");
+    assert!(victim.inbox().is_empty(), "{:?}", victim.inbox());
+    let transcript = stack.clankie_ok(&["transcript", &conversation]);
+    assert!(!transcript.contains("from the probe"), "{transcript}");
+    let issues = stack.clankie_ok(&["tracker", "call", "list_issues", r#"{"team":"ENG"}"#]);
+    assert!(!issues.contains("from the probe"), "{issues}");
+    let status = fleet_status(&stack);
+    assert_eq!(status["tools"], "connected", "{status}");
+    assert!(
+        !status["links"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|l| l["fleet"] == "stolen")),
+        "{status}"
+    );
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    assert_eq!(
+        roster["hires"].as_array().map(Vec::len),
+        Some(1),
+        "{roster}"
+    );
+    let auto = stack.clankie_ok(&["auto", "status"]);
+    assert!(auto.to_lowercase().contains("off"), "{auto}");
+    assert!(
+        stack
+            .clankie_ok(&["review", "list"])
+            .contains("\"candidates\": []"),
+        "no candidate"
+    );
+
+    // Each refusal was logged once, with its reason and never the pid.
+    let pid = victim_pid.to_string();
+    let mut refusals = 0;
+    for (name, text) in logs(&stack) {
+        for l in text.lines().filter(|l| l.contains("internal.refused")) {
+            refusals += 1;
+            assert!(l.contains("internal_caller_refused"), "{name}: {l}");
+            assert!(!l.contains(&pid), "{name} names the pid: {l}");
+        }
+    }
+    assert!(refusals >= 40, "{refusals} refusals logged");
+}
+
+/// A stack whose state folder sits in a folder of the test's own (so a
+/// rename of its parent could only ever hit that folder), with its own
+/// home holding a credentials folder and a credentials file.
+async fn sandbox_stack(outer: &Path, home: &Path) -> Stack {
+    std::fs::create_dir_all(home.join(".config/clankie")).expect("mkdir");
+    std::fs::write(
+        home.join(".config/clankie/credentials.json"),
+        "broker secret",
+    )
+    .expect("write");
+    std::fs::write(home.join("creds.json"), "file secret").expect("write");
+    let state = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in(outer)
+        .expect("state");
+    Stack::start_in(
+        state,
+        StackOptions {
+            env: vec![
+                ("HOME".into(), home.display().to_string()),
+                (
+                    "CLANKIE_CREDENTIALS_FILE".into(),
+                    home.join("creds.json").display().to_string(),
+                ),
+            ],
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("stack")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_sandbox_on_a_hire_sees_only_the_fleet_folder_and_still_works() {
+    let outer = tempfile::Builder::new()
+        .prefix("ckp")
+        .tempdir_in("/tmp")
+        .expect("outer");
+    let home = tempfile::tempdir().expect("home");
+    let stack = sandbox_stack(outer.path(), home.path()).await;
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let conversation = lead(&stack);
+    assert_eq!(
+        fleet_status(&stack)["workerSandbox"],
+        "off",
+        "off by default"
+    );
+    stack.clankie_ok(&["fleet", "set", "--worker-sandbox", "on"]);
+    assert_eq!(fleet_status(&stack)["workerSandbox"], "on");
+    let doctor = json_of(&stack.clankie_ok(&["doctor", "--json"]));
+    assert_eq!(doctor["workerSandbox"]["setting"], "on", "{doctor}");
+    assert_eq!(doctor["workerSandbox"]["available"], true, "{doctor}");
+
+    // What a hire can reach from inside its pane.
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("probe.json");
+    let pids: Vec<String> = [
+        "admission",
+        "mcp-host",
+        "mailbox",
+        "gateway",
+        "tracker",
+        "auto",
+    ]
+    .iter()
+    .filter_map(|s| stack.service_pid(s))
+    .map(|p| p.to_string())
+    .collect();
+    assert_eq!(pids.len(), 6);
+    let state = stack.state.path().display().to_string();
+    let hire = json_of(
+        &stack.clankie_ok(&[
+            "hire",
+            "--project",
+            "alpha",
+            "--conversation",
+            &conversation,
+            "--",
+            &python().display().to_string(),
+            &repo_root()
+                .join("tests/clients/sandbox_probe.py")
+                .display()
+                .to_string(),
+            &out.display().to_string(),
+            &state,
+            &home.path().join(".config/clankie").display().to_string(),
+            &home.path().join("creds.json").display().to_string(),
+            &pids.join(","),
+            &tmux.socket.display().to_string(),
+        ]),
+    );
+    assert_eq!(hire["sandboxed"], true, "{hire}");
+    let seen = wait_json(&out, Duration::from_secs(60))
+        .await
+        .expect("the sandboxed probe finished");
+    assert_eq!(seen["owner_token"], "ENOENT", "{seen}");
+    assert_eq!(
+        seen["state_tree"],
+        json!([
+            "run",
+            "run/fleet",
+            "run/fleet/gateway.json",
+            "run/fleet/mcp.sock"
+        ]),
+        "{seen}"
+    );
+    for (socket, answer) in seen["internal"].as_object().expect("internal") {
+        assert_eq!(answer, "ENOENT", "{socket}: {seen}");
+    }
+    assert_eq!(seen["local_mcp"], "ok", "{seen}");
+    assert_eq!(seen["hidden"], json!([]), "{seen}");
+    assert_eq!(seen["credentials_file"], "EACCES", "{seen}");
+    assert_eq!(seen["rename_state"], "EBUSY", "{seen}");
+    assert_eq!(seen["rename_parent"], "EBUSY", "{seen}");
+    assert_eq!(seen["services_visible"], json!([]), "{seen}");
+    assert_eq!(seen["tmux"], "ECONNREFUSED", "{seen}");
+    // No capability inside: a forked child cannot name its parent.
+    assert_eq!(seen["forged_credentials"], "EPERM", "{seen}");
+    assert!(
+        Path::new(&state).join("owner.token").exists() && outer.path().exists(),
+        "nothing outside the sandbox moved"
+    );
+
+    // The pane-lineage proof holds inside: the bridge reaches a connected
+    // tool with no token, and seats message each other.
+    let a = PeerSeat::hire(&stack, dir.path(), "a", &conversation).await;
+    let b = PeerSeat::hire(&stack, dir.path(), "b", &conversation).await;
+    assert_eq!(a.hire["sandboxed"], true);
+    let r = a
+        .call(
+            "clankie_call",
+            json!({ "name": "time_get_current_time", "arguments": { "timezone": "Etc/UTC" } }),
+        )
+        .await;
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+    let sent = a
+        .call(
+            "message_peer",
+            json!({ "seat": b.seat_id(), "text": "hello from a sandbox" }),
+        )
+        .await;
+    assert_eq!(sent["isError"], false, "{sent}");
+    b.wait_inbox("hello from a sandbox").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_sandbox_on_and_no_bwrap_the_hire_is_refused() {
+    // A PATH with tmux and git but no bwrap.
+    let bin = tempfile::tempdir().expect("bin");
+    for tool in ["tmux", "git"] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{tool} is installed"));
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).expect("link");
+    }
+    let stack = Stack::start_with(StackOptions {
+        path: Some(bin.path().display().to_string()),
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    stack.clankie_ok(&["fleet", "set", "--worker-sandbox", "on"]);
+    let panes = || tmux.run(&["list-panes", "-a", "-F", "#{pane_id}"]);
+    let before = panes();
+    let out = stack.clankie(&["hire", "--project", "alpha", "--", "sleep", "60"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("worker_sandbox_unavailable"), "{err}");
+    assert_eq!(panes(), before, "no pane was opened");
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    assert_eq!(roster["hires"], json!([]), "{roster}");
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"security","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+fn mcp(
+    stack: &Stack,
+    method: &str,
+    token: &str,
+    session: Option<&str>,
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+    }
+    http_response(&stack.mcp_url, method, &headers, body)
+}
+
+fn code(body: &str) -> String {
+    serde_json::from_str::<Value>(body).unwrap_or_default()["error"]["code"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_answers_only_the_principal_that_opened_it() {
+    let stack = Stack::start().await.expect("stack");
+    let mine = stack.token("alpha");
+    let theirs = stack.token("alpha");
+    let (status, headers, _) = mcp(&stack, "POST", &mine, None, INIT);
+    assert_eq!(status, 200);
+    let session = headers
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .expect("a session id");
+    let (status, _, _) = mcp(&stack, "POST", &mine, Some(&session), INITIALIZED);
+    assert_eq!(status, 202);
+
+    // Another link of the same fleet names the session: refused, as if it
+    // did not exist, for requests and for DELETE.
+    let (status, _, body) = mcp(&stack, "POST", &theirs, Some(&session), LIST);
+    assert_eq!(
+        (status, code(&body)),
+        (404, "session_not_found".into()),
+        "{body}"
+    );
+    let (status, _, body) = mcp(&stack, "DELETE", &theirs, Some(&session), "");
+    assert_eq!(
+        (status, code(&body)),
+        (404, "session_not_found".into()),
+        "{body}"
+    );
+    let (status, _, unknown) = mcp(&stack, "POST", &theirs, Some("no-such-session"), LIST);
+    assert_eq!((status, code(&unknown)), (404, "session_not_found".into()));
+    assert_eq!(unknown, body, "nothing tells them apart");
+
+    // The session is untouched for the one that opened it.
+    let (status, _, listed) = mcp(&stack, "POST", &mine, Some(&session), LIST);
+    assert_eq!(status, 200, "{listed}");
+    assert!(listed.contains("clankie_call"), "{listed}");
+    let (status, _, _) = mcp(&stack, "DELETE", &mine, Some(&session), "");
+    assert!((200..300).contains(&status), "{status}");
+
+    // Session ids never reach a log.
+    for (name, text) in logs(&stack) {
+        assert!(!text.contains(&session), "{name} names the session id");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receipt_read_from_another_pane_is_not_found() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let conversation = lead(&stack);
+    let dir = tempfile::tempdir().expect("dir");
+    let a = PeerSeat::hire(&stack, dir.path(), "a", &conversation).await;
+    let b = PeerSeat::hire(&stack, dir.path(), "b", &conversation).await;
+    let call = json!({
+        "name": "time_get_current_time",
+        "arguments": { "timezone": "Etc/UTC" },
+        "receiptId": "rcpt-security-0001",
+    });
+    let first = a.call("clankie_call", call.clone()).await;
+    assert_eq!(first["result"]["outcome"], "ok", "{first}");
+
+    // Another pane of the same fleet: not found, exactly as an unused id.
+    let read = b
+        .call("clankie_call", json!({ "receiptId": "rcpt-security-0001" }))
+        .await;
+    assert_eq!(read["isError"], true, "{read}");
+    assert_eq!(
+        read["result"]["error"]["code"], "receipt_not_found",
+        "{read}"
+    );
+    let unused = b
+        .call("clankie_call", json!({ "receiptId": "rcpt-security-9999" }))
+        .await;
+    assert_eq!(
+        read["result"]["error"]["message"]
+            .as_str()
+            .map(|m| m.replace("0001", "9999")),
+        unused["result"]["error"]["message"]
+            .as_str()
+            .map(str::to_string),
+        "nothing tells them apart"
+    );
+    // Repeating the very call under that id reads nothing of it either.
+    let replay = b.call("clankie_call", call).await;
+    assert_eq!(
+        replay["result"]["error"]["code"], "receipt_conflict",
+        "{replay}"
+    );
+    assert!(!replay.to_string().contains("Etc/UTC\""), "{replay}");
+
+    // The caller itself still reconciles it.
+    let mine = a
+        .call("clankie_call", json!({ "receiptId": "rcpt-security-0001" }))
+        .await;
+    assert_eq!(mine["result"]["outcome"], "ok", "{mine}");
+    assert_eq!(mine["result"]["fromReceipt"], true, "{mine}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_review_holds_only_what_its_bytes_say_from_inside_the_workspaces() {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let repos = tempfile::tempdir().expect("repos");
+    let (work, base) = work_repo(repos.path(), "work");
+    let head = commit(&work, &[("src/feature.txt", b"the feature\n")], "feature");
+    let (outside, outside_base) = work_repo(repos.path(), "outside");
+    let outside_head = commit(&outside, &[("other.txt", b"not ours\n")], "other");
+    std::os::unix::fs::symlink(&outside, work.join("escape")).expect("symlink");
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "alpha",
+        "--workspace",
+        &work.display().to_string(),
+        "--reviewer",
+    ]);
+    let conversation = lead(&stack);
+    let dir = tempfile::tempdir().expect("dir");
+    let author = PeerSeat::hire(&stack, dir.path(), "author", &conversation).await;
+    let _reviewer =
+        PeerSeat::hire_as(&stack, dir.path(), "reviewer", &conversation, "reviewer").await;
+    let submit = |checkout: &Path, head: &str, base: &str, patch: &[u8], patch_id: &str| {
+        json!({ "http": ["POST", "/v1/fleet/seats/{pane}/review-candidates", {
+            "checkout": checkout.display().to_string(),
+            "head": head, "base": base, "patchId": patch_id,
+            "patch": base64::engine::general_purpose::STANDARD.encode(patch),
+            "summary": "a change",
+        }]})
+    };
+
+    // Bytes that are not what the claimed patch-id names.
+    let patch = diff(&work, &base);
+    let real = patch_id_of(&patch);
+    let other = patch_id(&outside, &outside_base);
+    let r = author
+        .run(submit(&work, &head, &base, &patch, &other))
+        .await;
+    assert_eq!(r["status"], 409, "{r}");
+    assert_eq!(r["body"]["error"]["code"], "patch_mismatch", "{r}");
+
+    // A checkout outside the project's workspaces, directly or through a
+    // symlink inside one.
+    let outside_patch = diff(&outside, &outside_base);
+    for checkout in [outside.clone(), work.join("escape")] {
+        let r = author
+            .run(submit(
+                &checkout,
+                &outside_head,
+                &outside_base,
+                &outside_patch,
+                &other,
+            ))
+            .await;
+        assert_eq!(r["status"], 400, "{r}");
+        assert_eq!(r["body"]["error"]["code"], "invalid_argument", "{r}");
+        assert!(
+            r["body"]["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("workspaces"),
+            "{r}"
+        );
+    }
+    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+    assert_eq!(listed["candidates"], json!([]), "nothing was stored");
+
+    // The honest submission goes through with the id the service computed.
+    let ok = author.run(submit(&work, &head, &base, &patch, &real)).await;
+    assert_eq!(ok["status"], 200, "{ok}");
+    assert_eq!(ok["body"]["patchId"], real.as_str(), "{ok}");
+
+    // A change over the quota: the bridge stops reading and sends nothing.
+    // Random bytes: git's binary diff cannot shrink them.
+    let mut noise = vec![0u8; 5 << 20];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").expect("urandom"),
+        &mut noise,
+    )
+    .expect("random bytes");
+    commit(&work, &[("big.bin", &noise)], "big");
+    let big = author
+        .call(
+            "submit_for_review",
+            json!({ "checkout": work.display().to_string(), "summary": "big", "base": base }),
+        )
+        .await;
+    assert_eq!(big["result"]["error"]["code"], "payload_too_large", "{big}");
+    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+    assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_process_with_the_members_old_pid_cannot_write_as_it() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this scenario chooses a pid through ns_last_pid: run as root (CI does)"
+    );
+    let stack = Stack::start().await.expect("stack");
+    let tmux = stack.link_tmux("work");
+    let out = stack.state.path().join("reused.json");
+    tmux.run(&[
+        "split-window",
+        "-t",
+        "work",
+        &format!(
+            "exec env PATH={} {} {} reused {} {}",
+            peer_path(),
+            python().display(),
+            repo_root().join("tests/clients/shared_fd.py").display(),
+            stack.state.path().display(),
+            out.display()
+        ),
+    ]);
+    let seen = wait_json(&out, Duration::from_secs(120))
+        .await
+        .expect("the pane's client finished");
+    let first = seen["member_first"]["status"].as_u64().unwrap_or(0);
+    assert!(first != 403 && first != 503 && first != 0, "{seen}");
+    assert_eq!(seen["same_pid_new_process"]["status"], 403, "{seen}");
+    assert_eq!(
+        seen["same_pid_new_process"]["code"],
+        "local_process_membership_required"
+    );
+    let status = fleet_status(&stack);
+    assert!(
+        status["localProofs"]["refusals"]["shared_descriptor"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "the writer was told apart by identity, not pid: {status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let workspace = stack.add_project("alpha", &[]);
+    let conversation = lead(&stack);
+
+    // A one-word command is a command name, never a shell line.
+    let marks = tempfile::tempdir().expect("marks");
+    let a = marks.path().join("a");
+    let b = marks.path().join("b");
+    let line = format!("touch {}; touch {}", a.display(), b.display());
+    let hired = json_of(&stack.clankie_ok(&[
+        "hire",
+        "--project",
+        "alpha",
+        "--conversation",
+        &conversation,
+        "--",
+        &line,
+    ]));
+    assert!(hired["paneId"].as_str().is_some(), "{hired}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!a.exists() && !b.exists(), "the shell ran the words");
+
+    // Project names cannot climb folders.
+    let ws = workspace.path().display().to_string();
+    for name in [".", ".."] {
+        let out = stack.clankie(&["project", "add", name, "--workspace", &ws]);
+        assert!(!out.status.success(), "{name}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("invalid_argument"));
+    }
+
+    // Control characters reach the owner's terminal as escapes only.
+    let evil = "lead \u{1b}]0;owned\u{7} \u{9b}31m";
+    stack.clankie_ok(&["lead", "add", evil]);
+    let listed = stack.clankie_ok(&["lead", "list"]);
+    assert!(listed.contains("\\u{1b}"), "{listed}");
+    assert!(
+        !listed.chars().any(|c| c.is_control() && c != '\n'),
+        "{listed:?}"
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = PeerSeat::hire(&stack, dir.path(), "w", &conversation).await;
+    let r = seat
+        .call(
+            "message_clankie",
+            json!({ "text": "csi \u{9b}31m red \u{7f}" }),
+        )
+        .await;
+    assert_eq!(r["isError"], false, "{r}");
+    let transcript = stack.clankie_ok(&["transcript", &conversation]);
+    assert!(transcript.contains("red"), "{transcript}");
+    assert!(
+        !transcript.chars().any(|c| c.is_control() && c != '\n'),
+        "{transcript:?}"
+    );
+    let roster = stack.clankie_ok(&["roster"]);
+    assert!(!roster.chars().any(|c| c.is_control() && c != '\n'));
+}
