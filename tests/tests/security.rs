@@ -675,3 +675,55 @@ async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
     let roster = stack.clankie_ok(&["roster"]);
     assert!(!roster.chars().any(|c| c.is_control() && c != '\n'));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_herdr_hire_starts_under_bubblewrap_too() {
+    let stack = Stack::start().await.expect("stack");
+    let mut herdr = clankie_tests::HerdrFixture::start(
+        &format!(r#"{{"w1:p1": {}}}"#, std::process::id()),
+        None,
+    )
+    .await;
+    let socket = herdr.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--herdr", "--socket", &socket]);
+    let _workspace = stack.add_project("gamma", &[]);
+    stack.clankie_ok(&["fleet", "set", "--worker-sandbox", "on"]);
+    let hire = json_of(&stack.clankie_ok(&[
+        "hire",
+        "--project",
+        "gamma",
+        "--",
+        "claude",
+        "--model",
+        "it's fine",
+    ]));
+    assert_eq!(hire["sandboxed"], true, "{hire}");
+    let acts: Vec<Value> = clankie_tests::file_lines(&herdr.acts)
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let line = acts
+        .iter()
+        .find(|a| a["method"] == "pane.send_text")
+        .and_then(|a| a["params"]["text"].as_str())
+        .expect("the command line")
+        .to_string();
+    assert!(line.starts_with("exec '/"), "{line}");
+    assert!(line.contains("/bwrap' '--unshare-user'"), "{line}");
+    assert!(line.contains("'--unshare-pid'"), "{line}");
+    assert!(
+        line.contains(&format!("'--ro-bind' '/dev/null' '{socket}'")),
+        "the Herdr socket is covered: {line}"
+    );
+    let state = std::fs::canonicalize(stack.state.path()).expect("state");
+    assert!(
+        line.contains(&format!("'--tmpfs' '{}'", state.display())),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("'--' 'claude' '--model' 'it'\\''s fine'\n"),
+        "{line}"
+    );
+    let found = herdr.stop();
+    assert!(found.is_empty(), "schema violations: {found:?}");
+}
