@@ -176,7 +176,8 @@ fn print_account(a: &mpb::Account) {
     let identity = if a.identity_name.is_empty() {
         "-".to_string()
     } else {
-        format!("{} {}", a.identity_name, a.identity_version)
+        // Named by the upstream server: never raw on the terminal.
+        crate::terminal::field(&format!("{} {}", a.identity_name, a.identity_version)).into_owned()
     };
     println!(
         "{:<20} {:<12} {:<5} tools={:<4} identity={} target={}{}",
@@ -189,7 +190,7 @@ fn print_account(a: &mpb::Account) {
         if a.last_error.is_empty() {
             String::new()
         } else {
-            format!(" error={}", a.last_error)
+            format!(" error={}", crate::terminal::field(&a.last_error))
         }
     );
 }
@@ -274,9 +275,8 @@ pub async fn accounts(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode>
         .into_inner();
     if json {
         let list: Vec<_> = resp.accounts.iter().map(account_json).collect();
-        println!(
-            "{}",
-            serde_json::json!({ "revision": resp.revision.to_string(), "accounts": list })
+        crate::terminal::print_json(
+            &serde_json::json!({ "revision": resp.revision.to_string(), "accounts": list }),
         );
     } else if resp.accounts.is_empty() {
         println!("no connected accounts (add one with `clankie connect NAME -- CMD ARGS...`)");

@@ -245,7 +245,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             });
             match submit(&socket, &pane, &args).await {
                 Ok(v) => {
-                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    crate::terminal::print_json(&v);
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(v) => {
@@ -266,7 +266,8 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             let mut client = pb::mailbox_client::MailboxClient::new(grpc::client(
                 &paths.socket("mailbox"),
                 owner_meta(&paths)?,
-            ));
+            ))
+            .max_decoding_message_size(clankie_runtime::limits::MAX_CANDIDATE_MESSAGE);
             let all = client
                 .list_reviews(pb::ListReviewsRequest {
                     candidate_id: id.clone(),
@@ -280,16 +281,13 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                     .iter()
                     .map(|c| clankie_runtime::views::candidate(c, false))
                     .collect();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({ "candidates": list }))?
-                );
+                crate::terminal::print_json(&json!({ "candidates": list }));
             } else {
                 let c = all
                     .first()
                     .ok_or_else(|| anyhow::anyhow!("no candidate {id}"))?;
                 let v = clankie_runtime::views::candidate(c, true);
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                crate::terminal::print_json(&v);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -87,6 +87,8 @@ mod passpidfd {
 }
 /// The control message type of a pidfd (`SCM_PIDFD`).
 const SCM_PIDFD: i32 = 0x04;
+/// The most descriptors one `SCM_RIGHTS` message carries (`SCM_MAX_FD`).
+const SCM_MAX_FD: usize = 253;
 /// `PIDFS_MAGIC`: the filesystem of pidfds that have their own inode.
 const PIDFS_MAGIC: i64 = 0x5049_4446;
 
@@ -117,7 +119,14 @@ fn recv_with_writer(
     use nix::sys::socket::{ControlMessageOwned, MsgFlags, UnixCredentials, recvmsg};
     use std::os::fd::AsRawFd;
     let mut iov = [std::io::IoSliceMut::new(buf)];
-    let mut space = nix::cmsg_space!(UnixCredentials, std::os::fd::RawFd);
+    // Room for the credentials, the pidfd and the most descriptors one
+    // message can carry (SCM_MAX_FD): the control data is never truncated,
+    // so every descriptor the kernel installs here is seen, and closed.
+    let mut space = nix::cmsg_space!(
+        UnixCredentials,
+        std::os::fd::RawFd,
+        [std::os::fd::RawFd; SCM_MAX_FD]
+    );
     let msg = recvmsg::<()>(
         stream.as_raw_fd(),
         &mut iov,

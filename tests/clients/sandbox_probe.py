@@ -1,7 +1,7 @@
 """What a hired worker can reach, seen from inside its pane. Run as a hire's
 command; writes one JSON object to OUT and stays open.
 
-Usage: python sandbox_probe.py OUT STATE_ROOT HIDDEN_DIR CREDS_FILE SERVICE_PIDS TMUX_SOCKET
+Usage: python sandbox_probe.py OUT STATE_ROOT HIDDEN_DIR CREDS_FILE SERVICE_PIDS TMUX_SOCKET BIN_DIR
 
 - the owner credential, read directly;
 - every path under the state folder;
@@ -12,6 +12,8 @@ Usage: python sandbox_probe.py OUT STATE_ROOT HIDDEN_DIR CREDS_FILE SERVICE_PIDS
   path no mask names);
 - whether the stack's service processes are visible at all;
 - a connect to the linked tmux server;
+- planting a file among the stack's binaries, and in a folder of the
+  stack's PATH (here the Python venv's), which services run later;
 - a forked child writing on its parent's connection while naming the
   parent in SCM_CREDENTIALS (a forgery only CAP_SYS_ADMIN may make).
 """
@@ -23,7 +25,7 @@ import struct
 import sys
 import time
 
-out, state, hidden, creds_file, pids, tmux = sys.argv[1:7]
+out, state, hidden, creds_file, pids, tmux, bin_dir = sys.argv[1:8]
 seen = {}
 
 
@@ -64,6 +66,10 @@ parent = os.path.dirname(state)
 seen["rename_parent"] = outcome(lambda: os.rename(parent, parent + ".moved"))
 seen["services_visible"] = [p for p in pids.split(",") if p and os.path.exists(f"/proc/{p}")]
 seen["tmux"] = outcome(lambda: connect(tmux))
+seen["plant_binary"] = outcome(lambda: open(os.path.join(bin_dir, "clankie-planted"), "w"))
+seen["plant_on_path"] = outcome(
+    lambda: open(os.path.join(os.path.dirname(sys.executable), "git"), "w")
+)
 
 
 def forged():

@@ -262,6 +262,7 @@ async fn with_the_sandbox_on_a_hire_sees_only_the_fleet_folder_and_still_works()
             &home.path().join("creds.json").display().to_string(),
             &pids.join(","),
             &tmux.socket.display().to_string(),
+            &bin_dir().display().to_string(),
         ]),
     );
     assert_eq!(hire["sandboxed"], true, "{hire}");
@@ -288,7 +289,13 @@ async fn with_the_sandbox_on_a_hire_sees_only_the_fleet_folder_and_still_works()
     assert_eq!(seen["rename_state"], "EBUSY", "{seen}");
     assert_eq!(seen["rename_parent"], "EBUSY", "{seen}");
     assert_eq!(seen["services_visible"], json!([]), "{seen}");
-    assert_eq!(seen["tmux"], "ECONNREFUSED", "{seen}");
+    assert_eq!(
+        seen["tmux"], "ENOENT",
+        "the tmux server's folder is covered: {seen}"
+    );
+    // What the services run later cannot be replaced from inside.
+    assert_eq!(seen["plant_binary"], "EROFS", "{seen}");
+    assert_eq!(seen["plant_on_path"], "EROFS", "{seen}");
     // No capability inside: a forked child cannot name its parent.
     assert_eq!(seen["forged_credentials"], "EPERM", "{seen}");
     assert!(
@@ -640,6 +647,12 @@ async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!a.exists() && !b.exists(), "the shell ran the words");
 
+    // A control character in a word is refused: typed into a Herdr pane,
+    // ^C or a newline would act before any quoting does.
+    let out = stack.clankie(&["hire", "--project", "alpha", "--", "echo", "a\u{3}b"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid_argument"));
+
     // Project names cannot climb folders.
     let ws = workspace.path().display().to_string();
     for name in [".", ".."] {
@@ -711,9 +724,10 @@ async fn a_herdr_hire_starts_under_bubblewrap_too() {
     assert!(line.starts_with("exec '/"), "{line}");
     assert!(line.contains("/bwrap' '--unshare-user'"), "{line}");
     assert!(line.contains("'--unshare-pid'"), "{line}");
+    let folder = herdr.socket.parent().expect("folder").display().to_string();
     assert!(
-        line.contains(&format!("'--ro-bind' '/dev/null' '{socket}'")),
-        "the Herdr socket is covered: {line}"
+        line.contains(&format!("'--tmpfs' '{folder}'")),
+        "the Herdr socket's folder is covered: {line}"
     );
     let state = std::fs::canonicalize(stack.state.path()).expect("state");
     assert!(
@@ -726,4 +740,45 @@ async fn a_herdr_hire_starts_under_bubblewrap_too() {
     );
     let found = herdr.stop();
     assert!(found.is_empty(), "schema violations: {found:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn descriptors_sent_along_to_the_local_socket_are_closed_not_kept() {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    let stack = Stack::start().await.expect("stack");
+    let gateway = stack.service_pid("gateway").expect("gateway");
+    let open_fds = || {
+        std::fs::read_dir(format!("/proc/{gateway}/fd"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let before = open_fds();
+    let socket = stack.state.path().join("run/fleet/mcp.sock");
+    let files: Vec<std::fs::File> = (0..16)
+        .map(|_| std::fs::File::open("/dev/null").expect("open"))
+        .collect();
+    let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+    let request = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    for _ in 0..40 {
+        let s = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+        let iov = [std::io::IoSlice::new(request)];
+        sendmsg::<()>(
+            s.as_raw_fd(),
+            &iov,
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::empty(),
+            None,
+        )
+        .expect("send descriptors");
+        let mut answer = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut &s, &mut answer);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = open_fds();
+    assert!(
+        after <= before + 4,
+        "the gateway kept {} of the 640 descriptors sent",
+        after.saturating_sub(before)
+    );
 }

@@ -15,6 +15,7 @@ pub mod reviews;
 pub mod seats;
 pub mod store;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -555,33 +556,25 @@ impl MailboxService {
             .into_inner())
     }
 
-    /// Where a hire opens and how it starts: the link, and with the worker
-    /// sandbox on, a working bubblewrap and what it must hide (the state,
-    /// the credentials, every linked multiplexer's socket).
+    /// Where a hire opens and how it starts.
     async fn launch(&self, link_id: &str) -> Result<Launch, ClankieError> {
         let status = self.fleet_status().await?;
         let sandbox_on = status.settings.as_ref().is_none_or(|s| s.worker_sandbox);
         let sandbox = if sandbox_on {
-            let sandbox = sandbox::Sandbox::probe().await?;
-            let mut protected = sandbox::Protected::for_stack(&self.inner.paths);
-            protected.hidden_files.extend(
-                status
-                    .links
-                    .iter()
-                    .filter(|l| l.kind == "tmux" || l.kind == "herdr")
-                    .map(|l| std::path::PathBuf::from(&l.socket)),
-            );
-            sandbox::prepare(&protected).map_err(|e| {
-                ErrorCode::WorkerSandboxUnavailable
-                    .err(format!("could not prepare the sandbox's masks: {e}"))
-            })?;
-            Some((sandbox, protected))
+            Some(sandbox::Sandbox::probe().await?)
         } else {
             None
         };
+        let sockets = status
+            .links
+            .iter()
+            .filter(|l| l.kind == "tmux" || l.kind == "herdr")
+            .map(|l| std::path::PathBuf::from(&l.socket))
+            .collect();
         Ok(Launch {
             link: Self::pick_link(status.links, link_id)?,
             sandbox,
+            sockets,
         })
     }
 
@@ -608,10 +601,13 @@ impl MailboxService {
     }
 }
 
-/// How one hire starts.
+/// How one hire starts: the link, a working bubblewrap when the worker
+/// sandbox is on, and every linked multiplexer's socket (a confined hire
+/// must not ask one for an unconfined pane).
 struct Launch {
     link: apb::FleetLink,
-    sandbox: Option<(sandbox::Sandbox, sandbox::Protected)>,
+    sandbox: Option<sandbox::Sandbox>,
+    sockets: Vec<std::path::PathBuf>,
 }
 
 /// A seat counts as reachable while its bridge polled within this long.
@@ -1513,13 +1509,16 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 ));
             }
         };
+        if let Some(word) = req.command.iter().find(|w| w.chars().any(char::is_control)) {
+            // Herdr types the line into a terminal, where ^C or a newline
+            // would act before any quoting does.
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "a command word holds a control character ({:?}); nothing was started",
+                word.escape_default().to_string()
+            ))));
+        }
         let launch = self.launch(&req.link_id).await.map_err(refuse)?;
         let link = launch.link.clone();
-        // With the worker sandbox on, the hire starts confined or not at all.
-        let command = match &launch.sandbox {
-            Some((sandbox, protected)) => sandbox.wrap(protected, &req.command),
-            None => req.command.clone(),
-        };
         // An autonomous turn reads the switch and the saved level first.
         let autonomy = if req.autonomous {
             Some(self.autonomy().await)
@@ -1573,6 +1572,24 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 project.name
             ))));
         }
+        // With the worker sandbox on, the hire starts confined or not at all.
+        let command = match &launch.sandbox {
+            Some(sandbox) => {
+                let mut protected =
+                    sandbox::Protected::for_stack(&self.inner.paths, Path::new(&workspace.path));
+                for socket in &launch.sockets {
+                    protected.hide(socket);
+                }
+                sandbox::prepare(&protected).map_err(|e| {
+                    refuse(
+                        ErrorCode::WorkerSandboxUnavailable
+                            .err(format!("could not prepare the sandbox's covers: {e}")),
+                    )
+                })?;
+                sandbox.wrap(&protected, &req.command)
+            }
+            None => req.command.clone(),
+        };
         // The hire learns where the gateway is, never where the state is:
         // the state folder holds the owner credential.
         let env = [
@@ -2177,6 +2194,14 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 "no live reviewer seat other than the author; nothing was stored",
             )));
         };
+        if self.inner.reviews.lock().await.0.pending_of(&me.seat_id)
+            >= reviews::MAX_PENDING_PER_SEAT
+        {
+            return Err(refuse(ErrorCode::ReviewQuota.err(format!(
+                "this seat already has {} candidates waiting for a verdict; nothing was stored",
+                reviews::MAX_PENDING_PER_SEAT
+            ))));
+        }
         let sha = reviews::sha256_hex(&req.patch);
         let patch_path = self.inner.patches_dir.join(format!("{sha}.patch"));
         if !patch_path.exists() {

@@ -103,14 +103,24 @@ pub async fn patch_id(patch: &[u8], dir: &Path) -> Result<String, ClankieError> 
         .await
         .map_err(|e| unavailable(e.to_string()))?;
     let _ = feed.await;
+    let unnamed = || {
+        ErrorCode::InvalidArgument
+            .err("the patch is not one change git can name; nothing was stored")
+    };
     if !out.status.success() {
-        return Err(unavailable(format!("exit {}", out.status)));
+        return Err(unnamed());
     }
+    // A patch with `commit` lines inside splits into several ids: the
+    // candidate must be exactly one change.
     let text = String::from_utf8_lossy(&out.stdout);
-    let id = text.split_whitespace().next().unwrap_or("").to_string();
-    if !is_object_name(&id) {
-        return Err(ErrorCode::InvalidArgument
-            .err("the patch holds no change git can name; nothing was stored"));
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let id = lines
+        .next()
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or("")
+        .to_string();
+    if lines.next().is_some() || !is_object_name(&id) {
+        return Err(unnamed());
     }
     Ok(id)
 }
@@ -135,7 +145,19 @@ pub fn inside_workspaces(
         .ok_or_else(outside)
 }
 
+/// How many undecided candidates one seat may hold: with the 4 MiB patch
+/// quota, at most 64 MiB of patches per seat waiting for a verdict.
+pub const MAX_PENDING_PER_SEAT: usize = 16;
+
 impl ReviewBook {
+    /// Candidates of `seat` still waiting for a verdict.
+    pub fn pending_of(&self, seat: &str) -> usize {
+        self.candidates
+            .iter()
+            .filter(|c| c.author_seat == seat && c.state == "pending")
+            .count()
+    }
+
     pub fn get(&self, id: &str) -> Option<&CandidateRec> {
         self.candidates.iter().find(|c| c.candidate_id == id)
     }

@@ -83,6 +83,7 @@ codes! {
     NoReviewer => "no_reviewer",
     CandidateNotFound => "candidate_not_found",
     PatchMismatch => "patch_mismatch",
+    ReviewQuota => "review_quota",
     NotReviewer => "not_reviewer",
     TrackerNotFound => "tracker_not_found",
     TrackerConflict => "tracker_conflict",
@@ -151,7 +152,7 @@ impl ErrorCode {
             | ErrorCode::ShuttingDown => Code::Unavailable,
             ErrorCode::UpstreamError => Code::Unknown,
             ErrorCode::DeadlineExceeded => Code::DeadlineExceeded,
-            ErrorCode::RequestBudget => Code::ResourceExhausted,
+            ErrorCode::RequestBudget | ErrorCode::ReviewQuota => Code::ResourceExhausted,
             ErrorCode::Internal => Code::Internal,
         }
     }
@@ -213,7 +214,7 @@ impl ErrorCode {
             | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::UpstreamError => StatusCode::BAD_GATEWAY,
             ErrorCode::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
-            ErrorCode::RequestBudget => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RequestBudget | ErrorCode::ReviewQuota => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 

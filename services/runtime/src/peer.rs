@@ -9,18 +9,22 @@
 //! - its executable is `clankie-<service>` from the folder our own
 //!   executable came from (a binary replaced on disk since it started still
 //!   counts: it is the same file name, and the parent rule below holds);
-//! - it is our sibling under the stack's supervisor: under `clankie up`,
-//!   a direct child of that supervisor (`CLANKIE_PARENT_PID`, which must
-//!   still be our own parent); under systemd without `clankie up`, a child of
-//!   the same service manager inside our unit's cgroup;
+//! - it is our sibling under the stack's supervisor: a direct child of the
+//!   `clankie up` that started us (`CLANKIE_PARENT_PID`, which must still be
+//!   our own parent), in our own cgroup (under systemd: the stack's unit);
 //! - it is still alive after those reads (its pidfd has not signalled
 //!   exit), so the pid we read about was never reused in between.
 //!
 //! Anything else is [`Caller::Other`]: it may still act for the owner by
 //! presenting the owner credential, request by request. The parent rule is
 //! what keeps a hostile process from running one of our binaries as its
-//! own child (and driving it under ptrace): only the supervisor starts
-//! children that count.
+//! own child (and driving it under ptrace, or with `LD_PRELOAD`): only the
+//! supervisor starts children that count. For the same reason a service
+//! manager is never the supervisor: systemd adopts orphans, so "a child of
+//! the manager" is something any process can become. Under systemd, the
+//! unit runs `clankie up` (`deploy/clankie.service`). A supervisor that is
+//! pid 1 (a container's init) adopts orphans too and is refused: run
+//! `clankie up` under an init.
 
 use std::path::{Path, PathBuf};
 
@@ -45,11 +49,13 @@ pub struct StackRule {
 
 #[derive(Debug, Clone)]
 enum Membership {
-    /// Started by `clankie up`: siblings are the supervisor's children.
-    Supervised { supervisor: i32 },
-    /// Started by systemd directly: siblings share the manager and cgroup.
-    Unit { manager: i32, cgroup: String },
-    /// Started by hand: no process counts as the stack.
+    /// Started by `clankie up`: siblings are the supervisor's children, in
+    /// our cgroup (when the kernel has a unified one).
+    Supervised {
+        supervisor: i32,
+        cgroup: Option<String>,
+    },
+    /// Started any other way: no process counts as the stack.
     Alone,
 }
 
@@ -64,15 +70,11 @@ impl StackRule {
             .ok()
             .and_then(|p| p.parse::<i32>().ok());
         let membership = match supervisor {
-            Some(s) if s == parent && s > 1 => Membership::Supervised { supervisor: s },
-            Some(_) => Membership::Alone,
-            None => match (std::env::var_os("INVOCATION_ID"), own_cgroup()) {
-                (Some(_), Some(cgroup)) if cgroup.ends_with(".service") => Membership::Unit {
-                    manager: parent,
-                    cgroup,
-                },
-                _ => Membership::Alone,
+            Some(s) if s == parent && s > 1 => Membership::Supervised {
+                supervisor: s,
+                cgroup: own_cgroup(),
             },
+            _ => Membership::Alone,
         };
         StackRule {
             bin_dir,
@@ -92,7 +94,13 @@ impl StackRule {
         if cred.uid() != self.uid {
             return Caller::Other;
         }
-        let pidfd = peer_pidfd(stream);
+        let pidfd = match peer_pidfd(stream) {
+            Pidfd::Held(fd) => Some(fd),
+            Pidfd::Unsupported => None,
+            // The peer is already gone (or the kernel would not say): a
+            // pid read about now could be someone else's.
+            Pidfd::Failed => return Caller::Other,
+        };
         // Every fact is read, and liveness checked, whatever the answer.
         let service = self.service_of(pid);
         let alive = still_alive(pid, pidfd.as_ref());
@@ -106,11 +114,10 @@ impl StackRule {
     fn service_of(&self, pid: i32) -> Option<&'static str> {
         let facts = Facts::read(pid)?;
         let sibling = match &self.membership {
-            Membership::Supervised { supervisor } => {
-                facts.ppid == *supervisor && nix::unistd::getppid().as_raw() == *supervisor
-            }
-            Membership::Unit { manager, cgroup } => {
-                facts.ppid == *manager && facts.cgroup.as_deref() == Some(cgroup.as_str())
+            Membership::Supervised { supervisor, cgroup } => {
+                facts.ppid == *supervisor
+                    && nix::unistd::getppid().as_raw() == *supervisor
+                    && (cgroup.is_none() || facts.cgroup == *cgroup)
             }
             Membership::Alone => false,
         };
@@ -175,14 +182,27 @@ fn own_cgroup() -> Option<String> {
     unified_cgroup(&std::fs::read_to_string("/proc/self/cgroup").ok()?)
 }
 
+/// What `SO_PEERPIDFD` said.
+enum Pidfd {
+    Held(std::os::fd::OwnedFd),
+    /// The kernel has no such option (before 6.5).
+    Unsupported,
+    /// Any other failure, such as a peer that already exited.
+    Failed,
+}
+
 #[cfg(target_os = "linux")]
-fn peer_pidfd(stream: &tokio::net::UnixStream) -> Option<std::os::fd::OwnedFd> {
-    nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerPidfd).ok()
+fn peer_pidfd(stream: &tokio::net::UnixStream) -> Pidfd {
+    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerPidfd) {
+        Ok(fd) => Pidfd::Held(fd),
+        Err(nix::errno::Errno::ENOPROTOOPT) => Pidfd::Unsupported,
+        Err(_) => Pidfd::Failed,
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn peer_pidfd(_stream: &tokio::net::UnixStream) -> Option<std::os::fd::OwnedFd> {
-    None
+fn peer_pidfd(_stream: &tokio::net::UnixStream) -> Pidfd {
+    Pidfd::Unsupported
 }
 
 /// True when the process behind `pid` is the one that connected and it

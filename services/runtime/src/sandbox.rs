@@ -8,14 +8,16 @@
 //! - the state folder is an empty tmpfs holding only `run/fleet/` (the
 //!   gateway's local MCP socket and its discovery file), bound read-only; the
 //!   owner credential, the logs and every internal socket are not there;
-//! - `~/.config/clankie/` is an empty tmpfs, and `$CLANKIE_CREDENTIALS_FILE`
-//!   (when it exists) is `/dev/null` on a no-device mount: it cannot be
-//!   opened at all;
-//! - the linked multiplexer servers' sockets (tmux, Herdr) are covered the
-//!   same way, so the hire cannot ask them for an unconfined pane;
-//! - every ancestor folder of a protected path is a mount point inside the
-//!   sandbox, so renaming it (to give a protected file a path the masks do
-//!   not name) fails with EBUSY; each mask is itself a mount point too.
+//! - `~/.config/clankie/`, the user's runtime folder (systemd and D-Bus user
+//!   sockets) and the folders of the linked multiplexer sockets and of
+//!   `$CLANKIE_CREDENTIALS_FILE` are empty tmpfs folders (a file in a folder
+//!   shared with the hire's work is covered alone, by `/dev/null` on a
+//!   no-device mount);
+//! - the stack's binary folder and every folder on the stack's `PATH` are
+//!   read-only: the services run those programs later, unconfined;
+//! - every ancestor folder of a cover is a mount point inside the sandbox,
+//!   so renaming it (to give a protected file a path the covers do not
+//!   name) fails with EBUSY; each cover is itself a mount point too.
 //!
 //! Namespaces: a new user namespace (no capabilities, no nested user
 //! namespaces), pid namespace (no outside process is visible, so no
@@ -34,39 +36,111 @@ use std::path::{Path, PathBuf};
 
 use crate::code::{ClankieError, ErrorCode};
 
-/// What a sandboxed hire must not see.
+/// What a sandboxed hire must not see, and what it must not change.
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     /// The state folder (replaced by a tmpfs).
     pub state_root: PathBuf,
     /// The one folder of it the hire keeps: `run/fleet/`.
     pub fleet_dir: PathBuf,
-    /// Folders replaced by an empty tmpfs (`~/.config/clankie`).
+    /// Folders replaced by an empty tmpfs: `~/.config/clankie`, the user's
+    /// runtime folder (the systemd and D-Bus user sockets), and the folders
+    /// of the multiplexer sockets and the credentials file.
     pub hidden_dirs: Vec<PathBuf>,
-    /// Files that cannot be opened (credentials files, multiplexer sockets).
+    /// Files covered one by one, where their folder is shared with the
+    /// hire's own work (`/tmp`, the home folder): a replaced file shows
+    /// through such a cover, so a folder is preferred wherever it can be.
     pub hidden_files: Vec<PathBuf>,
+    /// Folders the hire may read but not change: the stack's own binaries
+    /// and every folder on the stack's `PATH`, whose programs the services
+    /// run later, unconfined.
+    pub read_only: Vec<PathBuf>,
+    /// Folders a folder cover must never swallow (the hire's workspace).
+    pub keep: Vec<PathBuf>,
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn env_path(k: &str) -> Option<PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 impl Protected {
-    /// The protected paths for a stack at `paths`, with this process's
-    /// environment naming the credentials file and home.
-    pub fn for_stack(paths: &crate::paths::StatePaths) -> Protected {
-        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    /// The protected paths for a stack at `paths` and a hire working in
+    /// `workspace`, with this process's environment naming the home, the
+    /// runtime folder, the credentials file and `PATH`.
+    pub fn for_stack(paths: &crate::paths::StatePaths, workspace: &Path) -> Protected {
         let state_root = canonical(paths.root());
         let fleet_dir = state_root.join("run").join("fleet");
-        let mut hidden_dirs = Vec::new();
-        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            hidden_dirs.push(PathBuf::from(home).join(".config").join("clankie"));
-        }
-        let mut hidden_files = Vec::new();
-        if let Some(file) = std::env::var_os("CLANKIE_CREDENTIALS_FILE").filter(|f| !f.is_empty()) {
-            hidden_files.push(canonical(Path::new(&file)));
-        }
-        Protected {
+        let mut p = Protected {
             state_root,
             fleet_dir,
-            hidden_dirs,
-            hidden_files,
+            keep: vec![canonical(workspace)],
+            ..Default::default()
+        };
+        if let Some(home) = env_path("HOME") {
+            p.hidden_dirs.push(home.join(".config").join("clankie"));
+        }
+        let runtime = env_path("XDG_RUNTIME_DIR").map(|d| canonical(&d));
+        let user_run = PathBuf::from(format!("/run/user/{}", nix::unistd::getuid().as_raw()));
+        for dir in runtime.into_iter().chain([user_run]) {
+            if dir.is_dir() && !p.hidden_dirs.contains(&dir) {
+                p.hidden_dirs.push(dir);
+            }
+        }
+        if let Some(file) = env_path("CLANKIE_CREDENTIALS_FILE") {
+            p.hide(&canonical(&file));
+        }
+        let mut read_only: Vec<PathBuf> = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(canonical))
+            .into_iter()
+            .collect();
+        if let Some(path) = std::env::var_os("PATH") {
+            read_only.extend(
+                std::env::split_paths(&path)
+                    .filter(|d| d.is_absolute() && d.is_dir())
+                    .map(|d| canonical(&d)),
+            );
+        }
+        for dir in read_only {
+            // A folder holding the workspace stays writable: the hire works there.
+            let holds_workspace = p.keep.iter().any(|k| k.starts_with(&dir) && *k != dir);
+            if dir.parent().is_some() && !holds_workspace && !p.read_only.contains(&dir) {
+                p.read_only.push(dir);
+            }
+        }
+        p
+    }
+
+    /// Hides `file`: its whole folder when that folder is its own (a
+    /// multiplexer's socket folder, a credentials folder), else the file.
+    pub fn hide(&mut self, file: &Path) {
+        let home = env_path("HOME").map(|h| canonical(&h));
+        let shared = |dir: &Path| {
+            dir.parent().is_none()
+                || ["/tmp", "/var/tmp", "/run", "/dev/shm", "/dev"]
+                    .iter()
+                    .any(|s| dir == Path::new(s))
+                || home.as_deref() == Some(dir)
+                || self.keep.iter().any(|k| k.starts_with(dir))
+                || self.state_root.starts_with(dir)
+        };
+        match file.parent() {
+            Some(dir) if dir.is_dir() && !shared(dir) => {
+                if !self.hidden_dirs.iter().any(|d| d == dir) {
+                    self.hidden_dirs.push(dir.to_path_buf());
+                }
+            }
+            _ => {
+                if !self.hidden_files.iter().any(|f| f == file) {
+                    self.hidden_files.push(file.to_path_buf());
+                }
+            }
         }
     }
 }
@@ -164,14 +238,15 @@ impl Sandbox {
     }
 }
 
-/// Mounts, in order: ancestors pinned (bound onto themselves, top down),
-/// then the masks, then the one folder of the state the hire keeps.
+/// Mounts, in order: ancestors of every cover pinned (bound onto
+/// themselves, top down), the read-only folders, the covers, then the one
+/// folder of the state the hire keeps.
 fn mount_flags(p: &Protected) -> Vec<String> {
-    let mut masked: Vec<&Path> = vec![&p.state_root];
-    masked.extend(p.hidden_dirs.iter().map(PathBuf::as_path));
-    masked.extend(p.hidden_files.iter().map(PathBuf::as_path));
+    let mut covered: Vec<&Path> = vec![&p.state_root];
+    covered.extend(p.hidden_dirs.iter().map(PathBuf::as_path));
+    covered.extend(p.hidden_files.iter().map(PathBuf::as_path));
     let mut ancestors: Vec<PathBuf> = Vec::new();
-    for path in &masked {
+    for path in &covered {
         for a in path.ancestors().skip(1) {
             if a.parent().is_some() && !ancestors.iter().any(|x| x == a) {
                 ancestors.push(a.to_path_buf());
@@ -180,10 +255,15 @@ fn mount_flags(p: &Protected) -> Vec<String> {
     }
     // Shorter paths first, so a deeper pin is made on top of its parent's.
     ancestors.sort_by_key(|a| a.components().count());
+    let mut read_only: Vec<&PathBuf> = p.read_only.iter().filter(|d| d.is_dir()).collect();
+    read_only.sort_by_key(|a| a.components().count());
     let mut flags = Vec::new();
     let s = |p: &Path| p.display().to_string();
     for a in ancestors.iter().filter(|a| a.is_dir()) {
         flags.extend(["--bind".into(), s(a), s(a)]);
+    }
+    for d in read_only {
+        flags.extend(["--ro-bind".into(), s(d), s(d)]);
     }
     flags.extend(["--tmpfs".into(), s(&p.state_root)]);
     for d in p.hidden_dirs.iter().filter(|d| d.is_dir()) {
@@ -228,7 +308,7 @@ mod tests {
             state_root: "/home/o/.clankie".into(),
             fleet_dir: "/home/o/.clankie/run/fleet".into(),
             hidden_dirs: vec!["/home/o/.config/clankie".into()],
-            hidden_files: vec![],
+            ..Default::default()
         }
     }
 
@@ -264,6 +344,28 @@ mod tests {
         assert_eq!(argv[argv.len() - 2..], ["--".to_string(), "claude".into()]);
         assert!(argv.contains(&"--unshare-pid".to_string()));
         assert!(!argv.contains(&"--new-session".to_string()));
+    }
+
+    #[test]
+    fn a_socket_in_its_own_folder_hides_the_folder_and_one_in_tmp_only_itself() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let own = dir.path().join("tmux-0");
+        std::fs::create_dir_all(&own).expect("mkdir");
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir_all(&workspace).expect("mkdir");
+        let mut p = Protected {
+            state_root: dir.path().join("state"),
+            keep: vec![workspace.clone()],
+            ..Default::default()
+        };
+        p.hide(&own.join("default"));
+        p.hide(Path::new("/tmp/herdr.sock"));
+        p.hide(&workspace.join("app.sock"));
+        assert_eq!(p.hidden_dirs, vec![own]);
+        assert_eq!(
+            p.hidden_files,
+            vec![PathBuf::from("/tmp/herdr.sock"), workspace.join("app.sock")]
+        );
     }
 
     #[test]
