@@ -326,10 +326,10 @@ async fn run_admitted(sessions: &sessions::Sessions, req: Request, next: Next) -
     if let Err(e) = sessions.check(req.headers(), &owner) {
         return refusal(&e);
     }
-    let method = req.method().clone();
-    let headers = req.headers().clone();
+    let deleting = req.method() == http::Method::DELETE;
+    let named = sessions::named(req.headers());
     let resp = jsonrpc_errors(next.run(req).await).await;
-    sessions.settle(&method, &headers, &resp, &owner);
+    sessions.settle(deleting, named.as_deref(), &resp, &owner);
     resp
 }
 

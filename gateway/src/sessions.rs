@@ -27,6 +27,14 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 pub use clankie_runtime::principal::owner_key;
 
+/// The session a request names, if any (a name that is not text counts as
+/// one, so it is never taken for a new session).
+pub fn named(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("").to_string())
+}
+
 /// The sessions of one listener and who opened each.
 pub struct Sessions {
     pub manager: Arc<LocalSessionManager>,
@@ -68,27 +76,22 @@ impl Sessions {
     }
 
     /// After a request ran: a new session is recorded as the caller's, a
-    /// deleted one is forgotten.
-    pub fn settle(
-        &self,
-        method: &http::Method,
-        headers: &http::HeaderMap,
-        resp: &Response,
-        owner: &str,
-    ) {
-        if method == http::Method::DELETE && resp.status().is_success() {
-            if let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+    /// deleted one is forgotten. `named` is the session the request named.
+    pub fn settle(&self, deleting: bool, named: Option<&str>, resp: &Response, owner: &str) {
+        match named {
+            Some(id) if deleting && resp.status().is_success() => {
                 self.owners().remove(id);
             }
-            return;
-        }
-        if headers.get(SESSION_HEADER).is_none()
-            && let Some(id) = resp
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-        {
-            self.owners().insert(id.to_string(), owner.to_string());
+            Some(_) => {}
+            None => {
+                if let Some(id) = resp
+                    .headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    self.owners().insert(id.to_string(), owner.to_string());
+                }
+            }
         }
     }
 

@@ -5,30 +5,15 @@ Waits for GO_FILE, reads the current revision (wait=0), writes it to
 OUT.first, then long-polls with that revision (wait=25000) and writes the
 answer to OUT.
 """
-import http.client
 import json
 import os
-import socket
 import sys
 import time
 
+from local_socket import UnixHTTP
+from seatfiles import write_json as write
+
 state, go, out, pane = sys.argv[1:5]
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=60)
-        self.path_ = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path_)
-
-
-def write(path, value):
-    with open(path + ".tmp", "w") as f:
-        json.dump(value, f)
-    os.rename(path + ".tmp", path)
 
 
 while not os.path.exists(go):

@@ -22,25 +22,11 @@ CLANKIE_STATE/run/fleet/gateway.json; the pane from TMUX_PANE.
 import http.client
 import json
 import os
-import socket
 import sys
 import time
 
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=60)
-        self.path_ = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path_)
-
-
-def write(path, value):
-    with open(path + ".tmp", "w") as f:
-        json.dump(value, f)
-    os.rename(path + ".tmp", path)
+from local_socket import UnixHTTP
+from seatfiles import write_json as write
 
 
 def discovery():

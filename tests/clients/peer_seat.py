@@ -9,14 +9,13 @@ writing each answer to DIR/NAME.res.N. Its own seat id goes to DIR/NAME.seat.
 
 Usage: python peer_seat.py CLANKIE_BIN DIR NAME
 """
-import http.client
 import json
 import os
-import socket
 import sys
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from local_socket import UnixHTTP
 from seatfiles import SeatFiles, write_json
 from mcp.client.extension import NotificationBinding
 from pydantic import BaseModel, ConfigDict
@@ -33,16 +32,6 @@ clankie, folder, name = sys.argv[1], sys.argv[2], sys.argv[3]
 
 path = SeatFiles(folder, name).path
 write = write_json
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, sock_path: str):
-        super().__init__("localhost")
-        self.sock_path = sock_path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.sock_path)
 
 
 def do_http(method: str, target: str, body) -> dict:

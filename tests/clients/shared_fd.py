@@ -18,6 +18,8 @@ import socket
 import sys
 import time
 
+from seatfiles import write_json
+
 # A notification with no session: admitted, the MCP service answers it with a
 # plain JSON client error; refused, admission answers 403 or 503 first.
 BODY = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
@@ -67,6 +69,29 @@ def connect(mode: str, state: str) -> socket.socket:
     return s
 
 
+def in_child(act) -> tuple:
+    """Forks; the child runs `act` and hands its answer (a dict, or None for
+    nothing) back through a pipe. Returns the child's pid and the answer."""
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        answer = act()
+        if answer is not None:
+            os.write(w, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(child, 0)
+    return child, json.loads(data) if data else None
+
+
 def reused(state: str) -> dict:
     seen = {}
     here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -83,24 +108,9 @@ def reused(state: str) -> dict:
     for attempt in range(200):
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
             f.write(str(member - 1))
-        r, w = os.pipe()
-        child = os.fork()
-        if child == 0:
-            os.close(r)
-            if os.getpid() == member:
-                os.write(w, json.dumps(request(shared)).encode())
-            os._exit(0)
-        os.close(w)
-        answer = b""
-        while True:
-            chunk = os.read(r, 4096)
-            if not chunk:
-                break
-            answer += chunk
-        os.close(r)
-        os.waitpid(child, 0)
+        child, answer = in_child(lambda: request(shared) if os.getpid() == member else None)
         if child == member:
-            seen["same_pid_new_process"] = json.loads(answer or b"{}")
+            seen["same_pid_new_process"] = answer
             seen["attempts"] = attempt + 1
             break
     return seen
@@ -109,18 +119,13 @@ def reused(state: str) -> dict:
 def main() -> None:
     mode, state, out = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "reused":
-        seen = reused(state)
-        with open(out + ".tmp", "w") as f:
-            json.dump(seen, f)
-        os.rename(out + ".tmp", out)
+        write_json(out, reused(state))
         return
     s = connect(mode, state)
     seen = {}
-    r, w = os.pipe()
     if mode == "tcp":
         child = os.fork()
         if child == 0:
-            os.close(r)
             time.sleep(30)
             os._exit(0)
         seen["parent_with_child_holding"] = request(s)
@@ -128,24 +133,9 @@ def main() -> None:
         os.waitpid(child, 0)
     else:
         seen["parent_first"] = request(s)
-        child = os.fork()
-        if child == 0:
-            os.close(r)
-            os.write(w, json.dumps(request(s)).encode())
-            os._exit(0)
-        os.close(w)
-        answer = b""
-        while True:
-            chunk = os.read(r, 4096)
-            if not chunk:
-                break
-            answer += chunk
-        os.waitpid(child, 0)
-        seen["child_on_shared"] = json.loads(answer or b"{}")
+        _, seen["child_on_shared"] = in_child(lambda: request(s))
         seen["parent_after"] = request(s)
-    with open(out + ".tmp", "w") as f:
-        json.dump(seen, f)
-    os.rename(out + ".tmp", out)
+    write_json(out, seen)
 
 
 main()

@@ -103,15 +103,7 @@ async fn one_listener(
 pub async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
     println!("== local proof through the gateway, from a pane, 1,000 extra idle processes ==");
     let stack = Stack::start().await?;
-    let tmux = TmuxServer::start("work");
-    stack.clankie_ok(&[
-        "fleet",
-        "link",
-        "--tmux",
-        &tmux.socket.display().to_string(),
-        "--session",
-        "work",
-    ]);
+    let tmux = stack.link_tmux("work");
     let mut idle = Vec::new();
     for _ in 0..1000 {
         idle.push(std::process::Command::new("sleep").arg("900").spawn()?);

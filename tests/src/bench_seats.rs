@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clankie_proto::mailbox::v1 as pb;
-use clankie_tests::{Stack, TmuxServer, bin_dir};
+use clankie_tests::{Stack, bin_dir};
 use rmcp::model::{CallToolRequestParams, CustomNotification};
 use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::{ClientHandler, ServiceExt};
@@ -188,15 +188,7 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
         "== peer message send → recipient handoff vs a bare gRPC round trip; catalog fan-out =="
     );
     let stack = Stack::start().await?;
-    let tmux = TmuxServer::start("work");
-    stack.clankie_ok(&[
-        "fleet",
-        "link",
-        "--tmux",
-        &tmux.socket.display().to_string(),
-        "--session",
-        "work",
-    ]);
+    let tmux = stack.link_tmux("work");
     let workspace = tempfile::tempdir()?;
     stack.clankie_ok(&[
         "project",

@@ -254,6 +254,34 @@ impl Stack {
         tmux
     }
 
+    /// Hires (with `hire` flags such as `--project P`) a pane running a
+    /// Python harness from `tests/clients/` as `SCRIPT CLANKIE DIR NAME`;
+    /// returns the hire record.
+    pub fn hire_harness(&self, flags: &[&str], script: &str, dir: &Path, name: &str) -> Value {
+        let py = python().display().to_string();
+        let script = repo_root()
+            .join("tests/clients")
+            .join(script)
+            .display()
+            .to_string();
+        let clankie = bin_dir().join("clankie").display().to_string();
+        let folder = dir.display().to_string();
+        let mut args = vec!["hire"];
+        args.extend_from_slice(flags);
+        args.extend(["--", &py, &script, &clankie, &folder, name]);
+        let out = self.clankie_ok(&args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+
+    /// Adds a lead conversation titled `title`; returns its id.
+    pub fn add_lead(&self, title: &str) -> String {
+        let out = self.clankie_ok(&["lead", "add", title]);
+        serde_json::from_str::<Value>(&out).unwrap_or_default()["conversationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no conversation id in {out}"))
+            .to_string()
+    }
+
     /// Registers project `name` on a new workspace folder, with extra
     /// `project add` flags; returns the folder.
     pub fn add_project(&self, name: &str, flags: &[&str]) -> tempfile::TempDir {
@@ -596,6 +624,14 @@ impl HerdrFixture {
             acts,
             child,
         }
+    }
+
+    /// The mutating requests served so far, parsed.
+    pub fn acts_json(&self) -> Vec<Value> {
+        file_lines(&self.acts)
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// Stops the fixture and returns every schema violation it saw.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use crate::{Stack, TmuxServer, bin_dir, python, repo_root};
+use crate::{Stack, TmuxServer};
 
 /// A hired seat in a real pane of a linked tmux session, running the real
 /// bridge under `tests/clients/peer_seat.py`, driven through files.
@@ -60,30 +60,21 @@ impl PeerSeat {
         role: &str,
         link: &str,
     ) -> PeerSeat {
-        let py = python().display().to_string();
-        let script = repo_root()
-            .join("tests/clients/peer_seat.py")
-            .display()
-            .to_string();
-        let clankie = bin_dir().join("clankie").display().to_string();
-        let folder = dir.display().to_string();
-        let hire = json_of(&stack.clankie_ok(&[
-            "hire",
-            "--project",
-            "alpha",
-            "--conversation",
-            lead,
-            "--role",
-            role,
-            "--link",
-            link,
-            "--",
-            &py,
-            &script,
-            &clankie,
-            &folder,
+        let hire = stack.hire_harness(
+            &[
+                "--project",
+                "alpha",
+                "--conversation",
+                lead,
+                "--role",
+                role,
+                "--link",
+                link,
+            ],
+            "peer_seat.py",
+            dir,
             name,
-        ]));
+        );
         let seat = PeerSeat {
             dir: dir.to_path_buf(),
             name: name.into(),

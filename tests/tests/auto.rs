@@ -27,19 +27,7 @@ async fn stack() -> Stack {
     .expect("stack")
 }
 
-fn git(ws: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(ws)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
+use clankie_tests::git::git;
 
 /// A workspace with one commit.
 fn repo() -> tempfile::TempDir {

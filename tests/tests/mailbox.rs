@@ -319,10 +319,7 @@ async fn a_hire_into_a_linked_herdr_workspace_speaks_the_schema() {
         "it's fine",
     ]));
     assert_eq!(hire["paneId"], "w1:p2", "{hire}");
-    let done: Vec<Value> = clankie_tests::file_lines(&acts)
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let done = herdr.acts_json();
     assert_eq!(done[0]["method"], "pane.split", "{done:?}");
     assert_eq!(done[0]["params"]["cwd"], ws.as_str());
     assert_eq!(done[0]["params"]["env"]["CLANKIE_WORKER_PANE"], "1");

@@ -25,10 +25,7 @@ async fn seats_message_each_other_with_honest_receipts() {
         "--workspace",
         &workspace.path().display().to_string(),
     ]);
-    let lead = json_of(&stack.clankie_ok(&["lead", "add", "Lead"]))["conversationId"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let lead = stack.add_lead("Lead");
     let dir = tempfile::tempdir().expect("dir");
     let a = Seat::hire(&stack, dir.path(), "a", &lead).await;
     let b = Seat::hire(&stack, dir.path(), "b", &lead).await;
@@ -152,10 +149,7 @@ async fn seats_message_each_other_with_honest_receipts() {
     );
 
     // A lead's message reaches the seat too, naming its owner.
-    let other_lead = json_of(&stack.clankie_ok(&["lead", "add", "Other"]))["conversationId"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let other_lead = stack.add_lead("Other");
     let hire_a = a.hire["hireId"].as_str().expect("hire");
     let msg = json_of(&stack.clankie_ok(&[
         "message",
@@ -315,7 +309,7 @@ async fn seats_message_each_other_with_honest_receipts() {
     );
 }
 
-use clankie_tests::git::{git, patch_id};
+use clankie_tests::git::{commit, git, patch_id, work_repo};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn landing_review_routes_the_exact_change_to_the_reviewer() {
@@ -325,40 +319,15 @@ async fn landing_review_routes_the_exact_change_to_the_reviewer() {
     stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
     // A real repository with a bare origin; the work is one commit ahead.
     let repos = tempfile::tempdir().expect("repos");
-    let origin = repos.path().join("origin.git");
-    let work = repos.path().join("work");
-    git(
-        repos.path(),
+    let (work, base) = work_repo(repos.path(), "work");
+    let head = commit(
+        &work,
         &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            &origin.display().to_string(),
+            ("src/feature.txt", b"the feature\n"),
+            ("src/blob.bin", &[0u8, 159, 146, 150, 255]),
         ],
+        "feature",
     );
-    git(
-        repos.path(),
-        &[
-            "clone",
-            "-q",
-            &origin.display().to_string(),
-            &work.display().to_string(),
-        ],
-    );
-    git(&work, &["checkout", "-q", "-b", "main"]);
-    std::fs::write(work.join("README"), "base\n").expect("write");
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-q", "-m", "base"]);
-    git(&work, &["push", "-q", "origin", "main"]);
-    let base = git(&work, &["rev-parse", "HEAD"]);
-    std::fs::create_dir_all(work.join("src")).expect("mkdir");
-    std::fs::write(work.join("src/feature.txt"), "the feature\n").expect("write");
-    std::fs::write(work.join("src/blob.bin"), [0u8, 159, 146, 150, 255]).expect("write");
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-q", "-m", "feature"]);
-    let head = git(&work, &["rev-parse", "HEAD"]);
     let expected_patch_id = patch_id(&work, &base);
 
     stack.clankie_ok(&[
@@ -369,10 +338,7 @@ async fn landing_review_routes_the_exact_change_to_the_reviewer() {
         &work.display().to_string(),
         "--reviewer",
     ]);
-    let lead = json_of(&stack.clankie_ok(&["lead", "add", "Lead"]))["conversationId"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let lead = stack.add_lead("Lead");
     let dir = tempfile::tempdir().expect("dir");
     let author = Seat::hire(&stack, dir.path(), "author", &lead).await;
     let reviewer = Seat::hire_as(&stack, dir.path(), "reviewer", &lead, "reviewer").await;

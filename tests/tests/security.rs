@@ -14,11 +14,13 @@ use clankie_tests::{
 };
 use serde_json::{Value, json};
 
-fn lead(stack: &Stack) -> String {
-    json_of(&stack.clankie_ok(&["lead", "add", "Lead"]))["conversationId"]
-        .as_str()
-        .expect("conversation id")
-        .to_string()
+/// A stack with a linked tmux session, project `alpha` and one lead.
+async fn seat_stack() -> (Stack, TmuxServer, tempfile::TempDir, String) {
+    let stack = Stack::start().await.expect("stack");
+    let tmux = stack.link_tmux("work");
+    let workspace = stack.add_project("alpha", &[]);
+    let lead = stack.add_lead("Lead");
+    (stack, tmux, workspace, lead)
 }
 
 fn fleet_status(stack: &Stack) -> Value {
@@ -58,10 +60,7 @@ fn all_refused(seen: &Value) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn another_panes_pid_named_to_any_internal_socket_gets_nothing() {
-    let stack = Stack::start().await.expect("stack");
-    let tmux = stack.link_tmux("work");
-    let _workspace = stack.add_project("alpha", &[]);
-    let conversation = lead(&stack);
+    let (stack, tmux, _workspace, conversation) = seat_stack().await;
     stack.clankie_ok(&["tracker", "team", "ENG", "--name", "Engineering"]);
     let dir = tempfile::tempdir().expect("dir");
     let victim = PeerSeat::hire(&stack, dir.path(), "victim", &conversation).await;
@@ -214,7 +213,7 @@ async fn with_the_sandbox_on_a_hire_sees_only_the_fleet_folder_and_still_works()
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
     let tmux = stack.link_tmux("work");
     let _workspace = stack.add_project("alpha", &[]);
-    let conversation = lead(&stack);
+    let conversation = stack.add_lead("Lead");
     assert_eq!(
         fleet_status(&stack)["workerSandbox"],
         "off",
@@ -434,11 +433,8 @@ async fn a_session_answers_only_the_principal_that_opened_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_receipt_read_from_another_pane_is_not_found() {
-    let stack = Stack::start().await.expect("stack");
+    let (stack, _tmux, _workspace, conversation) = seat_stack().await;
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
-    let _tmux = stack.link_tmux("work");
-    let _workspace = stack.add_project("alpha", &[]);
-    let conversation = lead(&stack);
     let dir = tempfile::tempdir().expect("dir");
     let a = PeerSeat::hire(&stack, dir.path(), "a", &conversation).await;
     let b = PeerSeat::hire(&stack, dir.path(), "b", &conversation).await;
@@ -505,7 +501,7 @@ async fn a_review_holds_only_what_its_bytes_say_from_inside_the_workspaces() {
         &work.display().to_string(),
         "--reviewer",
     ]);
-    let conversation = lead(&stack);
+    let conversation = stack.add_lead("Lead");
     let dir = tempfile::tempdir().expect("dir");
     let author = PeerSeat::hire(&stack, dir.path(), "author", &conversation).await;
     let _reviewer =
@@ -624,10 +620,7 @@ async fn a_new_process_with_the_members_old_pid_cannot_write_as_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
-    let stack = Stack::start().await.expect("stack");
-    let _tmux = stack.link_tmux("work");
-    let workspace = stack.add_project("alpha", &[]);
-    let conversation = lead(&stack);
+    let (stack, tmux, workspace, conversation) = seat_stack().await;
 
     // A one-word command is a command name, never a shell line.
     let marks = tempfile::tempdir().expect("marks");
@@ -643,8 +636,21 @@ async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
         "--",
         &line,
     ]));
-    assert!(hired["paneId"].as_str().is_some(), "{hired}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pane = hired["paneId"].as_str().expect("pane").to_string();
+    // The pane closes once its command has run (or failed to start).
+    let mut gone = false;
+    for _ in 0..300 {
+        if !tmux
+            .run(&["list-panes", "-a", "-F", "#{pane_id}"])
+            .lines()
+            .any(|p| p == pane)
+        {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the hired pane's command never ended");
     assert!(!a.exists() && !b.exists(), "the shell ran the words");
 
     // A control character in a word is refused: typed into a Herdr pane,
@@ -711,11 +717,8 @@ async fn a_herdr_hire_starts_under_bubblewrap_too() {
         "it's fine",
     ]));
     assert_eq!(hire["sandboxed"], true, "{hire}");
-    let acts: Vec<Value> = clankie_tests::file_lines(&herdr.acts)
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let line = acts
+    let line = herdr
+        .acts_json()
         .iter()
         .find(|a| a["method"] == "pane.send_text")
         .and_then(|a| a["params"]["text"].as_str())
@@ -774,8 +777,15 @@ async fn descriptors_sent_along_to_the_local_socket_are_closed_not_kept() {
         let mut answer = Vec::new();
         let _ = std::io::Read::read_to_end(&mut &s, &mut answer);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let after = open_fds();
+    // The gateway closes each connection on its own time: wait for it.
+    let mut after = open_fds();
+    for _ in 0..100 {
+        if after <= before + 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = open_fds();
+    }
     assert!(
         after <= before + 4,
         "the gateway kept {} of the 640 descriptors sent",

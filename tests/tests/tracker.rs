@@ -32,26 +32,12 @@ struct Seat {
 
 impl Seat {
     async fn hire(stack: &Stack, dir: &Path, name: &str, project: &str, role: &str) -> Seat {
-        let py = python().display().to_string();
-        let script = repo_root()
-            .join("tests/clients/tracker_seat.py")
-            .display()
-            .to_string();
-        let clankie = bin_dir().join("clankie").display().to_string();
-        let folder = dir.display().to_string();
-        let hire = json_of(&stack.clankie_ok(&[
-            "hire",
-            "--project",
-            project,
-            "--role",
-            role,
-            "--",
-            &py,
-            &script,
-            &clankie,
-            &folder,
+        let hire = stack.hire_harness(
+            &["--project", project, "--role", role],
+            "tracker_seat.py",
+            dir,
             name,
-        ]));
+        );
         let ready = match clankie_tests::wait_json(
             &dir.join(format!("{name}.ready")),
             Duration::from_secs(60),

@@ -102,17 +102,17 @@ impl StackRule {
             Pidfd::Failed => return Caller::Other,
         };
         // Every fact is read, and liveness checked, whatever the answer.
-        let service = self.service_of(pid);
-        let alive = still_alive(pid, pidfd.as_ref());
+        let facts = Facts::read(pid);
+        let service = facts.as_ref().and_then(|f| self.service_of(f));
+        let alive = still_alive(pid, pidfd.as_ref(), facts.map(|f| f.start_time));
         match service {
             Some(name) if alive => Caller::Stack(name),
             _ => Caller::Other,
         }
     }
 
-    /// The service a live pid runs as, when it is one of our siblings.
-    fn service_of(&self, pid: i32) -> Option<&'static str> {
-        let facts = Facts::read(pid)?;
+    /// The service a process runs as, when it is one of our siblings.
+    fn service_of(&self, facts: &Facts) -> Option<&'static str> {
         let sibling = match &self.membership {
             Membership::Supervised { supervisor, cgroup } => {
                 facts.ppid == *supervisor
@@ -207,8 +207,9 @@ fn peer_pidfd(_stream: &tokio::net::UnixStream) -> Pidfd {
 
 /// True when the process behind `pid` is the one that connected and it
 /// has not exited: its pidfd is not readable. Without a pidfd (kernels
-/// before 6.5) the start time is read again and must not have changed.
-fn still_alive(pid: i32, pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
+/// before 6.5) the start time is read again and must equal `read_start`,
+/// the one read with the other facts.
+fn still_alive(pid: i32, pidfd: Option<&std::os::fd::OwnedFd>, read_start: Option<u64>) -> bool {
     use std::os::fd::AsFd;
     match pidfd {
         Some(fd) => {
@@ -224,8 +225,7 @@ fn still_alive(pid: i32, pidfd: Option<&std::os::fd::OwnedFd>) -> bool {
         None => {
             // Without a pidfd we can only show the pid kept its process
             // across our reads; the parent rule covers the rest.
-            let first = stat(pid).map(|s| s.1);
-            first.is_some() && first == Facts::read(pid).map(|f| f.start_time)
+            read_start.is_some() && read_start == stat(pid).map(|s| s.1)
         }
     }
 }
