@@ -227,6 +227,36 @@ struct FleetServer {
     up: Arc<Upstream>,
 }
 
+/// Every answer to a dispatch names the receipt id the bridge chose for it,
+/// so the caller can always reconcile, whatever the gateway said.
+fn keep_receipt(mut result: CallToolResult, receipt_id: Option<&str>) -> CallToolResult {
+    let Some(id) = receipt_id else {
+        return result;
+    };
+    let mut body = match result.structured_content.take() {
+        Some(Value::Object(body)) if body.contains_key("receiptId") => {
+            result.structured_content = Some(Value::Object(body));
+            return result;
+        }
+        Some(Value::Object(body)) => body,
+        Some(other) => {
+            result.structured_content = Some(other);
+            return result;
+        }
+        None => {
+            result.structured_content = Some(json!({ "receiptId": id }));
+            return result;
+        }
+    };
+    body.insert("receiptId".into(), json!(id));
+    // The text copy is rebuilt from the same body, so both say the same.
+    if result.is_error == Some(true) {
+        CallToolResult::structured_error(Value::Object(body))
+    } else {
+        CallToolResult::structured(Value::Object(body))
+    }
+}
+
 fn refusal_result(code: &str, message: String) -> CallToolResult {
     CallToolResult::structured_error(json!({
         "error": { "code": code, "message": message }
@@ -292,13 +322,19 @@ impl FleetServer {
                             continue;
                         }
                         self.up.note_outcome::<()>(&Err(e.clone()));
-                        return refusal_result(code, format!("{e}; {}", hint(code)));
+                        return keep_receipt(
+                            refusal_result(code, format!("{e}; {}", hint(code))),
+                            receipt_id.as_deref(),
+                        );
                     }
-                    return refusal_result(
-                        "fleet_admission_unavailable",
-                        format!(
-                            "the gateway is unreachable ({e}); nothing was forwarded, retry shortly"
+                    return keep_receipt(
+                        refusal_result(
+                            "fleet_admission_unavailable",
+                            format!(
+                                "the gateway is unreachable ({e}); nothing was forwarded, retry shortly"
+                            ),
                         ),
+                        receipt_id.as_deref(),
                     );
                 }
             };
@@ -306,7 +342,7 @@ impl FleetServer {
             let err = match answer {
                 Ok(Ok(result)) => {
                     self.up.note_outcome::<()>(&Ok(()));
-                    return result;
+                    return keep_receipt(result, receipt_id.as_deref());
                 }
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "no reply within 30 s".to_string(),
@@ -318,7 +354,10 @@ impl FleetServer {
             }
             if let Some(code) = PRE_FORWARD.iter().find(|r| err.contains(**r)) {
                 self.up.note_outcome::<()>(&Err(err.clone()));
-                return refusal_result(code, format!("{err}; {}", hint(code)));
+                return keep_receipt(
+                    refusal_result(code, format!("{err}; {}", hint(code))),
+                    receipt_id.as_deref(),
+                );
             }
             self.up.drop_connection().await;
             return match receipt_id {

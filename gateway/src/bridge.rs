@@ -298,7 +298,62 @@ pub fn tool_definitions(connected: &[String], revision: u64) -> Vec<Tool> {
 
 fn refused(e: &ClankieError) -> CallToolResult {
     tracing::info!(reason = e.code.as_str(), "bridge.refused");
-    CallToolResult::structured_error(json!({ "error": e.body() }))
+    let mut body = json!({ "error": e.body() });
+    if let Some(id) = e.details_json().and_then(|d| {
+        d.get("receiptId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }) {
+        body["receiptId"] = json!(id);
+    }
+    CallToolResult::structured_error(body)
+}
+
+/// A refusal of a dispatch that names the receipt id the call would have
+/// had: nothing was dispatched under it, so the same id may be used again.
+fn with_receipt(e: ClankieError, receipt_id: &str) -> ClankieError {
+    let mut details = e.details_json().unwrap_or_else(|| json!({}));
+    if let Some(d) = details.as_object_mut() {
+        d.insert("receiptId".into(), json!(receipt_id));
+    }
+    e.with_details(details)
+}
+
+/// The answer for a dispatch whose request left but whose verdict never came
+/// back (a reset, a timeout, a service dying): it may have applied.
+pub(crate) fn lost_after_forward(receipt_id: &str) -> Value {
+    json!({
+        "receiptId": receipt_id,
+        "outcome": "uncertain",
+        "detail": "the answer was lost after the request was forwarded; it may have applied: reconcile by this receiptId, never repeat it under a new id",
+    })
+}
+
+/// A call's answer from mcp-host, as the member sees it.
+fn call_result(result: mpb::CallResult) -> CallToolResult {
+    let upstream: Value = if result.result_json.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&result.result_json).unwrap_or(Value::Null)
+    };
+    let mut body = json!({
+        "receiptId": result.receipt_id,
+        "outcome": result.outcome,
+        "name": result.name,
+        "result": upstream,
+        "fromReceipt": result.from_receipt,
+    });
+    if !result.detail.is_empty() {
+        body["detail"] = json!(result.detail);
+    }
+    if result.trimmed {
+        body["trimmed"] = json!(true);
+    }
+    if result.outcome == "error" {
+        CallToolResult::structured_error(body)
+    } else {
+        CallToolResult::structured(body)
+    }
 }
 
 fn admitted(
@@ -332,14 +387,11 @@ impl Budget {
 }
 
 fn status(s: tonic::Status) -> ClankieError {
-    let e = ClankieError::from_status(&s);
-    if s.code() == tonic::Code::Unavailable
-        && !s.metadata().contains_key(clankie_runtime::code::REASON_KEY)
-    {
+    if !ClankieError::is_verdict(&s) && s.code() != tonic::Code::DeadlineExceeded {
         return ErrorCode::ServiceUnavailable
-            .err("the tool host is unavailable right now; retry shortly");
+            .err("a fleet service is unavailable right now; retry shortly");
     }
-    e
+    ClankieError::from_status(&s)
 }
 
 impl Bridge {
@@ -405,21 +457,24 @@ impl Bridge {
         let receipt_id = args
             .receipt_id
             .unwrap_or_else(|| format!("rpt_{}", uuid::Uuid::new_v4().simple()));
-        let resp = self
-            .shared
-            .mailbox
-            .clone()
-            .report(budget.request(
-                clankie_proto::mailbox::v1::ReportRequest {
-                    receipt_id,
-                    text: args.text,
-                    kind: "message".into(),
-                },
-                &a.ticket,
-            )?)
-            .await
-            .map_err(status)?
-            .into_inner();
+        if receipt_id.len() > clankie_runtime::limits::field::RECEIPT_ID {
+            return Err(ErrorCode::InvalidArgument.err(clankie_runtime::limits::RECEIPT_ID_RULE));
+        }
+        let req = budget.request(
+            clankie_proto::mailbox::v1::ReportRequest {
+                receipt_id: receipt_id.clone(),
+                text: args.text,
+                kind: "message".into(),
+            },
+            &a.ticket,
+        )?;
+        let resp = match self.shared.mailbox.clone().report(req).await {
+            Ok(r) => r.into_inner(),
+            Err(s) if ClankieError::is_verdict(&s) => {
+                return Err(with_receipt(ClankieError::from_status(&s), &receipt_id));
+            }
+            Err(_) => return Ok(CallToolResult::structured(lost_after_forward(&receipt_id))),
+        };
         Ok(CallToolResult::structured(json!({
             "receiptId": resp.receipt_id,
             "delivered": true,
@@ -434,9 +489,14 @@ impl Bridge {
         args: ToolsArgs,
     ) -> Result<Value, ClankieError> {
         let mut mcp = self.shared.mcp.clone();
+        use clankie_runtime::limits::field;
         if let Some(names) = args.names.filter(|n| !n.is_empty()) {
             if names.len() > 10 {
                 return Err(ErrorCode::InvalidArgument.err("names selects at most 10 tools"));
+            }
+            if names.iter().any(|n| n.len() > field::TOOL_NAME) {
+                return Err(ErrorCode::InvalidArgument
+                    .err(format!("a tool name is at most {} bytes", field::TOOL_NAME)));
             }
             let resp = mcp
                 .describe_tools(budget.request(mpb::DescribeToolsRequest { names }, &a.ticket)?)
@@ -457,6 +517,12 @@ impl Bridge {
             return Ok(json!({ "revision": resp.revision.to_string(), "tools": tools }));
         }
         let query = args.query.unwrap_or_default();
+        if query.len() > field::SEARCH_QUERY {
+            return Err(ErrorCode::InvalidArgument.err(format!(
+                "a search query is at most {} bytes",
+                field::SEARCH_QUERY
+            )));
+        }
         let resp = mcp
             .search_tools(budget.request(mpb::SearchToolsRequest { query, limit: 0 }, &a.ticket)?)
             .await
@@ -480,56 +546,68 @@ impl Bridge {
         budget: &Budget,
         args: CallArgs,
     ) -> Result<CallToolResult, ClankieError> {
+        use clankie_runtime::limits;
+        if let Some(id) = &args.receipt_id
+            && !limits::receipt_id_ok(id)
+        {
+            return Err(ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE));
+        }
         let mut mcp = self.shared.mcp.clone();
-        let result = match (args.name, args.receipt_id) {
-            (Some(name), receipt_id) => {
-                let arguments = args.arguments.unwrap_or_else(|| json!({}));
-                if !arguments.is_object() {
-                    return Err(ErrorCode::InvalidArgument.err("arguments must be an object"));
-                }
-                let req = mpb::CallToolRequest {
-                    name,
-                    arguments_json: arguments.to_string(),
-                    receipt_id: receipt_id.unwrap_or_default(),
-                    background: args.background,
-                };
-                mcp.call_tool(budget.request(req, &a.ticket)?).await
-            }
-            (None, Some(receipt_id)) => {
-                mcp.get_receipt(budget.request(mpb::GetReceiptRequest { receipt_id }, &a.ticket)?)
-                    .await
-            }
-            (None, None) => {
+        let Some(name) = args.name else {
+            let Some(receipt_id) = args.receipt_id else {
                 return Err(
                     ErrorCode::InvalidArgument.err("give a tool name, or a receiptId to reconcile")
                 );
+            };
+            // Reconciling only reads: a lost answer is simply unavailable.
+            let result = mcp
+                .get_receipt(budget.request(mpb::GetReceiptRequest { receipt_id }, &a.ticket)?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            return Ok(call_result(result));
+        };
+        if name.len() > limits::field::TOOL_NAME {
+            return Err(ErrorCode::InvalidArgument.err(format!(
+                "a tool name is at most {} bytes",
+                limits::field::TOOL_NAME
+            )));
+        }
+        let arguments = args.arguments.unwrap_or_else(|| json!({}));
+        if !arguments.is_object() {
+            return Err(ErrorCode::InvalidArgument.err("arguments must be an object"));
+        }
+        // The receipt id is fixed before anything leaves, so every answer
+        // after this point can name it.
+        let receipt_id = args
+            .receipt_id
+            .unwrap_or_else(|| format!("rcpt_{}", uuid::Uuid::new_v4().simple()));
+        let req = mpb::CallToolRequest {
+            name: name.clone(),
+            arguments_json: arguments.to_string(),
+            receipt_id: receipt_id.clone(),
+            background: args.background,
+        };
+        let req = budget
+            .request(req, &a.ticket)
+            .map_err(|e| with_receipt(e, &receipt_id))?;
+        match mcp.call_tool(req).await {
+            Ok(result) => Ok(call_result(result.into_inner())),
+            // A reason on the status: mcp-host refused before dispatch.
+            Err(s) if ClankieError::is_verdict(&s) => {
+                Err(with_receipt(ClankieError::from_status(&s), &receipt_id))
+            }
+            // The request left and no verdict came back (a reset, a
+            // timeout, the host dying): it may have been dispatched.
+            Err(s) => {
+                tracing::info!(grpc = ?s.code(), "bridge.call.uncertain");
+                let mut body = lost_after_forward(&receipt_id);
+                body["name"] = json!(name);
+                body["result"] = Value::Null;
+                body["fromReceipt"] = json!(false);
+                Ok(CallToolResult::structured(body))
             }
         }
-        .map_err(status)?
-        .into_inner();
-        let upstream: Value = if result.result_json.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&result.result_json).unwrap_or(Value::Null)
-        };
-        let mut body = json!({
-            "receiptId": result.receipt_id,
-            "outcome": result.outcome,
-            "name": result.name,
-            "result": upstream,
-            "fromReceipt": result.from_receipt,
-        });
-        if !result.detail.is_empty() {
-            body["detail"] = json!(result.detail);
-        }
-        if result.trimmed {
-            body["trimmed"] = json!(true);
-        }
-        Ok(if result.outcome == "error" {
-            CallToolResult::structured_error(body)
-        } else {
-            CallToolResult::structured(body)
-        })
     }
 
     /// The catalog's revision and connected accounts right now (the last
@@ -626,29 +704,28 @@ impl ServerHandler for Bridge {
         let budget = Budget(Instant::now(), self.shared.request_budget);
         async move {
             let args = Value::Object(request.arguments.unwrap_or_default());
-            let result = match request.name.as_ref() {
-                TOOLS => {
-                    match serde_json::from_value::<ToolsArgs>(args) {
+            let result =
+                match request.name.as_ref() {
+                    TOOLS => match serde_json::from_value::<ToolsArgs>(args) {
                         Ok(args) => self
                             .tools(&a, &budget, args)
                             .await
                             .map(CallToolResult::structured),
                         Err(e) => Err(ErrorCode::ArgumentsInvalid
                             .err(format!("clankie_tools arguments: {e}"))),
+                    },
+                    CALL => {
+                        match serde_json::from_value::<CallArgs>(args) {
+                            Ok(args) => self.call(&a, &budget, args).await,
+                            Err(e) => Err(ErrorCode::ArgumentsInvalid
+                                .err(format!("clankie_call arguments: {e}"))),
+                        }
                     }
-                }
-                CALL => match serde_json::from_value::<CallArgs>(args) {
-                    Ok(args) => self.call(&a, &budget, args).await,
-                    Err(e) => {
-                        Err(ErrorCode::ArgumentsInvalid.err(format!("clankie_call arguments: {e}")))
-                    }
-                },
-                SUBMIT => Err(ErrorCode::InvalidArgument.err(
-                    "submit_for_review reads the change from your checkout: call it through \
+                    SUBMIT => Err(ErrorCode::InvalidArgument.err(
+                        "submit_for_review reads the change from your checkout: call it through \
                      `clankie mcp --fleet`, or run `clankie review submit` in your pane",
-                )),
-                CANDIDATE => {
-                    match serde_json::from_value::<CandidateArgs>(args) {
+                    )),
+                    CANDIDATE => match serde_json::from_value::<CandidateArgs>(args) {
                         Ok(c) if is_seat(&a) => {
                             crate::seats::review::read(&self.shared, &a, c.candidate_id)
                                 .await
@@ -658,31 +735,29 @@ impl ServerHandler for Bridge {
                             .err("reviews need a native seat; bearer links have none")),
                         Err(e) => Err(ErrorCode::ArgumentsInvalid
                             .err(format!("review_candidate arguments: {e}"))),
+                    },
+                    VERDICT => {
+                        match serde_json::from_value::<crate::seats::review::Verdict>(args) {
+                            Ok(v) if is_seat(&a) => {
+                                crate::seats::review::decide(&self.shared, &a, v)
+                                    .await
+                                    .map(CallToolResult::structured)
+                            }
+                            Ok(_) => Err(ErrorCode::NativeSeatRequired
+                                .err("reviews need a native seat; bearer links have none")),
+                            Err(e) => Err(ErrorCode::ArgumentsInvalid
+                                .err(format!("review_verdict arguments: {e}"))),
+                        }
                     }
-                }
-                VERDICT => {
-                    match serde_json::from_value::<crate::seats::review::Verdict>(args) {
-                        Ok(v) if is_seat(&a) => crate::seats::review::decide(&self.shared, &a, v)
-                            .await
-                            .map(CallToolResult::structured),
-                        Ok(_) => Err(ErrorCode::NativeSeatRequired
-                            .err("reviews need a native seat; bearer links have none")),
-                        Err(e) => Err(ErrorCode::ArgumentsInvalid
-                            .err(format!("review_verdict arguments: {e}"))),
-                    }
-                }
-                GET_WAKE | SCHEDULE_WAKE if !is_seat(&a) => Err(ErrorCode::NativeSeatRequired
-                    .err("the wake tools need a native lead seat; bearer links have none")),
-                GET_WAKE => self.get_wake(&a, &budget).await,
-                SCHEDULE_WAKE => {
-                    match serde_json::from_value::<ScheduleArgs>(args) {
+                    GET_WAKE | SCHEDULE_WAKE if !is_seat(&a) => Err(ErrorCode::NativeSeatRequired
+                        .err("the wake tools need a native lead seat; bearer links have none")),
+                    GET_WAKE => self.get_wake(&a, &budget).await,
+                    SCHEDULE_WAKE => match serde_json::from_value::<ScheduleArgs>(args) {
                         Ok(w) => self.schedule_wake(&a, &budget, w).await,
                         Err(e) => Err(ErrorCode::ArgumentsInvalid
                             .err(format!("schedule_wake arguments: {e}"))),
-                    }
-                }
-                PEERS => {
-                    match serde_json::from_value::<PeersArgs>(args) {
+                    },
+                    PEERS => match serde_json::from_value::<PeersArgs>(args) {
                         Ok(_) if is_seat(&a) => crate::seats::list_peers(&self.shared, &a)
                             .await
                             .map(CallToolResult::structured),
@@ -690,39 +765,38 @@ impl ServerHandler for Bridge {
                             .err("list_fleet_seats needs a native seat; bearer links have none")),
                         Err(e) => Err(ErrorCode::ArgumentsInvalid
                             .err(format!("list_fleet_seats arguments: {e}"))),
+                    },
+                    PEER => {
+                        match serde_json::from_value::<PeerArgs>(args) {
+                            Ok(_) if !is_seat(&a) => Err(ErrorCode::NativeSeatRequired
+                                .err("message_peer needs a native seat; bearer links have none")),
+                            Ok(p) => {
+                                let receipt = p.receipt_id.unwrap_or_else(|| {
+                                    format!("peer_{}", uuid::Uuid::new_v4().simple())
+                                });
+                                crate::seats::send_peer(&self.shared, &a, p.seat, p.text, receipt)
+                                    .await
+                                    .map(CallToolResult::structured)
+                            }
+                            Err(e) => Err(ErrorCode::ArgumentsInvalid
+                                .err(format!("message_peer arguments: {e}"))),
+                        }
                     }
-                }
-                PEER => match serde_json::from_value::<PeerArgs>(args) {
-                    Ok(_) if !is_seat(&a) => Err(ErrorCode::NativeSeatRequired
-                        .err("message_peer needs a native seat; bearer links have none")),
-                    Ok(p) => {
-                        let receipt = p
-                            .receipt_id
-                            .unwrap_or_else(|| format!("peer_{}", uuid::Uuid::new_v4().simple()));
-                        crate::seats::send_peer(&self.shared, &a, p.seat, p.text, receipt)
-                            .await
-                            .map(CallToolResult::structured)
-                    }
-                    Err(e) => {
-                        Err(ErrorCode::ArgumentsInvalid.err(format!("message_peer arguments: {e}")))
-                    }
-                },
-                REPORT => {
-                    match serde_json::from_value::<ReportArgs>(args) {
+                    REPORT => match serde_json::from_value::<ReportArgs>(args) {
                         Ok(args) => self.report(&a, &budget, args).await,
                         Err(e) => Err(ErrorCode::ArgumentsInvalid
                             .err(format!("message_clankie arguments: {e}"))),
+                    },
+                    other => {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "unknown tool {}: this server has clankie_tools and clankie_call",
+                                clankie_runtime::limits::clip(other, 64)
+                            ),
+                            None,
+                        ));
                     }
-                }
-                other => {
-                    return Err(ErrorData::invalid_params(
-                        format!(
-                            "unknown tool {other}: this server has clankie_tools and clankie_call"
-                        ),
-                        None,
-                    ));
-                }
-            };
+                };
             Ok(match result {
                 Ok(r) => r,
                 Err(e) => refused(&e),

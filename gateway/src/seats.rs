@@ -402,7 +402,10 @@ pub(crate) async fn send_peer(
     text: String,
     receipt_id: String,
 ) -> Result<Value, ClankieError> {
-    let r = shared
+    if receipt_id.len() > clankie_runtime::limits::field::RECEIPT_ID {
+        return Err(ErrorCode::InvalidArgument.err(clankie_runtime::limits::RECEIPT_ID_RULE));
+    }
+    let sent = shared
         .mailbox
         .clone()
         .send_peer(request(
@@ -411,14 +414,17 @@ pub(crate) async fn send_peer(
             pb::SendPeerRequest {
                 seat,
                 text,
-                receipt_id,
+                receipt_id: receipt_id.clone(),
             },
             Duration::ZERO,
         ))
-        .await
-        .map_err(|s| ClankieError::from_status(&s))?
-        .into_inner();
-    Ok(receipt_json(&r))
+        .await;
+    match sent {
+        Ok(r) => Ok(receipt_json(&r.into_inner())),
+        Err(s) if ClankieError::is_verdict(&s) => Err(ClankieError::from_status(&s)),
+        // Forwarded, and no verdict came back: the message may be queued.
+        Err(_) => Ok(crate::bridge::lost_after_forward(&receipt_id)),
+    }
 }
 
 pub(crate) async fn peers(

@@ -318,6 +318,32 @@ impl Stack {
         mcp_client(&self.mcp_url, token).await
     }
 
+    /// The stdio fleet bridge (`clankie mcp --fleet`) with a bearer
+    /// `token`, as an MCP client holds it.
+    pub async fn fleet_bridge(
+        &self,
+        token: &str,
+    ) -> anyhow::Result<RunningService<RoleClient, ()>> {
+        let mut cmd = tokio::process::Command::new(bin_dir().join("clankie"));
+        cmd.args(["mcp", "--fleet"])
+            .env("CLANKIE_STATE", self.state.path())
+            .env("CLANKIE_FLEET_TOKEN", token)
+            .env("RUST_LOG", "warn");
+        let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()?;
+        Ok(().serve(transport).await?)
+    }
+
+    /// Sends `signal` to one of this stack's services.
+    pub fn signal(&self, service: &str, signal: nix::sys::signal::Signal) {
+        let pid = self
+            .service_pid(service)
+            .unwrap_or_else(|| panic!("{service} is not running"));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
+            .unwrap_or_else(|e| panic!("signalling {service}: {e}"));
+    }
+
     /// The parent pid of a process, from `/proc/PID/stat`.
     fn ppid(proc_dir: &Path) -> i32 {
         let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();
@@ -497,6 +523,50 @@ pub async fn utc_now(client: &RunningService<RoleClient, ()>) -> anyhow::Result<
 /// The structured content of a result.
 pub fn structured(r: &CallToolResult) -> Value {
     r.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// Waits until `clankie_tools` describes `tool` (its account verified).
+pub async fn wait_tool(client: &RunningService<RoleClient, ()>, tool: &str) {
+    for _ in 0..300 {
+        if let Ok(r) = call(
+            client,
+            "clankie_tools",
+            serde_json::json!({"names": [tool]}),
+        )
+        .await
+            && structured(&r)["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty())
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{tool} never appeared in the catalog");
+}
+
+/// Waits until a file holds the line `line`.
+pub async fn wait_file_line(path: &Path, line: &str, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if file_lines(path).iter().any(|l| l == line) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// Waits until a file holds at least `count` lines.
+pub async fn wait_file_lines(path: &Path, count: usize, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if file_lines(path).len() >= count {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
 }
 
 /// Lines of a file (missing: none).

@@ -160,20 +160,10 @@ async fn python_sdk_through_the_stdio_fleet_bridge() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
-    use rmcp::ServiceExt as _;
     let stack = Stack::start().await.expect("stack");
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
     let token = stack.token("alpha");
-    let mut cmd = tokio::process::Command::new(bin_dir().join("clankie"));
-    cmd.args(["mcp", "--fleet"])
-        .env("CLANKIE_STATE", stack.state.path())
-        .env("CLANKIE_FLEET_TOKEN", &token)
-        .env("RUST_LOG", "warn");
-    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("bridge");
-    let bridge = ().serve(transport).await.expect("serve");
+    let bridge = stack.fleet_bridge(&token).await.expect("bridge");
     assert_eq!(bridge.list_all_tools().await.expect("list").len(), 2);
 
     let gateway = stack.service_pid("gateway").expect("gateway pid");

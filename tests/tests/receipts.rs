@@ -117,6 +117,12 @@ async fn kill_9_of_the_host_mid_calls_loses_and_replays_nothing() {
     let mut first_answers = HashMap::new();
     for t in tasks {
         let (id, r) = t.await.expect("join");
+        // Every call was forwarded before the kill: none may come back as
+        // an error, and each answer names its receipt.
+        let body = r.as_ref().expect("an answer, not a protocol error");
+        assert_eq!(body["receiptId"], id.as_str(), "{body}");
+        let outcome = body["outcome"].as_str().unwrap_or_default();
+        assert!(["ok", "uncertain"].contains(&outcome), "{id}: {body}");
         first_answers.insert(id, r);
     }
     assert!(
@@ -248,4 +254,186 @@ async fn a_changed_committed_shard_refuses_dispatch_and_stays_in_place() {
         1,
         "nothing was rewritten or deleted"
     );
+}
+
+/// Reconciles `receipt` until it settles; returns the settled body.
+async fn settled(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    receipt: &str,
+) -> serde_json::Value {
+    for _ in 0..200 {
+        let r = call(client, "clankie_call", json!({"receiptId": receipt}))
+            .await
+            .expect("reconcile");
+        let b = structured(&r);
+        if b["outcome"] == "ok" || b["outcome"] == "error" {
+            return b;
+        }
+        assert!(
+            b["outcome"] == "uncertain" || b["error"]["retryable"] == true,
+            "reconciling {receipt}: {b}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{receipt} never settled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_stops_answering_is_uncertain_with_the_bridges_receipt() {
+    use nix::sys::signal::Signal;
+    let stack = Stack::start_with(StackOptions {
+        request_budget_ms: Some(2_000),
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let log = stack.state.path().join("edge.log");
+    connect_edge(&stack, &log);
+    let token = stack.token("alpha");
+    let bridge = std::sync::Arc::new(stack.fleet_bridge(&token).await.expect("bridge"));
+    clankie_tests::wait_tool(&bridge, "edge_slow").await;
+
+    // The host freezes after the call left the gateway: the gateway's
+    // deadline passes with no verdict.
+    let call_task = {
+        let bridge = bridge.clone();
+        tokio::spawn(async move {
+            call(
+                &bridge,
+                "clankie_call",
+                json!({"name": "edge_slow", "arguments": {"seconds": 0.5, "tag": "frozen"}}),
+            )
+            .await
+        })
+    };
+    assert!(clankie_tests::wait_file_line(&log, "frozen", Duration::from_secs(10)).await);
+    stack.signal("mcp-host", Signal::SIGSTOP);
+    let answer = structured(&call_task.await.expect("join").expect("call"));
+    stack.signal("mcp-host", Signal::SIGCONT);
+    assert_eq!(answer["outcome"], "uncertain", "{answer}");
+    let receipt = answer["receiptId"]
+        .as_str()
+        .expect("the bridge's receipt id");
+    assert!(receipt.starts_with("rcpt_"), "{answer}");
+
+    let done = settled(&bridge, receipt).await;
+    assert_eq!(done["outcome"], "ok", "{done}");
+    assert_eq!(count(&log, "frozen"), 1, "ran exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_through_the_bridge_answers_uncertain_with_its_receipt() {
+    let stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    connect_edge(&stack, &log);
+    let token = stack.token("alpha");
+    let bridge = std::sync::Arc::new(stack.fleet_bridge(&token).await.expect("bridge"));
+    clankie_tests::wait_tool(&bridge, "edge_slow").await;
+
+    let call_task = {
+        let bridge = bridge.clone();
+        tokio::spawn(async move {
+            call(
+                &bridge,
+                "clankie_call",
+                json!({"name": "edge_slow", "arguments": {"seconds": 5, "tag": "killed"}}),
+            )
+            .await
+        })
+    };
+    assert!(clankie_tests::wait_file_line(&log, "killed", Duration::from_secs(10)).await);
+    // kill -9 closes the host's end: the gateway's shared connection is reset
+    // under the call it forwarded.
+    stack.signal("mcp-host", nix::sys::signal::Signal::SIGKILL);
+    let answer = structured(&call_task.await.expect("join").expect("call"));
+    assert_eq!(answer["outcome"], "uncertain", "not an error: {answer}");
+    let receipt = answer["receiptId"].as_str().expect("receipt").to_string();
+    assert!(receipt.starts_with("rcpt_"), "{answer}");
+    assert!(
+        stack
+            .wait_line("mcp-host restarted", Duration::from_secs(30))
+            .await,
+        "{:?}",
+        stack.lines()
+    );
+    // The restarted host read the receipt as dispatched: it stays uncertain,
+    // and a retry under the same id never runs it again.
+    clankie_tests::wait_tool(&bridge, "edge_slow").await;
+    let r = call(&bridge, "clankie_call", json!({"receiptId": receipt}))
+        .await
+        .expect("reconcile");
+    assert_eq!(
+        structured(&r)["outcome"],
+        "uncertain",
+        "{:?}",
+        structured(&r)
+    );
+    let r = call(
+        &bridge,
+        "clankie_call",
+        json!({"name": "edge_slow", "arguments": {"seconds": 5, "tag": "killed"}, "receiptId": receipt}),
+    )
+    .await
+    .expect("retry");
+    assert_eq!(structured(&r)["fromReceipt"], true);
+    assert_eq!(count(&log, "killed"), 1, "never dispatched twice");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_members_64_kb_fields_never_abort_the_calls_of_others() {
+    let stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    connect_edge(&stack, &log);
+    let token = stack.token("alpha");
+    let others = std::sync::Arc::new(stack.client(&token).await.expect("client"));
+    clankie_tests::wait_tool(&others, "edge_slow").await;
+    let hostile = stack.client(&stack.token("beta")).await.expect("client");
+
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let client = others.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("inflight-{i:02}");
+            let r = call(
+                &client,
+                "clankie_call",
+                json!({"name": "edge_slow", "arguments": {"seconds": 1.5, "tag": id}, "receiptId": id}),
+            )
+            .await
+            .expect("call");
+            (id, structured(&r))
+        }));
+    }
+    assert!(clankie_tests::wait_file_lines(&log, 20, Duration::from_secs(20)).await);
+    let big = "x".repeat(64 << 10);
+    for args in [
+        json!({"name": "edge_slow", "arguments": {"seconds": 0, "tag": "big-id"}, "receiptId": big}),
+        json!({"name": big, "arguments": {}}),
+        json!({"receiptId": big}),
+    ] {
+        let r = call(&hostile, "clankie_call", args)
+            .await
+            .expect("answered");
+        let b = structured(&r);
+        assert_eq!(
+            b["error"]["code"],
+            "invalid_argument",
+            "{}",
+            &b.to_string()[..200.min(b.to_string().len())]
+        );
+        assert!(
+            b.to_string().len() < 4096,
+            "the refusal does not echo the field"
+        );
+    }
+    let r = call(&hostile, "clankie_tools", json!({"names": [big]}))
+        .await
+        .expect("answered");
+    assert_eq!(structured(&r)["error"]["code"], "invalid_argument");
+    for t in tasks {
+        let (id, b) = t.await.expect("join");
+        assert_eq!(b["outcome"], "ok", "{id}: {b}");
+        assert_eq!(b["receiptId"], id.as_str());
+    }
+    assert_eq!(count(&log, "big-id"), 0);
 }

@@ -208,13 +208,6 @@ fn audit_text(who: &Who, principal: &Principal) -> String {
     }
 }
 
-fn valid_receipt_id(id: &str) -> bool {
-    (8..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
-}
-
 fn arguments_hash(args: &Value) -> String {
     hex::encode(Sha256::digest(serde_json::to_vec(args).unwrap_or_default()))
 }
@@ -476,11 +469,10 @@ impl McpHost {
         }
         let receipt_id = if req.receipt_id.is_empty() {
             format!("rcpt_{}", uuid::Uuid::new_v4().simple())
-        } else if valid_receipt_id(&req.receipt_id) {
+        } else if clankie_runtime::limits::receipt_id_ok(&req.receipt_id) {
             req.receipt_id.clone()
         } else {
-            return Err(ErrorCode::InvalidArgument
-                .err("receiptId must be 8-128 characters of letters, digits, - _ . :"));
+            return Err(ErrorCode::InvalidArgument.err(clankie_runtime::limits::RECEIPT_ID_RULE));
         };
         let args_sha = arguments_hash(&args);
         if let Some(existing) = self.inner.receipts.get(&receipt_id) {
@@ -756,20 +748,28 @@ impl McpHost {
         let wait = budget
             .saturating_sub(started.elapsed())
             .saturating_sub(REPLY_MARGIN);
-        match tokio::time::timeout(wait, rx).await {
-            Ok(Ok(Ok(settled))) => Ok(result_pb(&settled, false)),
-            Ok(Ok(Err(e))) => Err(e),
+        // Past this point the call was dispatched: every answer carries its
+        // receipt, and none is a refusal.
+        let detail = match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(Ok(settled))) => return Ok(result_pb(&settled, false)),
+            // The outcome is known but not durable: a crash now would leave
+            // the receipt reading "dispatched", so the honest answer is
+            // uncertain until the store takes the write.
+            Ok(Ok(Err(e))) => format!(
+                "the call ran, but its outcome could not be recorded ({}); reconcile with clankie_call({{receiptId}})",
+                e.code.as_str()
+            ),
             Ok(Err(_)) | Err(_) => {
-                let mut r = self.inner.receipts.get(&receipt_id).unwrap_or(record);
-                r.detail = Some(
-                    "the deadline passed after dispatch: the call may have applied; reconcile with clankie_call({receiptId})"
-                        .into(),
-                );
-                let mut out = result_pb(&r, false);
-                out.outcome = Outcome::Uncertain.as_str().into();
-                Ok(out)
+                "the deadline passed after dispatch: the call may have applied; reconcile with clankie_call({receiptId})"
+                    .into()
             }
-        }
+        };
+        let mut r = self.inner.receipts.get(&receipt_id).unwrap_or(record);
+        r.detail = Some(detail);
+        r.result = None;
+        let mut out = result_pb(&r, false);
+        out.outcome = Outcome::Uncertain.as_str().into();
+        Ok(out)
     }
 
     fn replay(
@@ -812,8 +812,9 @@ impl McpHost {
                 Ok(result_pb(&r, true))
             }
             _ => {
-                Err(ErrorCode::ReceiptNotFound
-                    .err(format!("no receipt {receipt_id} for this caller")))
+                // A damaged store cannot say a receipt does not exist.
+                self.inner.receipts.health()?;
+                Err(ErrorCode::ReceiptNotFound.err("no receipt with this id for this caller"))
             }
         }
     }

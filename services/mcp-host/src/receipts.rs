@@ -327,9 +327,15 @@ impl ReceiptStore {
             }
             record.seq = st.next_seq;
             record.status = Status::Dispatched;
-            insert(&mut st, record);
+            insert(&mut st, record.clone());
         }
-        self.flush().await?;
+        if let Err(e) = self.flush().await {
+            // Nothing will be dispatched: the record must not be written
+            // later as "dispatched", or it would read "may have applied"
+            // forever.
+            forget(&mut lock(&self.inner.state), &record.receipt_id);
+            return Err(e);
+        }
         Ok(Begin::Durable)
     }
 
@@ -407,6 +413,25 @@ fn insert(st: &mut StoreState, record: Record) {
     st.index
         .insert(record.receipt_id.clone(), (b, bucket.records.len()));
     bucket.records.push(record);
+    bucket.dirty = true;
+    st.manifest_dirty = true;
+}
+
+/// Removes a record that never became durable, and re-indexes the records
+/// after it in its bucket.
+fn forget(st: &mut StoreState, receipt_id: &str) {
+    let Some((b, i)) = st.index.remove(receipt_id) else {
+        return;
+    };
+    let Some(bucket) = st.buckets.get_mut(&b) else {
+        return;
+    };
+    if i < bucket.records.len() {
+        bucket.records.remove(i);
+    }
+    for (j, r) in bucket.records.iter().enumerate().skip(i) {
+        st.index.insert(r.receipt_id.clone(), (b, j));
+    }
     bucket.dirty = true;
     st.manifest_dirty = true;
 }

@@ -284,7 +284,17 @@ impl ClankieError {
             .and_then(|d| serde_json::from_str(d).ok())
     }
 
-    /// Recovers the reason from a gRPC status, falling back on its code.
+    /// True when a service gave this status as a verdict (a reason rode
+    /// on it). Anything else came from the transport: the request may or
+    /// may not have reached the service.
+    pub fn is_verdict(status: &tonic::Status) -> bool {
+        status.metadata().contains_key(REASON_KEY)
+    }
+
+    /// Recovers the reason from a gRPC status. A status without one never
+    /// becomes a domain reason: it is the transport failing (a service
+    /// down, killed mid-request, or a connection reset), which is
+    /// `service_unavailable`, or the deadline passing.
     pub fn from_status(status: &tonic::Status) -> Self {
         let code = status
             .metadata()
@@ -292,13 +302,12 @@ impl ClankieError {
             .and_then(|v| v.to_str().ok())
             .and_then(ErrorCode::parse)
             .unwrap_or(match status.code() {
-                Code::Unavailable | Code::Cancelled => ErrorCode::ServiceUnavailable,
                 Code::DeadlineExceeded => ErrorCode::DeadlineExceeded,
-                Code::InvalidArgument => ErrorCode::InvalidArgument,
-                Code::Unauthenticated => ErrorCode::FleetCredentialRequired,
-                Code::PermissionDenied => ErrorCode::FleetCredentialInvalid,
-                Code::NotFound => ErrorCode::ReceiptNotFound,
-                Code::DataLoss => ErrorCode::ReceiptStoreCorrupt,
+                Code::Unavailable
+                | Code::Cancelled
+                | Code::Unknown
+                | Code::Internal
+                | Code::Aborted => ErrorCode::ServiceUnavailable,
                 _ => ErrorCode::Internal,
             });
         ClankieError {
@@ -315,7 +324,10 @@ impl ClankieError {
 
 impl From<ClankieError> for tonic::Status {
     fn from(e: ClankieError) -> Self {
-        let mut status = tonic::Status::new(e.code.grpc(), e.message);
+        // Messages may quote caller text: bounded, so a status never grows
+        // past what an HTTP/2 peer accepts in its trailers.
+        let message = crate::limits::clip(&e.message, crate::limits::MAX_STATUS_MESSAGE);
+        let mut status = tonic::Status::new(e.code.grpc(), message.into_owned());
         status.metadata_mut().insert(
             REASON_KEY,
             tonic::metadata::MetadataValue::from_static(e.code.as_str()),
@@ -323,6 +335,7 @@ impl From<ClankieError> for tonic::Status {
         if let Some(v) = e
             .details
             .as_deref()
+            .filter(|d| d.len() <= crate::limits::MAX_STATUS_DETAILS)
             .and_then(|d| tonic::metadata::MetadataValue::try_from(d).ok())
         {
             status.metadata_mut().insert(DETAILS_KEY, v);
@@ -344,6 +357,35 @@ mod tests {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
             assert!(code.http().is_client_error() || code.http().is_server_error());
         }
+    }
+
+    #[test]
+    fn a_transport_failure_is_never_a_domain_reason() {
+        for code in [Code::NotFound, Code::PermissionDenied, Code::DataLoss] {
+            let e = ClankieError::from_status(&tonic::Status::new(code, "x"));
+            assert_eq!(e.code, ErrorCode::Internal, "{code:?}");
+        }
+        let reset = tonic::Status::unknown("h2 protocol error: connection reset");
+        assert_eq!(
+            ClankieError::from_status(&reset).code,
+            ErrorCode::ServiceUnavailable
+        );
+        assert!(!ClankieError::is_verdict(&reset));
+    }
+
+    #[test]
+    fn a_status_never_carries_unbounded_caller_text() {
+        let long = "x".repeat(70_000);
+        let status: tonic::Status = ErrorCode::UnknownTool
+            .err(format!("no tool {long}"))
+            .with_details(serde_json::json!({ "name": long }))
+            .into();
+        assert!(status.message().len() <= crate::limits::MAX_STATUS_MESSAGE);
+        assert!(status.metadata().get(DETAILS_KEY).is_none());
+        assert_eq!(
+            ClankieError::from_status(&status).code,
+            ErrorCode::UnknownTool
+        );
     }
 
     #[test]

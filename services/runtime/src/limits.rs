@@ -11,3 +11,71 @@ pub const MAX_CANDIDATE_BODY: usize = MAX_CANDIDATE_PATCH / 3 * 4 + 4 + (64 << 1
 
 /// The largest gRPC message a review submission or read needs.
 pub const MAX_CANDIDATE_MESSAGE: usize = MAX_CANDIDATE_PATCH + (1 << 20);
+
+/// Lengths of the fields a caller names, checked at the gateway before
+/// anything is forwarded (bytes of UTF-8).
+pub mod field {
+    /// A receipt id: 8 to 128 of `A-Z a-z 0-9 - _ . :`.
+    pub const RECEIPT_ID: usize = 128;
+    /// A tool name, qualified (`account_tool`) or not.
+    pub const TOOL_NAME: usize = 256;
+    /// An account name.
+    pub const ACCOUNT_NAME: usize = 64;
+    /// An `mcp-session-id` header.
+    pub const SESSION_ID: usize = 128;
+    /// A JSON-RPC `id`, as JSON text (a string's quotes included).
+    pub const JSONRPC_ID: usize = 130;
+    /// A `clankie_tools` search query.
+    pub const SEARCH_QUERY: usize = 1024;
+    /// A path segment naming a pane, peer message or review candidate.
+    pub const PATH_SEGMENT: usize = 256;
+}
+
+/// True for a receipt id a caller may choose: 8 to 128 of
+/// `A-Z a-z 0-9 - _ . :`.
+pub fn receipt_id_ok(id: &str) -> bool {
+    (8..=field::RECEIPT_ID).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// The refusal for a receipt id a caller may not choose.
+pub const RECEIPT_ID_RULE: &str = "receiptId must be 8-128 characters of letters, digits, - _ . :";
+
+/// The longest refusal message carried on a gRPC status. A status travels
+/// in HTTP/2 trailers, and a header block past the peer's limit resets the
+/// whole connection, with every other caller's calls on it: caller text is
+/// never echoed unbounded.
+pub const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// The longest structured details carried beside a refusal.
+pub const MAX_STATUS_DETAILS: usize = 2048;
+
+/// Cuts `text` to at most `max` bytes on a character boundary, marking the
+/// cut with an ellipsis.
+pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}...", &text[..end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_keeps_short_text_and_cuts_long_text_on_a_boundary() {
+        assert_eq!(clip("short", 10), "short");
+        let long = "é".repeat(100);
+        let cut = clip(&long, 11);
+        assert!(cut.len() <= 11, "{cut}");
+        assert!(cut.ends_with("..."));
+        assert!(cut.starts_with("éééé"));
+    }
+}
