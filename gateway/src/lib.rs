@@ -10,10 +10,15 @@
 //! Does not own: any state, accounts, receipts or settings.
 
 mod bridge;
+mod intake;
 pub mod local;
 mod operator;
 mod seats;
+mod serve;
 mod sessions;
+
+pub use serve::ConnLimits;
+pub use sessions::SessionCaps;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -60,6 +65,8 @@ pub struct Options {
     pub allowed_hosts: Vec<String>,
     /// The total budget of one request (default 30 s).
     pub request_budget: Duration,
+    /// How many MCP sessions may be open, in all and per principal.
+    pub session_caps: SessionCaps,
 }
 
 /// Shared state behind every handler.
@@ -75,6 +82,7 @@ pub(crate) struct Shared {
     pub(crate) settings: watch::Sender<apb::FleetSettings>,
     pub(crate) peers: std::sync::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
     pub(crate) request_budget: Duration,
+    session_caps: sessions::SessionCaps,
     allowed_hosts: Vec<String>,
 }
 
@@ -118,6 +126,7 @@ impl Options {
                 settings,
                 peers: std::sync::Mutex::new(Vec::new()),
                 request_budget: self.request_budget.min(REQUEST_BUDGET),
+                session_caps: self.session_caps,
                 allowed_hosts: self.allowed_hosts,
             }),
         };
@@ -159,7 +168,7 @@ impl Gateway {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(SESSION_IDLE);
         let manager = Arc::new(manager);
-        let sessions = sessions::Sessions::new(manager.clone());
+        let sessions = sessions::Sessions::new(manager.clone(), self.shared.session_caps);
         tokio::spawn(sessions.clone().prune(shutdown.clone()));
         let factory_shared = shared.clone();
         let mcp = StreamableHttpService::new(
@@ -226,17 +235,23 @@ impl Gateway {
             .with_state(shared)
     }
 
-    /// Serves HTTP on `listener` until `shutdown`.
+    /// Serves HTTP on `listener` until `shutdown` (bearer clients).
     pub async fn serve(
         &self,
         listener: tokio::net::TcpListener,
+        limits: ConnLimits,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await?;
-        Ok(())
+        serve::serve(
+            listener,
+            router,
+            limits,
+            |_, _| None::<()>,
+            |addr: &SocketAddr| Some(addr.ip()),
+            shutdown,
+        )
+        .await
     }
 
     /// Serves HTTP on the local Unix socket until `shutdown`. Each
@@ -245,16 +260,19 @@ impl Gateway {
     pub async fn serve_local(
         &self,
         listener: tokio::net::UnixListener,
+        limits: ConnLimits,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
-        axum::serve(
+        serve::serve(
             local::CredListener::new(listener)?,
-            router.into_make_service_with_connect_info::<local::LocalPeer>(),
+            router,
+            limits,
+            |io, _| Some(local::LocalPeer::unix(io)),
+            |_| None,
+            shutdown,
         )
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await?;
-        Ok(())
+        .await
     }
 
     /// Serves HTTP on the local loopback TCP listener until `shutdown`, for
@@ -263,16 +281,19 @@ impl Gateway {
     pub async fn serve_local_tcp(
         &self,
         listener: tokio::net::TcpListener,
+        limits: ConnLimits,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
-        axum::serve(
+        serve::serve(
             listener,
-            router.into_make_service_with_connect_info::<local::LocalPeer>(),
+            router,
+            limits,
+            |io, addr: &SocketAddr| Some(local::LocalPeer::tcp(io, *addr)),
+            |addr: &SocketAddr| Some(addr.ip()),
+            shutdown,
         )
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await?;
-        Ok(())
+        .await
     }
 }
 
@@ -317,7 +338,12 @@ async fn admit(State(state): State<AdmitState>, req: Request, next: Next) -> Res
 
 /// Runs an admitted request, inside the session it names only when that
 /// session is the caller's.
-async fn run_admitted(sessions: &sessions::Sessions, req: Request, next: Next) -> Response {
+async fn run_admitted(
+    sessions: &sessions::Sessions,
+    req: Request,
+    ids: Vec<String>,
+    next: Next,
+) -> Response {
     let owner = req
         .extensions()
         .get::<Admitted>()
@@ -328,14 +354,46 @@ async fn run_admitted(sessions: &sessions::Sessions, req: Request, next: Next) -
     }
     let deleting = req.method() == http::Method::DELETE;
     let named = sessions::named(req.headers());
-    let resp = jsonrpc_errors(next.run(req).await).await;
+    let on_mcp = req.uri().path().starts_with("/mcp");
+    if on_mcp
+        && named.is_none()
+        && req.method() == http::Method::POST
+        && let Err(e) = sessions.check_room(&owner).await
+    {
+        return refusal(&e);
+    }
+    let held = match &named {
+        Some(session) if !ids.is_empty() => match sessions.claim(session, &ids) {
+            Ok(held) => Some(held),
+            Err(e) => {
+                let id = serde_json::from_str(&ids[0]).unwrap_or(serde_json::Value::Null);
+                return intake::jsonrpc_refusal(&e, id);
+            }
+        },
+        _ => None,
+    };
+    let resp = intake::jsonrpc_errors(next.run(req).await).await;
     sessions.settle(deleting, named.as_deref(), &resp, &owner);
-    resp
+    match held {
+        Some(held) => intake::hold_until_sent(resp, held),
+        None => resp,
+    }
+}
+
+/// The connection a request came on is admitted: it no longer counts
+/// against the unadmitted cap.
+fn mark_admitted(req: &Request) {
+    if let Some(tag) = req.extensions().get::<serve::ConnTag>() {
+        tag.admitted();
+    }
 }
 
 async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Response {
     let AdmitState { shared, sessions } = state;
-    let limit = body_limit(req.uri().path());
+    if let Err(e) = intake::check_head(&req) {
+        return refusal(&e);
+    }
+    let limit = intake::body_limit(req.uri().path());
     let too_big = req
         .headers()
         .get(http::header::CONTENT_LENGTH)
@@ -343,7 +401,7 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
         .and_then(|v| v.parse::<usize>().ok())
         .is_some_and(|n| n > limit);
     if too_big {
-        return refusal(&too_large(limit));
+        return refusal(&intake::too_large(limit));
     }
     let bearer = req
         .headers()
@@ -361,16 +419,17 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
     {
         return match local::admit(&shared, &peer).await {
             Ok(admitted) => {
+                mark_admitted(&req);
                 req.extensions_mut().insert(admitted);
-                let req = match checked_body(req).await {
-                    Ok(req) => req,
+                let (req, ids) = match intake::checked_body(req).await {
+                    Ok(checked) => checked,
                     Err(resp) => return resp,
                 };
                 // The whole body is read: all of it must be the member's.
                 if let Err(e) = local::check_writers(&shared, &peer).await {
                     return refusal(&e);
                 }
-                run_admitted(&sessions, req, next).await
+                run_admitted(&sessions, req, ids, next).await
             }
             Err(e) => refusal(&e),
         };
@@ -391,16 +450,17 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
                 .settings
                 .as_ref()
                 .is_some_and(|s| s.tools == FleetTools::Connected as i32);
+            mark_admitted(&req);
             req.extensions_mut().insert(Admitted {
                 ticket: resp.ticket,
                 principal: resp.principal.unwrap_or_default(),
                 tools_on,
             });
-            let req = match checked_body(req).await {
-                Ok(req) => req,
+            let (req, ids) = match intake::checked_body(req).await {
+                Ok(checked) => checked,
                 Err(resp) => return resp,
             };
-            run_admitted(&sessions, req, next).await
+            run_admitted(&sessions, req, ids, next).await
         }
         Err(status) => {
             let mut e = ClankieError::from_status(&status);
@@ -417,76 +477,6 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
             refusal(&e)
         }
     }
-}
-
-/// The largest body a route takes: 4 MiB, or a review submission's patch
-/// quota in base64.
-fn body_limit(path: &str) -> usize {
-    if path.ends_with("/review-candidates") {
-        clankie_runtime::limits::MAX_CANDIDATE_BODY
-    } else {
-        MAX_BODY
-    }
-}
-
-fn too_large(limit: usize) -> ClankieError {
-    ErrorCode::PayloadTooLarge.err(format!(
-        "the request body is larger than {} KiB",
-        limit >> 10
-    ))
-}
-
-/// A JSON-RPC error response (`id: null`) with an HTTP status.
-fn jsonrpc_error(status: http::StatusCode, code: i64, message: String) -> Response {
-    (
-        status,
-        axum::Json(json!({
-            "jsonrpc": "2.0",
-            "id": null,
-            "error": { "code": code, "message": message },
-        })),
-    )
-        .into_response()
-}
-
-/// Buffers a POST body (bounded) and answers a body that is not JSON with a
-/// JSON-RPC parse error, before the MCP service sees it.
-async fn checked_body(req: Request) -> Result<Request, Response> {
-    if req.method() != http::Method::POST {
-        return Ok(req);
-    }
-    let limit = body_limit(req.uri().path());
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| refusal(&too_large(limit)))?;
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        return Err(jsonrpc_error(
-            http::StatusCode::BAD_REQUEST,
-            -32700,
-            format!("parse error: {e}"),
-        ));
-    }
-    Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
-}
-
-/// Turns a plain-text client error from the MCP service into a JSON-RPC
-/// error, so every malformed request gets one.
-async fn jsonrpc_errors(resp: Response) -> Response {
-    let is_json = resp
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
-    if !resp.status().is_client_error() || is_json {
-        return resp;
-    }
-    let status = resp.status();
-    let text = axum::body::to_bytes(resp.into_body(), 64 << 10)
-        .await
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-        .unwrap_or_default();
-    jsonrpc_error(status, -32600, format!("invalid request: {text}"))
 }
 
 async fn healthz() -> impl IntoResponse {

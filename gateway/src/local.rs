@@ -29,13 +29,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::IncomingStream;
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::FleetTools;
 use clankie_runtime::{ClankieError, ErrorCode};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
-use tokio::net::{TcpListener, UnixListener, UnixStream};
+use tokio::net::{UnixListener, UnixStream};
 
 use crate::{Admitted, Shared};
 
@@ -335,9 +333,9 @@ fn pidfs_id(stream: &UnixStream) -> Option<u64> {
     nix::sys::stat::fstat(&fd).ok().map(|st| st.st_ino)
 }
 
-impl Connected<IncomingStream<'_, CredListener>> for LocalPeer {
-    fn connect_info(stream: IncomingStream<'_, CredListener>) -> Self {
-        let io = stream.io();
+impl LocalPeer {
+    /// What the kernel says about a Unix connection's peer.
+    pub fn unix(io: &CredStream) -> Self {
         let (pid, uid) = io
             .inner
             .peer_cred()
@@ -352,12 +350,10 @@ impl Connected<IncomingStream<'_, CredListener>> for LocalPeer {
             proof: tokio::sync::Mutex::new(None),
         }))
     }
-}
 
-impl Connected<IncomingStream<'_, TcpListener>> for LocalPeer {
-    fn connect_info(stream: IncomingStream<'_, TcpListener>) -> Self {
-        let client = *stream.remote_addr();
-        let server = stream.io().local_addr().ok();
+    /// A loopback TCP connection's two ends, for the owner lookup.
+    pub fn tcp(io: &tokio::net::TcpStream, client: std::net::SocketAddr) -> Self {
+        let server = io.local_addr().ok();
         LocalPeer(Arc::new(PeerState {
             pid: 0,
             uid: u32::MAX,

@@ -27,6 +27,24 @@ struct Args {
     /// Total budget of one request in milliseconds (at most 30000).
     #[arg(long, env = "CLANKIE_REQUEST_BUDGET_MS", default_value_t = 30_000)]
     request_budget_ms: u64,
+    /// Most MCP sessions open at once on one listener.
+    #[arg(long, env = "CLANKIE_MAX_SESSIONS", default_value_t = clankie_gateway::SessionCaps::default().total)]
+    max_sessions: usize,
+    /// Most MCP sessions one principal (a pane or a bearer link) may hold.
+    #[arg(long, env = "CLANKIE_MAX_SESSIONS_PER_PRINCIPAL", default_value_t = clankie_gateway::SessionCaps::default().per_principal)]
+    max_sessions_per_principal: usize,
+    /// Milliseconds a connection has to send a complete request head.
+    #[arg(long, env = "CLANKIE_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// Most connections one listener holds.
+    #[arg(long, env = "CLANKIE_MAX_CONNECTIONS", default_value_t = clankie_gateway::ConnLimits::default().max_conns)]
+    max_connections: usize,
+    /// Most connections one listener holds that have not been admitted yet.
+    #[arg(long, env = "CLANKIE_MAX_UNADMITTED", default_value_t = clankie_gateway::ConnLimits::default().max_unadmitted)]
+    max_unadmitted: usize,
+    /// Most connections from one address on a TCP listener.
+    #[arg(long, env = "CLANKIE_MAX_CONNECTIONS_PER_IP", default_value_t = clankie_gateway::ConnLimits::default().max_per_ip)]
+    max_connections_per_ip: usize,
 }
 
 #[tokio::main]
@@ -53,8 +71,18 @@ async fn main() -> anyhow::Result<()> {
         paths: paths.clone(),
         allowed_hosts: args.allowed_hosts,
         request_budget: std::time::Duration::from_millis(args.request_budget_ms),
+        session_caps: clankie_gateway::SessionCaps {
+            total: args.max_sessions,
+            per_principal: args.max_sessions_per_principal,
+        },
     }
     .build(shutdown.clone());
+    let limits = clankie_gateway::ConnLimits {
+        header_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
+        max_conns: args.max_connections,
+        max_unadmitted: args.max_unadmitted,
+        max_per_ip: args.max_connections_per_ip,
+    };
     let addr = tcp.local_addr()?;
     let local_addr = local_tcp.local_addr()?;
     gateway.write_discovery(addr, local_addr)?;
@@ -70,14 +98,14 @@ async fn main() -> anyhow::Result<()> {
     let local = {
         let gateway = gateway.clone();
         let shutdown = shutdown.clone();
-        tokio::spawn(async move { gateway.serve_local(local_listener, shutdown).await })
+        tokio::spawn(async move { gateway.serve_local(local_listener, limits, shutdown).await })
     };
     let local_tcp = {
         let gateway = gateway.clone();
         let shutdown = shutdown.clone();
-        tokio::spawn(async move { gateway.serve_local_tcp(local_tcp, shutdown).await })
+        tokio::spawn(async move { gateway.serve_local_tcp(local_tcp, limits, shutdown).await })
     };
-    gateway.serve(tcp, shutdown.clone()).await?;
+    gateway.serve(tcp, limits, shutdown.clone()).await?;
     let _ = local.await;
     let _ = local_tcp.await;
     let _ = std::fs::remove_file(paths.gateway_discovery());

@@ -118,11 +118,11 @@ fn code(r: &Value) -> String {
         .to_string()
 }
 
-/// The host's own refusal (before dispatch: no receipt), and the role it
+/// The host's own refusal (before dispatch: no outcome), and the role it
 /// names.
 fn host_refusal(r: &Value) -> (String, String) {
     assert!(
-        r["result"].get("receiptId").is_none(),
+        r["result"].get("outcome").is_none() && r["result"]["error"].is_object(),
         "refused by the host before dispatch, not by the store: {r}"
     );
     let e = &r["result"]["error"];

@@ -743,6 +743,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_begin_that_cannot_be_made_durable_is_forgotten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let shards = dir.path().join(SHARDS);
+        {
+            let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+            // A file where the shard folder was: every write fails, as on a
+            // full disk.
+            std::fs::remove_dir(&shards).expect("rmdir");
+            std::fs::write(&shards, b"").expect("block");
+            let e = s.begin(rec("lost-call")).await.err().expect("refused");
+            assert_eq!(e.code, ErrorCode::ReceiptStoreUnavailable);
+            assert!(s.get("lost-call").is_none());
+            std::fs::remove_file(&shards).expect("unblock");
+            std::fs::create_dir(&shards).expect("mkdir");
+            assert!(matches!(
+                s.begin(rec("kept-call")).await,
+                Ok(Begin::Durable)
+            ));
+            assert_eq!(s.stats().pending, 1);
+        }
+        let s = ReceiptStore::open(dir.path(), 1000).expect("reopen");
+        assert!(s.get("lost-call").is_none(), "never written as dispatched");
+        assert!(s.get("kept-call").is_some());
+    }
+
+    #[tokio::test]
     async fn changed_shard_refuses_and_is_left_in_place() {
         let dir = tempfile::tempdir().expect("tempdir");
         {

@@ -56,6 +56,7 @@ codes! {
     InternalCallerRefused => "internal_caller_refused",
     WorkerSandboxUnavailable => "worker_sandbox_unavailable",
     SessionNotFound => "session_not_found",
+    TooManySessions => "too_many_sessions",
     NotOwner => "not_owner",
     RoleNotAllowed => "role_not_allowed",
     AccountNotFound => "account_not_found",
@@ -152,7 +153,9 @@ impl ErrorCode {
             | ErrorCode::ShuttingDown => Code::Unavailable,
             ErrorCode::UpstreamError => Code::Unknown,
             ErrorCode::DeadlineExceeded => Code::DeadlineExceeded,
-            ErrorCode::RequestBudget | ErrorCode::ReviewQuota => Code::ResourceExhausted,
+            ErrorCode::RequestBudget | ErrorCode::ReviewQuota | ErrorCode::TooManySessions => {
+                Code::ResourceExhausted
+            }
             ErrorCode::Internal => Code::Internal,
         }
     }
@@ -214,7 +217,9 @@ impl ErrorCode {
             | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::UpstreamError => StatusCode::BAD_GATEWAY,
             ErrorCode::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
-            ErrorCode::RequestBudget | ErrorCode::ReviewQuota => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RequestBudget | ErrorCode::ReviewQuota | ErrorCode::TooManySessions => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
         }
     }
 
