@@ -235,11 +235,9 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let mut healthy = true;
     for &name in SERVICES {
         let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
-        let ok = grpc::health(&paths.socket(name), crate::up::health_name(name), meta)
-            .await
-            .unwrap_or(false);
-        healthy &= ok;
-        services.insert(name.into(), json!(if ok { "serving" } else { "down" }));
+        let state = crate::up::service_state(&paths, name, meta).await;
+        healthy &= state == "serving";
+        services.insert(name.into(), json!(state));
     }
     let receipts = match mcp(&paths)?
         .receipt_stats(mpb::ReceiptStatsRequest {})

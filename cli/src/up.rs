@@ -45,6 +45,23 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const STABLE: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
+/// A service as `status` and `doctor` show it: `serving` (live and ready),
+/// `not_ready` (live, but its state is unreadable or still loading; see its
+/// log) or `down`.
+pub async fn service_state(paths: &StatePaths, name: &str, meta: grpc::Meta) -> &'static str {
+    let socket = paths.socket(name);
+    if grpc::health(&socket, health_name(name), meta.clone())
+        .await
+        .unwrap_or(false)
+    {
+        "serving"
+    } else if grpc::health(&socket, "", meta).await.unwrap_or(false) {
+        "not_ready"
+    } else {
+        "down"
+    }
+}
+
 pub fn health_name(service: &str) -> &'static str {
     HEALTH_NAMES
         .iter()
@@ -109,12 +126,16 @@ struct Service {
 fn spawn(bin_dir: &Path, paths: &StatePaths, name: &str, args: &UpArgs) -> anyhow::Result<Child> {
     let logs = paths.root().join("logs");
     state::private_dir(&logs)?;
+    let log_path = logs.join(format!("{name}.log"));
+    // The service writes its log itself, rotating it at a size cap; what it
+    // prints before its logger starts (or a panic) lands here too.
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(logs.join(format!("{name}.log")))?;
+        .open(&log_path)?;
     let mut cmd = Command::new(bin_dir.join(format!("clankie-{name}")));
-    cmd.env("CLANKIE_STATE", paths.root())
+    cmd.env("CLANKIE_LOG_FILE", &log_path)
+        .env("CLANKIE_STATE", paths.root())
         .env("CLANKIE_PARENT_PID", std::process::id().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
@@ -137,7 +158,9 @@ async fn wait_healthy(paths: &StatePaths, name: &str, child: &mut Child) -> anyh
         if let Ok(Some(status)) = child.try_wait() {
             bail!("clankie-{name} exited during start ({status}); see logs/{name}.log");
         }
-        if grpc::health(&socket, health_name(name), owner.clone())
+        // Liveness: a service whose state is unreadable still starts, and
+        // says so through its readiness.
+        if grpc::health(&socket, "", owner.clone())
             .await
             .unwrap_or(false)
         {
@@ -287,22 +310,15 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let mut all = true;
     for &name in SERVICES {
         let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
-        let ok = grpc::health(&paths.socket(name), health_name(name), meta)
-            .await
-            .unwrap_or(false);
-        all &= ok;
-        health.insert(name, ok);
+        let state = service_state(&paths, name, meta).await;
+        all &= state == "serving";
+        health.insert(name, state);
     }
     let gateway = read_gateway(&paths);
     if json {
         let services: serde_json::Map<_, _> = SERVICES
             .iter()
-            .map(|n| {
-                (
-                    n.to_string(),
-                    serde_json::json!(if health[n] { "serving" } else { "down" }),
-                )
-            })
+            .map(|n| (n.to_string(), serde_json::json!(health[n])))
             .collect();
         println!(
             "{}",
@@ -317,11 +333,7 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         println!("state:   {}", paths.root().display());
         println!("gateway: {}", gateway.as_deref().unwrap_or("(not running)"));
         for &name in SERVICES {
-            println!(
-                "  {:<10} {}",
-                name,
-                if health[name] { "serving" } else { "down" }
-            );
+            println!("  {:<10} {}", name, health[name].replace('_', " "));
         }
     }
     Ok(if all {

@@ -825,15 +825,12 @@ impl ServerHandler for Bridge {
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
-        let mut catalog = self.shared.catalog.subscribe();
-        let mut settings = self.shared.settings.subscribe();
-        catalog.borrow_and_update();
-        settings.borrow_and_update();
+        let mut announced = self.shared.announced.subscribe();
+        announced.borrow_and_update();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
-                r = catalog.changed() => if r.is_err() { return Ok(()) },
-                r = settings.changed() => if r.is_err() { return Ok(()) },
+                r = announced.changed() => if r.is_err() { return Ok(()) },
             }
             if context.sink().notify_tool_list_changed().await.is_err() {
                 return Ok(());
@@ -879,9 +876,8 @@ async fn follow<T, C, Fut>(
                     _ = shutdown.cancelled() => return,
                 };
                 let Some(Ok(item)) = item else { break };
-                if apply(&shared, item) {
-                    notify_all(&shared).await;
-                }
+                // Sessions hear of it through `announce`, coalesced.
+                apply(&shared, item);
             }
         }
         tokio::select! {
@@ -889,6 +885,47 @@ async fn follow<T, C, Fut>(
             _ = shutdown.cancelled() => return,
         }
         backoff = (backoff * 2).min(Duration::from_secs(3));
+    }
+}
+
+/// How long the tool list must hold still before sessions hear it changed.
+const COALESCE: Duration = Duration::from_millis(500);
+
+/// What a session's tool list depends on.
+fn listing(shared: &Shared) -> (u64, Vec<String>, i32, bool) {
+    let c = shared.catalog.borrow();
+    let s = shared.settings.borrow();
+    (c.revision, c.connected.clone(), s.tools, s.peer_messages)
+}
+
+/// Tells every session its tool list changed, coalesced: a burst of changes
+/// (accounts verifying at start, an upstream flapping) is one announcement
+/// once the list holds still for [`COALESCE`], and a change undone within
+/// it is none.
+pub async fn announce(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let mut catalog = shared.catalog.subscribe();
+    let mut settings = shared.settings.subscribe();
+    let mut last = listing(&shared);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = catalog.changed() => if r.is_err() { return },
+            r = settings.changed() => if r.is_err() { return },
+        }
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(COALESCE) => break,
+                r = catalog.changed() => if r.is_err() { return },
+                r = settings.changed() => if r.is_err() { return },
+            }
+        }
+        let now = listing(&shared);
+        if now != last {
+            last = now;
+            shared.announced.send_modify(|n| *n += 1);
+            notify_all(&shared).await;
+        }
     }
 }
 

@@ -80,6 +80,8 @@ pub(crate) struct Shared {
     pub(crate) catalog: watch::Sender<mpb::CatalogInfo>,
     /// The newest fleet settings seen from admission.
     pub(crate) settings: watch::Sender<apb::FleetSettings>,
+    /// Counts coalesced tool-list announcements to sessions.
+    pub(crate) announced: watch::Sender<u64>,
     pub(crate) peers: std::sync::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
     pub(crate) request_budget: Duration,
     session_caps: sessions::SessionCaps,
@@ -124,6 +126,7 @@ impl Options {
                 auto,
                 catalog,
                 settings,
+                announced: watch::channel(0).0,
                 peers: std::sync::Mutex::new(Vec::new()),
                 request_budget: self.request_budget.min(REQUEST_BUDGET),
                 session_caps: self.session_caps,
@@ -134,7 +137,11 @@ impl Options {
             gateway.shared.clone(),
             shutdown.clone(),
         ));
-        tokio::spawn(bridge::watch_settings(gateway.shared.clone(), shutdown));
+        tokio::spawn(bridge::watch_settings(
+            gateway.shared.clone(),
+            shutdown.clone(),
+        ));
+        tokio::spawn(bridge::announce(gateway.shared.clone(), shutdown));
         gateway
     }
 }
@@ -488,17 +495,28 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let mut ready = true;
     for (name, health) in [
         ("admission", "clankie.admission.v1.Admission"),
+        ("tracker", "clankie.tracker.v1.Tracker"),
         ("mcp-host", "clankie.mcphost.v1.McpHost"),
         ("mailbox", "clankie.mailbox.v1.Mailbox"),
+        ("auto", "clankie.auto.v1.Auto"),
     ] {
-        let ok = grpc::health(&shared.paths.socket(name), health, Meta::default())
+        // Readiness: serving, and its state readable.
+        let socket = shared.paths.socket(name);
+        let ok = grpc::health(&socket, health, Meta::default())
             .await
             .unwrap_or(false);
+        let state = if ok {
+            "serving"
+        } else if grpc::health(&socket, "", Meta::default())
+            .await
+            .unwrap_or(false)
+        {
+            "not_ready"
+        } else {
+            "not_serving"
+        };
         ready &= ok;
-        services.insert(
-            name.into(),
-            json!(if ok { "serving" } else { "not_serving" }),
-        );
+        services.insert(name.into(), json!(state));
     }
     let status = if ready {
         http::StatusCode::OK

@@ -93,6 +93,7 @@ async fn main() -> anyhow::Result<()> {
         guard,
         clankie_gateway::HEALTH_NAME,
         None,
+        clankie_runtime::readiness::Readiness::always(),
         shutdown.clone(),
     ));
     let local = {

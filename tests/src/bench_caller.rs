@@ -66,6 +66,7 @@ pub async fn bench_caller(rounds: usize) -> anyhow::Result<()> {
         layer,
         SERVICE,
         None,
+        clankie_runtime::readiness::Readiness::always(),
         shutdown.clone(),
     ));
     tokio::spawn(plain_server(plain.clone(), shutdown.clone()));

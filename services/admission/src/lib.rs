@@ -145,6 +145,7 @@ impl Settings {
             peer_messages: !self.unreadable && self.file.peer_messages,
             // Unreadable settings confine hires: the safe side of the switch.
             worker_sandbox: self.unreadable || self.file.worker_sandbox,
+            unreadable: self.unreadable,
         }
     }
 }
@@ -294,6 +295,21 @@ impl AdmissionService {
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
         tonic::service::Routes::new(pb::admission_server::AdmissionServer::new(self.clone()))
+    }
+
+    /// Ready while the links and settings files are readable.
+    pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        let inner = self.inner.clone();
+        clankie_runtime::readiness::Readiness::check(move || {
+            if lock(&inner.links).1 {
+                return Some("fleet links file unreadable".into());
+            }
+            inner
+                .settings
+                .borrow()
+                .unreadable
+                .then(|| "fleet settings file unreadable".into())
+        })
     }
 
     fn admit_bearer(&self, bearer: &str) -> Result<(String, Principal), ClankieError> {

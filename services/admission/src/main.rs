@@ -27,6 +27,7 @@ async fn main() -> anyhow::Result<()> {
         "admission",
         clankie_admission::HEALTH_NAME,
         service.routes(),
+        service.readiness(),
         shutdown,
     )
     .await?;

@@ -179,6 +179,21 @@ impl AutoService {
         tonic::service::Routes::new(pb::auto_server::AutoServer::new(self.clone()))
     }
 
+    /// Ready while the cadence and the master switch are readable.
+    pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        let inner = self.inner.clone();
+        clankie_runtime::readiness::Readiness::check(move || {
+            if let Ok(c) = inner.cadence.try_lock()
+                && let Err(p) = &*c
+            {
+                return Some(format!("round cadence unreadable: {p}"));
+            }
+            files::read_autonomy(&inner.root)
+                .problem
+                .map(|p| format!("master switch unreadable: {p}"))
+        })
+    }
+
     fn tick_ms(&self) -> i64 {
         self.inner.tick.as_millis() as i64
     }

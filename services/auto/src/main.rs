@@ -40,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
         "auto",
         clankie_auto::HEALTH_NAME,
         auto.routes(),
+        auto.readiness(),
         shutdown.clone(),
     )
     .await?;

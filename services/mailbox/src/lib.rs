@@ -372,6 +372,18 @@ fn caller(state: &store::StateFile, conversation_id: &str) -> Result<String, Cla
     Ok(id.to_string())
 }
 
+/// Why peer messages are refused: the owner's switch, or a settings file
+/// that cannot be read (never reported as the owner's choice).
+fn peers_off(settings: &apb::FleetSettings) -> ClankieError {
+    if settings.unreadable {
+        ErrorCode::SettingsUnreadable.err(
+            "the fleet settings cannot be read, so peer messages read as off until the owner repairs them",
+        )
+    } else {
+        ErrorCode::PeerMessagesOff.err("the owner turned peer messages off")
+    }
+}
+
 impl MailboxService {
     /// Opens the state under `$CLANKIE_STATE/mailbox` and the owner credential.
     pub fn open(paths: StatePaths) -> anyhow::Result<Self> {
@@ -432,6 +444,37 @@ impl MailboxService {
                 tracker,
                 paths: paths.clone(),
             }),
+        })
+    }
+
+    /// Ready while its state, seat book and review records are readable
+    /// (each is read once, at start, and never saved over while unreadable).
+    pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        let inner = self.inner.clone();
+        let snapshot = std::sync::Mutex::new(None::<Option<String>>);
+        clankie_runtime::readiness::Readiness::check(move || {
+            let mut cached = snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(c) = &*cached {
+                return c.clone();
+            }
+            let (Ok(store), Ok(book), Ok(reviews)) = (
+                inner.store.try_lock(),
+                inner.book.try_lock(),
+                inner.reviews.try_lock(),
+            ) else {
+                return None;
+            };
+            let problem = if store.unreadable {
+                Some("mailbox state unreadable".to_string())
+            } else if book.1 {
+                Some("seat book unreadable".into())
+            } else if reviews.1 {
+                Some("review records unreadable".into())
+            } else {
+                None
+            };
+            *cached = Some(problem.clone());
+            problem
         })
     }
 
@@ -1908,9 +1951,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
     ) -> Result<Response<pb::ListPeersResponse>, Status> {
         let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
         if !settings.peer_messages {
-            return Err(refuse(
-                ErrorCode::PeerMessagesOff.err("the owner turned peer messages off"),
-            ));
+            return Err(refuse(peers_off(&settings)));
         }
         self.sweep_gone().await.map_err(refuse)?;
         let hires = self.inner.store.lock().await.state.hires.clone();
@@ -1935,9 +1976,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
         // Off refuses every new send, stale catalogs included.
         if !settings.peer_messages {
-            return Err(refuse(
-                ErrorCode::PeerMessagesOff.err("the owner turned peer messages off"),
-            ));
+            return Err(refuse(peers_off(&settings)));
         }
         let req = request.into_inner();
         if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {

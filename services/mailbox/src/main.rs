@@ -28,6 +28,7 @@ async fn main() -> anyhow::Result<()> {
         "mailbox",
         clankie_mailbox::HEALTH_NAME,
         mailbox.routes(),
+        mailbox.readiness(),
         shutdown.clone(),
     )
     .await?;

@@ -31,6 +31,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Backoff between restarts: starts here, doubles, stops at [`MAX_BACKOFF`].
 pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A connection up this long resets the backoff.
+pub const HEALTHY_PERIOD: Duration = Duration::from_secs(30);
 
 /// How an account is reached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -223,6 +225,9 @@ struct Inner {
     catalog: watch::Sender<Arc<Catalog>>,
     rules: Rules,
     shutdown: CancellationToken,
+    /// Accounts from the file that have not had their first verdict
+    /// (verified or unavailable) since start.
+    first_verdicts: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The account registry; cheap to clone.
@@ -265,6 +270,7 @@ impl Registry {
                 catalog,
                 rules: Rules::default(),
                 shutdown,
+                first_verdicts: Mutex::new(file.accounts.iter().map(|a| a.name.clone()).collect()),
             }),
         };
         for config in file.accounts {
@@ -272,6 +278,20 @@ impl Registry {
             lock(&registry.inner.file).accounts.push(config);
         }
         Ok(registry)
+    }
+
+    /// True until every account from the file had its first verdict.
+    pub fn loading(&self) -> bool {
+        !lock(&self.inner.first_verdicts).is_empty()
+    }
+
+    /// True when accounts.json could not be read.
+    pub fn unreadable(&self) -> bool {
+        self.inner.unreadable.is_some()
+    }
+
+    fn first_verdict(&self, name: &str) {
+        lock(&self.inner.first_verdicts).remove(name);
     }
 
     /// Subscribes to catalog snapshots.
@@ -352,6 +372,7 @@ impl Registry {
     /// Removes an account; its in-flight calls may still settle.
     pub fn disconnect(&self, name: &str) -> Result<bool, ClankieError> {
         self.refuse_if_unreadable()?;
+        self.first_verdict(name);
         {
             let mut file = lock(&self.inner.file);
             if !file.accounts.iter().any(|a| a.name == name) {
@@ -599,6 +620,7 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
                     l.tools = Arc::new(Vec::new());
                 });
                 registry.rebuild();
+                registry.first_verdict(&name);
                 if !wait_backoff(&slot, &mut backoff).await {
                     break;
                 }
@@ -625,8 +647,8 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
                 });
                 *lock(&slot.peer) = Some(peer.clone());
                 registry.rebuild();
+                registry.first_verdict(&name);
                 tracing::info!(account = %name, tools = slot.live.borrow().tools.len(), "account verified");
-                backoff = MIN_BACKOFF;
             }
             Err(e) => {
                 slot.live.send_modify(|l| {
@@ -635,6 +657,7 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
                 });
                 let _ = running.cancel().await;
                 registry.rebuild();
+                registry.first_verdict(&name);
                 if !wait_backoff(&slot, &mut backoff).await {
                     break;
                 }
@@ -642,6 +665,7 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
                 continue;
             }
         }
+        let healthy_since = tokio::time::Instant::now();
         let ct = running.cancellation_token();
         let waiting = running.waiting();
         tokio::pin!(waiting);
@@ -678,7 +702,13 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
             let _ = waiting.await;
             break;
         }
-        tracing::warn!(account = %name, "account connection closed; restarting");
+        // The backoff resets only after a healthy period: an upstream that
+        // dies on every call keeps backing off instead of restarting at the
+        // minimum forever.
+        if healthy_since.elapsed() >= HEALTHY_PERIOD {
+            backoff = MIN_BACKOFF;
+        }
+        tracing::warn!(account = %name, backoff_ms = backoff.as_millis() as u64, "account connection closed; restarting");
         slot.live.send_modify(|l| {
             l.state = pb::AccountState::Unavailable;
             l.last_error = "the server closed the connection".into();

@@ -227,6 +227,24 @@ fn result_pb(r: &Record, from_receipt: bool) -> pb::CallResult {
 }
 
 impl McpHost {
+    /// Ready while the receipt store is sound, the accounts file readable,
+    /// and every account has had its first verdict since start.
+    pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        let inner = self.inner.clone();
+        clankie_runtime::readiness::Readiness::check(move || {
+            if let Err(e) = inner.receipts.health() {
+                return Some(format!("receipt store: {}", e.code));
+            }
+            if inner.accounts.unreadable() {
+                return Some("accounts file unreadable".into());
+            }
+            inner
+                .accounts
+                .loading()
+                .then(|| "the tool catalog is loading".into())
+        })
+    }
+
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
         tonic::service::Routes::new(
@@ -263,8 +281,13 @@ impl McpHost {
         let principal = resp
             .principal
             .ok_or_else(|| ErrorCode::Internal.err("admission answered without a principal"))?;
-        let tools = resp.settings.map(|s| s.tools).unwrap_or_default();
-        if need_tools && tools != FleetTools::Connected as i32 {
+        let settings = resp.settings.unwrap_or_default();
+        if need_tools && settings.unreadable {
+            return Err(ErrorCode::SettingsUnreadable.err(
+                "the fleet settings cannot be read, so fleet tools read as off until the owner repairs them",
+            ));
+        }
+        if need_tools && settings.tools != FleetTools::Connected as i32 {
             return Err(ErrorCode::FleetToolsOff.err("the owner turned fleet tools off"));
         }
         Ok(principal)
@@ -482,7 +505,16 @@ impl McpHost {
         }
         self.inner.receipts.health()?;
         let catalog = self.catalog();
-        let entry = catalog.resolve(&req.name)?;
+        let entry = catalog.resolve(&req.name).map_err(|e| {
+            // Right after a start, a name may belong to an account that has
+            // not answered yet: that is not an unknown tool.
+            if e.code == ErrorCode::UnknownTool && self.inner.accounts.loading() {
+                ErrorCode::ServiceUnavailable
+                    .err("the tool catalog is still loading after a restart; nothing was dispatched, retry shortly")
+            } else {
+                e
+            }
+        })?;
         if matches!(who, Who::Owner) && !entry.builtin {
             return Err(ErrorCode::FleetCredentialRequired
                 .err("the owner's route reaches the tracker vocabulary only"));

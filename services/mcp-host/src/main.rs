@@ -34,6 +34,7 @@ async fn main() -> anyhow::Result<()> {
         "mcp-host",
         clankie_mcp_host::HEALTH_NAME,
         host.routes(),
+        host.readiness(),
         shutdown.clone(),
     )
     .await?;

@@ -94,6 +94,8 @@ codes! {
     ProposeOnly => "propose_only",
     AutoStateUnreadable => "auto_state_unreadable",
     ServiceUnavailable => "service_unavailable",
+    SettingsUnreadable => "settings_unreadable",
+    StateUnreadable => "state_unreadable",
     ShuttingDown => "shutting_down",
     Internal => "internal",
 }
@@ -150,6 +152,8 @@ impl ErrorCode {
             | ErrorCode::AccountUnavailable
             | ErrorCode::ReceiptStoreUnavailable
             | ErrorCode::ServiceUnavailable
+            | ErrorCode::SettingsUnreadable
+            | ErrorCode::StateUnreadable
             | ErrorCode::ShuttingDown => Code::Unavailable,
             ErrorCode::UpstreamError => Code::Unknown,
             ErrorCode::DeadlineExceeded => Code::DeadlineExceeded,
@@ -214,6 +218,8 @@ impl ErrorCode {
             | ErrorCode::AccountUnavailable
             | ErrorCode::ReceiptStoreUnavailable
             | ErrorCode::ServiceUnavailable
+            | ErrorCode::SettingsUnreadable
+            | ErrorCode::StateUnreadable
             | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::UpstreamError => StatusCode::BAD_GATEWAY,
             ErrorCode::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,

@@ -34,6 +34,7 @@ pub async fn serve_service(
     name: &'static str,
     health_name: &'static str,
     routes: Routes,
+    ready: crate::readiness::Readiness,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let socket = paths.socket(name);
@@ -41,7 +42,7 @@ pub async fn serve_service(
     let _guard = crate::uds::SocketGuard(socket);
     let guard = caller_guard(paths, name)?;
     tracing::info!("{name} serving");
-    serve(listener, guard, health_name, Some(routes), shutdown).await
+    serve(listener, guard, health_name, Some(routes), ready, shutdown).await
 }
 
 /// The caller check for service `name`: the stack, or the owner credential.
@@ -61,15 +62,45 @@ pub async fn serve(
     guard: CallerLayer,
     health_name: &'static str,
     routes: Option<Routes>,
+    ready: crate::readiness::Readiness,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let (reporter, health_service) = tonic_health::server::health_reporter();
+    let problem = ready.problem();
     reporter
-        .set_service_status(health_name, ServingStatus::Serving)
+        .set_service_status(health_name, serving(&problem))
         .await;
     reporter
         .set_service_status("", ServingStatus::Serving)
         .await;
+    // Readiness follows the service's check until the drain begins.
+    {
+        let reporter = reporter.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut last = problem;
+            if let Some(p) = &last {
+                tracing::warn!(problem = %p, "not ready");
+            }
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(crate::readiness::POLL) => {}
+                }
+                let now = ready.problem();
+                if now != last {
+                    match &now {
+                        Some(p) => tracing::warn!(problem = %p, "not ready"),
+                        None => tracing::info!("ready"),
+                    }
+                    reporter
+                        .set_service_status(health_name, serving(&now))
+                        .await;
+                    last = now;
+                }
+            }
+        });
+    }
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(clankie_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -110,6 +141,14 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+fn serving(problem: &Option<String>) -> ServingStatus {
+    if problem.is_some() {
+        ServingStatus::NotServing
+    } else {
+        ServingStatus::Serving
+    }
 }
 
 /// Adds trace context and optional credentials to outgoing requests.
@@ -184,8 +223,9 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     })
 }
 
-/// Checks a service's tonic-health status over its socket. A caller outside
-/// the stack passes the owner credential in `meta`.
+/// Checks a service's tonic-health status over its socket: its readiness
+/// for its own name, its liveness for `""`. A caller outside the stack
+/// passes the owner credential in `meta`.
 pub async fn health(path: &Path, service: &str, meta: Meta) -> Result<bool, tonic::Status> {
     let mut client = tonic_health::pb::health_client::HealthClient::new(client(path, meta));
     let mut req = tonic::Request::new(tonic_health::pb::HealthCheckRequest {

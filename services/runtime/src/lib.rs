@@ -16,6 +16,7 @@ pub mod owner;
 pub mod paths;
 pub mod peer;
 pub mod principal;
+pub mod readiness;
 pub mod sandbox;
 pub mod shutdown;
 pub mod state;

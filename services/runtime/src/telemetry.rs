@@ -23,9 +23,10 @@ fn propagator() -> &'static TraceContextPropagator {
 /// OpenTelemetry context so trace ids propagate even without an exporter.
 pub fn init(service: &'static str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let (writer, ansi) = log_writer();
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(writer)
+        .with_ansi(ansi)
         .with_target(false)
         .with_filter(filter)
         .with_filter(no_session_ids());
@@ -56,6 +57,35 @@ pub fn init(service: &'static str) {
         .with(fmt)
         .with(otel)
         .try_init();
+}
+
+/// The default cap of one log file before it rotates.
+pub const LOG_MAX_BYTES: usize = 8 << 20;
+/// Rotated log files kept beside the live one (`NAME.log.1`, `NAME.log.2`).
+pub const LOG_KEEP: usize = 2;
+
+/// Where log lines go: `CLANKIE_LOG_FILE` (set by `clankie up`) as a
+/// size-capped file that rotates, so a long-running service never fills the
+/// disk with its log; stderr otherwise. `CLANKIE_LOG_MAX_BYTES` sets the cap.
+fn log_writer() -> (tracing_subscriber::fmt::writer::BoxMakeWriter, bool) {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let Some(path) = std::env::var_os("CLANKIE_LOG_FILE").filter(|p| !p.is_empty()) else {
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        return (BoxMakeWriter::new(std::io::stderr), ansi);
+    };
+    let cap = std::env::var("CLANKIE_LOG_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(LOG_MAX_BYTES);
+    let file = file_rotate::FileRotate::new(
+        path,
+        file_rotate::suffix::AppendCount::new(LOG_KEEP),
+        file_rotate::ContentLimit::BytesSurpassed(cap),
+        file_rotate::compression::Compression::None,
+        Some(0o600),
+    );
+    (BoxMakeWriter::new(std::sync::Mutex::new(file)), false)
 }
 
 /// Drops rmcp's own events and spans, whatever the filter: they name MCP

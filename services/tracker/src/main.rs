@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
         "tracker",
         clankie_tracker::service::HEALTH_NAME,
         service.routes(),
+        service.readiness(),
         shutdown.clone(),
     )
     .await?;

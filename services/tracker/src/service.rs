@@ -138,6 +138,12 @@ impl TrackerService {
         }
     }
 
+    /// Ready while the database opened as this folder's.
+    pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        let problem = self.inner.store.as_ref().err().cloned();
+        clankie_runtime::readiness::Readiness::check(move || problem.clone())
+    }
+
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
         tonic::service::Routes::new(
@@ -155,7 +161,7 @@ impl TrackerService {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
             let lock = inner.store.as_ref().map_err(|problem| {
-                ErrorCode::ServiceUnavailable
+                ErrorCode::StateUnreadable
                     .err(format!("the tracker database cannot be used: {problem}"))
             })?;
             let mut store = lock

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 pub use crate::vocabulary::{Role, STATES, state_type};
 
+mod identity;
 mod plan;
 mod review;
 mod work;
@@ -816,7 +817,14 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         clankie_runtime::state::private_dir(dir)
             .map_err(|e| StoreError::Invalid(format!("tracker folder: {e}")))?;
-        let conn = Connection::open(dir.join("tracker.db"))?;
+        let db = dir.join("tracker.db");
+        let recorded = identity::recorded(dir)?;
+        identity::check_file(&db, recorded.as_deref())?;
+        let fresh = !db.exists();
+        let conn = Connection::open(&db)?;
+        // Nothing is written (not even the journal mode) to a database that
+        // is not this folder's.
+        let unsealed = identity::verify(&conn, recorded.as_deref(), fresh)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -826,6 +834,9 @@ impl Store {
             clock_skew_ms: 0,
         };
         store.migrate()?;
+        if unsealed {
+            identity::seal(&store.conn, dir)?;
+        }
         Ok(store)
     }
 
