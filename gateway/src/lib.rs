@@ -387,14 +387,6 @@ async fn run_admitted(
     }
 }
 
-/// The connection a request came on is admitted: it no longer counts
-/// against the unadmitted cap.
-fn mark_admitted(req: &Request) {
-    if let Some(tag) = req.extensions().get::<serve::ConnTag>() {
-        tag.admitted();
-    }
-}
-
 async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Response {
     let AdmitState { shared, sessions } = state;
     if let Err(e) = intake::check_head(&req) {
@@ -426,7 +418,6 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
     {
         return match local::admit(&shared, &peer).await {
             Ok(admitted) => {
-                mark_admitted(&req);
                 req.extensions_mut().insert(admitted);
                 let (req, ids) = match intake::checked_body(req).await {
                     Ok(checked) => checked,
@@ -457,7 +448,6 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
                 .settings
                 .as_ref()
                 .is_some_and(|s| s.tools == FleetTools::Connected as i32);
-            mark_admitted(&req);
             req.extensions_mut().insert(Admitted {
                 ticket: resp.ticket,
                 principal: resp.principal.unwrap_or_default(),

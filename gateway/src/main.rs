@@ -39,9 +39,10 @@ struct Args {
     /// Most connections one listener holds.
     #[arg(long, env = "CLANKIE_MAX_CONNECTIONS", default_value_t = clankie_gateway::ConnLimits::default().max_conns)]
     max_connections: usize,
-    /// Most connections one listener holds that have not been admitted yet.
-    #[arg(long, env = "CLANKIE_MAX_UNADMITTED", default_value_t = clankie_gateway::ConnLimits::default().max_unadmitted)]
-    max_unadmitted: usize,
+    /// Most connections one listener holds that have not sent a request yet
+    /// (past it, the oldest such connection is closed).
+    #[arg(long, env = "CLANKIE_MAX_WAITING", default_value_t = clankie_gateway::ConnLimits::default().max_waiting)]
+    max_waiting: usize,
     /// Most connections from one address on a TCP listener.
     #[arg(long, env = "CLANKIE_MAX_CONNECTIONS_PER_IP", default_value_t = clankie_gateway::ConnLimits::default().max_per_ip)]
     max_connections_per_ip: usize,
@@ -80,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
     let limits = clankie_gateway::ConnLimits {
         header_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
         max_conns: args.max_connections,
-        max_unadmitted: args.max_unadmitted,
+        max_waiting: args.max_waiting,
         max_per_ip: args.max_connections_per_ip,
     };
     let addr = tcp.local_addr()?;

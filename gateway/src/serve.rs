@@ -3,22 +3,27 @@
 //!
 //! - A connection must send its request head within the header timeout
 //!   (slow or silent clients are closed).
-//! - A listener holds at most `max_conns` connections, at most
-//!   `max_unadmitted` of them not yet admitted, and at most `max_per_ip` from
-//!   one address. A connection past a cap is closed at accept, before any
-//!   byte is read, so a flood costs one descriptor for a moment.
-//! - A connection stops counting as unadmitted once a request on it is
-//!   admitted (a bearer, or a local proof).
+//! - A listener holds at most `max_conns` connections and at most
+//!   `max_per_ip` from one address; a connection past either is answered
+//!   503 (Retry-After) without its request being read.
+//! - At most `max_waiting` connections may be open without having sent a
+//!   request: these are unauthenticated, and cost a descriptor each. A new
+//!   one past that evicts the oldest waiting one if it has waited a quarter
+//!   of the header timeout, and is answered 503 otherwise. A real client
+//!   sends its request at once, so a flood of idle connections only ever
+//!   displaces itself and members keep getting in, while a burst of real
+//!   requests is told to retry rather than cut off.
+//! - Once its first request head arrives a connection stops waiting and is
+//!   never evicted; its request is then admitted or refused at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -33,7 +38,7 @@ pub struct ConnLimits {
     /// The time a connection has to send a complete request head.
     pub header_timeout: Duration,
     pub max_conns: usize,
-    pub max_unadmitted: usize,
+    pub max_waiting: usize,
     pub max_per_ip: usize,
 }
 
@@ -42,20 +47,33 @@ impl Default for ConnLimits {
         ConnLimits {
             header_timeout: Duration::from_secs(10),
             max_conns: 1024,
-            max_unadmitted: 128,
+            max_waiting: 128,
             max_per_ip: 256,
         }
     }
 }
 
-/// Marks a connection admitted: its unadmitted slot is given back. Every
-/// request on a connection carries it.
+/// Connections waiting for their first admitted request, oldest first.
+#[derive(Default)]
+struct Waiting {
+    next: u64,
+    queue: VecDeque<(u64, std::time::Instant, CancellationToken)>,
+}
+
+type WaitingRef = Arc<Mutex<Waiting>>;
+
+/// A connection's place in the waiting queue; it leaves on its first
+/// request head, or when it closes.
 #[derive(Clone)]
-pub struct ConnTag(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+struct ConnTag {
+    id: u64,
+    waiting: WaitingRef,
+}
 
 impl ConnTag {
-    pub fn admitted(&self) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+    fn leave(&self) {
+        let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        w.queue.retain(|(id, _, _)| *id != self.id);
     }
 }
 
@@ -66,7 +84,7 @@ type PerIp = Arc<Mutex<HashMap<IpAddr, usize>>>;
 struct Caps {
     limits: ConnLimits,
     conns: Arc<Semaphore>,
-    unadmitted: Arc<Semaphore>,
+    waiting: WaitingRef,
     per_ip: PerIp,
     refusing: Arc<Semaphore>,
 }
@@ -96,16 +114,16 @@ impl Caps {
         Caps {
             limits,
             conns: Arc::new(Semaphore::new(limits.max_conns)),
-            unadmitted: Arc::new(Semaphore::new(limits.max_unadmitted)),
+            waiting: Arc::default(),
             per_ip: Arc::new(Mutex::new(HashMap::new())),
             refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
         }
     }
 
-    /// A place for a new connection, or None past a cap.
-    fn place(&self, ip: Option<IpAddr>) -> Option<(Place, ConnTag)> {
+    /// A place for a new connection (its tag, and the token that evicts
+    /// it while it waits), or None past a cap.
+    fn place(&self, ip: Option<IpAddr>) -> Option<(Place, ConnTag, CancellationToken)> {
         let conn = self.conns.clone().try_acquire_owned().ok()?;
-        let unadmitted = self.unadmitted.clone().try_acquire_owned().ok()?;
         let ip = match ip {
             Some(ip) => {
                 let mut map = self.per_ip.lock().unwrap_or_else(|p| p.into_inner());
@@ -118,10 +136,32 @@ impl Caps {
             }
             None => None,
         };
-        Some((
-            Place { _conn: conn, ip },
-            ConnTag(Arc::new(Mutex::new(Some(unadmitted)))),
-        ))
+        let evict = CancellationToken::new();
+        let id = {
+            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            if w.queue.len() >= self.limits.max_waiting.max(1) {
+                let old_enough = w
+                    .queue
+                    .front()
+                    .is_some_and(|(_, since, _)| since.elapsed() >= self.limits.header_timeout / 4);
+                if !old_enough {
+                    return None;
+                }
+                if let Some((_, _, oldest)) = w.queue.pop_front() {
+                    oldest.cancel();
+                }
+            }
+            w.next += 1;
+            let id = w.next;
+            w.queue
+                .push_back((id, std::time::Instant::now(), evict.clone()));
+            id
+        };
+        let tag = ConnTag {
+            id,
+            waiting: self.waiting.clone(),
+        };
+        Some((Place { _conn: conn, ip }, tag, evict))
     }
 }
 
@@ -182,7 +222,7 @@ where
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let Some((place, tag)) = caps.place(ip(&addr)) else {
+        let Some((place, tag, evict)) = caps.place(ip(&addr)) else {
             // Answered without reading the request. Logged once per power of
             // two, so a flood cannot flood the log too.
             refused += 1;
@@ -198,32 +238,32 @@ where
             continue;
         };
         let info = peer(&io, &addr);
+        let leave = tag.clone();
         let service =
             router
                 .clone()
                 .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
-                    req.extensions_mut().insert(tag.clone());
+                    tag.leave();
                     if let Some(info) = &info {
                         req.extensions_mut().insert(ConnectInfo(info.clone()));
                     }
                     req.map(axum::body::Body::new)
                 });
-        let mut builder = Builder::new(TokioExecutor::new());
-        builder
-            .http1()
+        // HTTP/1.1 only: MCP's streamable HTTP needs nothing more, and the
+        // header timeout then bounds every connection's head (h2c has none).
+        let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_timeout);
-        builder
-            .http2()
-            .timer(TokioTimer::new())
-            .keep_alive_interval(Some(Duration::from_secs(30)));
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service))
-            .into_owned();
+            .header_read_timeout(limits.header_timeout)
+            .serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _place = place;
-            let _ = conn.await;
+            tokio::select! {
+                _ = conn => {}
+                // Evicted while still waiting for admission: dropped.
+                _ = evict.cancelled() => {}
+            }
+            leave.leave();
         });
     }
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
@@ -233,4 +273,58 @@ where
         tracing::warn!("gateway connections still open after the shutdown grace");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max_conns: usize, max_waiting: usize, max_per_ip: usize) -> ConnLimits {
+        ConnLimits {
+            header_timeout: Duration::from_secs(1),
+            max_conns,
+            max_waiting,
+            max_per_ip,
+        }
+    }
+
+    #[test]
+    fn the_oldest_waiting_connection_is_evicted_and_active_ones_never_are() {
+        let mut l = limits(100, 2, 100);
+        l.header_timeout = Duration::ZERO;
+        let caps = Caps::new(l);
+        let (_p1, t1, e1) = caps.place(None).expect("one");
+        let (_p2, _t2, e2) = caps.place(None).expect("two");
+        t1.leave();
+        let (_p3, _t3, e3) = caps.place(None).expect("three");
+        assert!(
+            !e1.is_cancelled(),
+            "a connection that sent a request is never evicted"
+        );
+        assert!(!e2.is_cancelled());
+        let (_p4, _t4, _e4) = caps.place(None).expect("four");
+        assert!(e2.is_cancelled(), "the oldest waiting one goes");
+        assert!(!e3.is_cancelled());
+        // A waiting connection younger than a quarter of the header timeout
+        // is not evicted: the newcomer is turned away instead.
+        let young = Caps::new(limits(100, 1, 100));
+        let (_p, _t, first) = young.place(None).expect("first");
+        assert!(young.place(None).is_none());
+        assert!(!first.is_cancelled());
+    }
+
+    #[test]
+    fn connection_and_per_address_caps_refuse_and_free_on_close() {
+        let ip: IpAddr = "192.0.2.7".parse().expect("ip");
+        let other: IpAddr = "192.0.2.8".parse().expect("ip");
+        let caps = Caps::new(limits(3, 10, 2));
+        let a = caps.place(Some(ip)).expect("a");
+        let _b = caps.place(Some(ip)).expect("b");
+        assert!(caps.place(Some(ip)).is_none(), "per address");
+        let _c = caps.place(Some(other)).expect("another address");
+        drop(a);
+        let d = caps.place(Some(ip)).expect("room again after a close");
+        assert!(caps.place(Some(other)).is_none(), "total");
+        drop(d);
+    }
 }

@@ -28,6 +28,20 @@ INIT = {
 
 
 def probe(url: str) -> dict:
+    """The admission answer on a fresh connection. A refusal the gateway
+    marks retryable (503: the census ran out of time on a busy machine) is
+    retried, as a real client would; any other answer is final."""
+    for _ in range(10):
+        seen = probe_once(url)
+        if seen["status"] != 503:
+            return seen
+        import time
+
+        time.sleep(0.5)
+    return seen
+
+
+def probe_once(url: str) -> dict:
     """One plain POST: the admission answer on a fresh connection."""
     req = urllib.request.Request(
         url,

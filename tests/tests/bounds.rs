@@ -1,0 +1,312 @@
+//! The gateway's bounds, with real clients on real sockets: malformed and
+//! duplicate requests get clear answers and never hang, sessions and
+//! connections are capped, and slow or silent clients are closed.
+
+use std::io::{Read as _, Write as _};
+use std::time::{Duration, Instant};
+
+use clankie_tests::{Stack, StackOptions, edge_server, http_response, python};
+use serde_json::{Value, json};
+
+const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+fn init_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bounds", "version": "0"}}})
+    .to_string()
+}
+
+/// Opens an MCP session with `bearer`; returns its id, or the refusal.
+fn open_session(stack: &Stack, bearer: &str) -> Result<String, (u16, String)> {
+    let auth = format!("Bearer {bearer}");
+    let (status, headers, body) = http_response(
+        &stack.mcp_url,
+        "POST",
+        &[JSON, ACCEPT, ("Authorization", &auth)],
+        &init_body(),
+    );
+    if status != 200 {
+        return Err((status, body));
+    }
+    let id = headers
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .expect("a session id");
+    let (s, _, _) = http_response(
+        &stack.mcp_url,
+        "POST",
+        &[
+            JSON,
+            ACCEPT,
+            ("Authorization", &auth),
+            ("mcp-session-id", &id),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(s, 202, "initialized");
+    Ok(id)
+}
+
+fn post(stack: &Stack, bearer: &str, session: &str, body: &str) -> (u16, String) {
+    let auth = format!("Bearer {bearer}");
+    let (s, _, b) = http_response(
+        &stack.mcp_url,
+        "POST",
+        &[
+            JSON,
+            ACCEPT,
+            ("Authorization", &auth),
+            ("mcp-session-id", session),
+        ],
+        body,
+    );
+    (s, b)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_json_is_400_and_a_duplicate_id_in_flight_is_refused_not_left_hanging() {
+    let stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    let (py, edge) = (python(), edge_server());
+    stack.connect_stdio(
+        "edge",
+        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
+        &[("EDGE_LOG", log.to_str().expect("utf8"))],
+    );
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "edge_slow").await;
+    let session = open_session(&stack, &token).expect("session");
+
+    // Not JSON, whatever the content type says.
+    for ct in ["application/json", "text/plain"] {
+        let auth = format!("Bearer {token}");
+        let (s, _, b) = http_response(
+            &stack.mcp_url,
+            "POST",
+            &[
+                ("Content-Type", ct),
+                ACCEPT,
+                ("Authorization", &auth),
+                ("mcp-session-id", &session),
+            ],
+            "{not json",
+        );
+        assert_eq!(s, 400, "{ct}: {b}");
+        assert!(b.contains("-32700"), "{b}");
+    }
+    // A JSON-RPC id past its bound.
+    let long = json!({"jsonrpc": "2.0", "id": "x".repeat(4096), "method": "tools/list"});
+    let (s, b) = post(&stack, &token, &session, &long.to_string());
+    assert_eq!(s, 400, "{b}");
+    assert!(b.len() < 2048, "the refusal does not echo the id");
+
+    // Two requests with one id on one session, the first still running.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "clankie_call",
+        "arguments": {"name": "edge_slow", "arguments": {"seconds": 2, "tag": "dup-first"}}}})
+    .to_string();
+    let first = {
+        let (stack_url, token, session, call) = (
+            stack.mcp_url.clone(),
+            token.clone(),
+            session.clone(),
+            call.clone(),
+        );
+        std::thread::spawn(move || {
+            let auth = format!("Bearer {token}");
+            http_response(
+                &stack_url,
+                "POST",
+                &[
+                    JSON,
+                    ACCEPT,
+                    ("Authorization", &auth),
+                    ("mcp-session-id", &session),
+                ],
+                &call,
+            )
+        })
+    };
+    assert!(clankie_tests::wait_file_line(&log, "dup-first", Duration::from_secs(20)).await);
+    let (s, b) = post(
+        &stack,
+        &token,
+        &session,
+        &call.replace("dup-first", "dup-second"),
+    );
+    assert_eq!(s, 400, "the duplicate is refused at once: {b}");
+    assert!(b.contains("still being answered"), "{b}");
+    assert!(b.contains("\"id\":7"), "the refusal answers that id: {b}");
+    let (s, _, b) = first.join().expect("first");
+    assert_eq!(s, 200);
+    assert!(b.contains("slept 2"), "the first is answered: {b}");
+    assert_eq!(
+        clankie_tests::file_lines(&log),
+        vec!["dup-first".to_string()]
+    );
+    // Once answered, the id is free again.
+    let again = call.replace("\"seconds\":2", "\"seconds\":0");
+    let (s, b) = post(
+        &stack,
+        &token,
+        &session,
+        &again.replace("dup-first", "dup-third"),
+    );
+    assert_eq!(s, 200, "{b}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_are_capped_per_principal_and_in_total() {
+    let stack = Stack::start_with(StackOptions {
+        env: vec![
+            ("CLANKIE_MAX_SESSIONS_PER_PRINCIPAL".into(), "3".into()),
+            ("CLANKIE_MAX_SESSIONS".into(), "5".into()),
+        ],
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let (a, b, c) = (
+        stack.token("alpha"),
+        stack.token("beta"),
+        stack.token("gamma"),
+    );
+    let mine: Vec<String> = (0..3)
+        .map(|_| open_session(&stack, &a).expect("open"))
+        .collect();
+    let (status, body) = open_session(&stack, &a).expect_err("past the cap");
+    assert_eq!(status, 429, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["error"]["code"], "too_many_sessions");
+    // Another principal has its own room, until the total is reached.
+    open_session(&stack, &b).expect("beta one");
+    open_session(&stack, &b).expect("beta two");
+    let (status, _) = open_session(&stack, &c).expect_err("total reached");
+    assert_eq!(status, 429);
+    // Closing one makes room again.
+    let auth = format!("Bearer {a}");
+    let (s, _, _) = http_response(
+        &stack.mcp_url,
+        "DELETE",
+        &[
+            ACCEPT,
+            ("Authorization", &auth),
+            ("mcp-session-id", &mine[0]),
+        ],
+        "",
+    );
+    assert!(s == 200 || s == 204 || s == 202, "delete: {s}");
+    open_session(&stack, &a).expect("room again");
+}
+
+/// Opens `n` TCP connections to `addr` that send nothing.
+fn silent(addr: &str, n: usize) -> Vec<std::net::TcpStream> {
+    (0..n)
+        .filter_map(|_| std::net::TcpStream::connect(addr).ok())
+        .collect()
+}
+
+/// Reads until the peer closes (or `limit` passes); returns what was read.
+fn read_to_close(s: &mut std::net::TcpStream, limit: Duration) -> Option<String> {
+    s.set_read_timeout(Some(limit)).ok()?;
+    let mut out = Vec::new();
+    match s.read_to_end(&mut out) {
+        Ok(_) => Some(String::from_utf8_lossy(&out).to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+            Some(String::from_utf8_lossy(&out).to_string())
+        }
+        Err(_) => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn floods_displace_themselves_and_slow_clients_are_closed_while_members_are_served() {
+    let stack = Stack::start_with(StackOptions {
+        env: vec![
+            ("CLANKIE_HEADER_TIMEOUT_MS".into(), "1500".into()),
+            ("CLANKIE_MAX_WAITING".into(), "40".into()),
+        ],
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let member = stack.client(&token).await.expect("member");
+    clankie_tests::wait_tool(&member, "time_get_current_time").await;
+    drop(member);
+    let addr = stack.url.trim_start_matches("http://").to_string();
+
+    // A flood of silent connections past the waiting cap: the newcomers are
+    // told to retry (503) without their request being read.
+    let mut flood = silent(&addr, 40);
+    let mut extra = silent(&addr, 10);
+    for s in extra.iter_mut() {
+        let answer = read_to_close(s, Duration::from_secs(10)).expect("answered and closed");
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(
+            answer.contains("service_unavailable") && answer.contains("Retry-After"),
+            "{answer}"
+        );
+    }
+    // A member still gets in: once the flood has waited a while, a new
+    // connection displaces its oldest. The member retries what the gateway
+    // called retryable.
+    let mut served = 0;
+    for _ in 0..40 {
+        let ok = match stack.client(&token).await {
+            Ok(fresh) => clankie_tests::utc_now(&fresh)
+                .await
+                .is_ok_and(|b| b["outcome"] == "ok"),
+            Err(_) => false,
+        };
+        if ok {
+            served += 1;
+            if served == 3 {
+                break;
+            }
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert_eq!(served, 3, "members are served beside the flood");
+    let evicted = flood
+        .iter_mut()
+        .take(3)
+        .filter_map(|s| read_to_close(s, Duration::from_millis(100)))
+        .count();
+    assert!(evicted >= 1, "the oldest silent connections made room");
+    // The rest are closed once the header timeout passes.
+    for s in flood.iter_mut() {
+        assert!(
+            read_to_close(s, Duration::from_secs(20)).is_some(),
+            "a silent connection is closed"
+        );
+    }
+    // A slow client trickling its head is cut off before it finishes.
+    let mut slow = std::net::TcpStream::connect(&addr).expect("slow");
+    slow.set_read_timeout(Some(Duration::from_millis(200))).ok();
+    let started = Instant::now();
+    let mut closed = false;
+    let head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    for b in head.iter().chain(std::iter::repeat(&b'a')) {
+        if slow.write_all(&[*b]).is_err() {
+            closed = true;
+            break;
+        }
+        let mut probe = [0u8; 256];
+        if let Ok(_) = slow.read(&mut probe) {
+            // An answer (408) or the close: either way it is over.
+            closed = true;
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+    }
+    assert!(closed, "a trickling head is cut off");
+}
