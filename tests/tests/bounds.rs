@@ -299,7 +299,7 @@ async fn floods_displace_themselves_and_slow_clients_are_closed_while_members_ar
             break;
         }
         let mut probe = [0u8; 256];
-        if let Ok(_) = slow.read(&mut probe) {
+        if slow.read(&mut probe).is_ok() {
             // An answer (408) or the close: either way it is over.
             closed = true;
             break;
