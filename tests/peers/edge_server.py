@@ -4,6 +4,10 @@ Tools:
   slow(seconds, tag)  appends `tag` to $EDGE_LOG when it starts, sleeps, answers
   fail(message)       answers with isError: true
   add_tool(name)      registers a tool and sends notifications/tools/list_changed
+  hang(tag)           appends `tag` to $EDGE_LOG, then never answers
+
+$EDGE_EXIT_AFTER_MS: the server exits that long after it starts (an upstream
+that keeps crashing).
 
 stdio:  python edge_server.py
 HTTP:   python edge_server.py http PORT   (serves http://127.0.0.1:PORT/mcp)
@@ -42,6 +46,14 @@ def fail(message: str) -> str:
 
 
 @server.tool()
+async def hang(tag: str) -> str:
+    """Record `tag`, then never answer."""
+    _log(tag)
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@server.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Add a tool called `name` and announce that the tool list changed."""
 
@@ -53,7 +65,16 @@ async def add_tool(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+def _exit_later() -> None:
+    ms = os.environ.get("EDGE_EXIT_AFTER_MS")
+    if ms:
+        import threading
+
+        threading.Timer(int(ms) / 1000, lambda: os._exit(1)).start()
+
+
 if __name__ == "__main__":
+    _exit_later()
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

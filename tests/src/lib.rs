@@ -116,49 +116,7 @@ impl Stack {
         state: tempfile::TempDir,
         options: StackOptions,
     ) -> anyhow::Result<Stack> {
-        let clankie = bin_dir().join("clankie");
-        if !clankie.exists() {
-            bail!(
-                "{} is missing: run `cargo build --bins` first",
-                clankie.display()
-            );
-        }
-        let mut cmd = Command::new(&clankie);
-        cmd.args(["up", "--listen", "127.0.0.1:0", "--bin-dir"])
-            .arg(bin_dir())
-            .env("CLANKIE_STATE", state.path())
-            .env("PATH", options.path.clone().unwrap_or_else(peer_path))
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if let Some(ms) = options.request_budget_ms {
-            cmd.env("CLANKIE_REQUEST_BUDGET_MS", ms.to_string());
-        }
-        if let Some(n) = options.retained_bodies {
-            cmd.env("CLANKIE_RECEIPT_BODIES", n.to_string());
-        }
-        if let Some(ms) = options.auto_tick_ms {
-            cmd.env("CLANKIE_AUTO_TICK_MS", ms.to_string());
-        }
-        if let Some(ms) = options.auto_idle_ms {
-            cmd.env("CLANKIE_AUTO_IDLE_MS", ms.to_string());
-        }
-        for (k, v) in &options.env {
-            cmd.env(k, v);
-        }
-        let mut up = cmd.spawn().context("starting clankie up")?;
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stdout = up.stdout.take().context("no stdout")?;
-        {
-            let lines = lines.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    eprintln!("[up] {line}");
-                    lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-                }
-            });
-        }
+        let (up, lines) = launch(state.path(), &options)?;
         let mut stack = Stack {
             state,
             up,
@@ -166,18 +124,32 @@ impl Stack {
             url: String::new(),
             mcp_url: String::new(),
         };
-        if !stack
+        stack.await_up().await?;
+        Ok(stack)
+    }
+
+    /// Stops `clankie up` and starts it again on the same state folder.
+    pub async fn restart(&mut self, options: StackOptions) -> anyhow::Result<()> {
+        self.stop();
+        let (up, lines) = launch(self.state.path(), &options)?;
+        self.up = up;
+        self.lines = lines;
+        self.await_up().await
+    }
+
+    async fn await_up(&mut self) -> anyhow::Result<()> {
+        if !self
             .wait_line("clankie is up", Duration::from_secs(60))
             .await
         {
-            bail!("clankie up did not come up: {:?}", stack.lines());
+            bail!("clankie up did not come up: {:?}", self.lines());
         }
         let discovery: Value = serde_json::from_slice(&std::fs::read(
-            stack.state.path().join("run/fleet/gateway.json"),
+            self.state.path().join("run/fleet/gateway.json"),
         )?)?;
-        stack.url = discovery["url"].as_str().unwrap_or_default().to_string();
-        stack.mcp_url = discovery["mcp"].as_str().unwrap_or_default().to_string();
-        Ok(stack)
+        self.url = discovery["url"].as_str().unwrap_or_default().to_string();
+        self.mcp_url = discovery["mcp"].as_str().unwrap_or_default().to_string();
+        Ok(())
     }
 
     /// Every line `clankie up` printed so far.
@@ -430,6 +402,57 @@ impl Drop for Stack {
     }
 }
 
+/// Spawns `clankie up` on `state`; its printed lines are collected.
+fn launch(
+    state: &Path,
+    options: &StackOptions,
+) -> anyhow::Result<(Child, Arc<Mutex<Vec<String>>>)> {
+    let clankie = bin_dir().join("clankie");
+    if !clankie.exists() {
+        bail!(
+            "{} is missing: run `cargo build --bins` first",
+            clankie.display()
+        );
+    }
+    let mut cmd = Command::new(&clankie);
+    cmd.args(["up", "--listen", "127.0.0.1:0", "--bin-dir"])
+        .arg(bin_dir())
+        .env("CLANKIE_STATE", state)
+        .env("PATH", options.path.clone().unwrap_or_else(peer_path))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(ms) = options.request_budget_ms {
+        cmd.env("CLANKIE_REQUEST_BUDGET_MS", ms.to_string());
+    }
+    if let Some(n) = options.retained_bodies {
+        cmd.env("CLANKIE_RECEIPT_BODIES", n.to_string());
+    }
+    if let Some(ms) = options.auto_tick_ms {
+        cmd.env("CLANKIE_AUTO_TICK_MS", ms.to_string());
+    }
+    if let Some(ms) = options.auto_idle_ms {
+        cmd.env("CLANKIE_AUTO_IDLE_MS", ms.to_string());
+    }
+    for (k, v) in &options.env {
+        cmd.env(k, v);
+    }
+    let mut up = cmd.spawn().context("starting clankie up")?;
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let stdout = up.stdout.take().context("no stdout")?;
+    {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                eprintln!("[up] {line}");
+                lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
+    }
+    Ok((up, lines))
+}
+
 /// A private tmux server (its own socket) with one session; killed on drop.
 pub struct TmuxServer {
     pub socket: PathBuf,
@@ -490,11 +513,20 @@ pub fn ppid(pid: i32) -> i32 {
 
 /// An rmcp client over streamable HTTP with a bearer token.
 pub async fn mcp_client(url: &str, token: &str) -> anyhow::Result<RunningService<RoleClient, ()>> {
+    mcp_client_with(url, token, ()).await
+}
+
+/// An MCP client on `url` with `token` whose notifications go to `handler`.
+pub async fn mcp_client_with<H: rmcp::ClientHandler>(
+    url: &str,
+    token: &str,
+    handler: H,
+) -> anyhow::Result<RunningService<RoleClient, H>> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let cfg = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_string());
     let transport = rmcp::transport::StreamableHttpClientTransport::from_config(cfg);
-    Ok(().serve(transport).await?)
+    Ok(handler.serve(transport).await?)
 }
 
 /// Calls a gateway tool and returns its result.
