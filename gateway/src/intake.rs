@@ -121,7 +121,7 @@ fn id_text(e: &Envelope) -> Result<Option<String>, String> {
 }
 
 /// The ids of the requests a body holds (one message or a batch).
-fn request_ids(bytes: &[u8]) -> Result<Vec<String>, (i64, String)> {
+pub(crate) fn request_ids(bytes: &[u8]) -> Result<Vec<String>, (i64, String)> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     let envelopes: Vec<Envelope> = match first {
         Some(b'[') => {

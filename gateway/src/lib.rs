@@ -18,6 +18,15 @@ mod serve;
 mod sessions;
 
 pub use serve::ConnLimits;
+
+/// Entry points for the fuzz targets (`fuzz/`): the intake's pure parsers.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The JSON-RPC request ids a `/mcp` body holds, or its refusal.
+    pub fn request_ids(bytes: &[u8]) -> Result<Vec<String>, (i64, String)> {
+        crate::intake::request_ids(bytes)
+    }
+}
 pub use sessions::SessionCaps;
 
 use std::net::SocketAddr;

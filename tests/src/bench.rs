@@ -11,6 +11,10 @@
 //!                            through the gateway, vs a request with no proof
 //!   clankie-bench caller     the accept-time caller check of an internal
 //!                            socket vs a bare gRPC round trip on it
+//!   clankie-bench memory     gateway memory per parked session vs per idle
+//!                            connection
+//!   clankie-bench recovery   kill -9 of mcp-host to the first good call vs
+//!                            a plain start of the binary until ready
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -433,6 +437,7 @@ pub(crate) fn cpu_seconds_all() -> f64 {
 
 mod bench_auto;
 mod bench_caller;
+mod bench_faults;
 mod bench_proof;
 mod bench_seats;
 mod bench_tracker;
@@ -464,6 +469,8 @@ async fn main() -> anyhow::Result<()> {
         "seats" => bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
         "tracker" => bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
         "auto" => bench_auto::bench_auto(if quick { 3 } else { 10 }).await?,
+        "memory" => bench_faults::bench_memory(if quick { 100 } else { 500 }).await?,
+        "recovery" => bench_faults::bench_recovery(if quick { 3 } else { 10 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -473,10 +480,12 @@ async fn main() -> anyhow::Result<()> {
             bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
             bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
             bench_auto::bench_auto(if quick { 3 } else { 10 }).await?;
+            bench_faults::bench_memory(if quick { 100 } else { 500 }).await?;
+            bench_faults::bench_recovery(if quick { 3 } else { 10 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery or all"
             )
         }
     }

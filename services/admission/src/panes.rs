@@ -81,7 +81,7 @@ struct Control {
 }
 
 /// What one control-mode command answered.
-enum Block {
+pub enum Block {
     Ok(Vec<String>),
     Error(String),
 }
@@ -114,23 +114,12 @@ impl Control {
     }
 
     async fn read_block(&mut self) -> Option<Block> {
-        let mut inside = false;
-        let mut out = Vec::new();
+        let mut block = BlockReader::default();
         loop {
             let line = self.lines.next_line().await.ok()??;
-            if !inside {
-                // Notifications (%session-changed, %window-add, ...) come
-                // between blocks.
-                inside = line.starts_with("%begin ");
-                continue;
+            if let Some(done) = block.feed(line) {
+                return Some(done);
             }
-            if line.starts_with("%end ") {
-                return Some(Block::Ok(out));
-            }
-            if line.starts_with("%error ") {
-                return Some(Block::Error(out.join(" ")));
-            }
-            out.push(line);
         }
     }
 
@@ -142,9 +131,46 @@ impl Control {
     }
 }
 
+/// Reads one tmux control-mode answer, a line at a time: everything
+/// between `%begin` and `%end` (or `%error`). Notifications between blocks
+/// (`%session-changed`, `%window-add`, ...) are skipped.
+#[derive(Default)]
+pub struct BlockReader {
+    inside: bool,
+    lines: Vec<String>,
+    bytes: usize,
+}
+
+/// The most a block may hold before it counts as an error (a pane list is
+/// a few KiB).
+const MAX_BLOCK: usize = 4 << 20;
+
+impl BlockReader {
+    /// Takes one line; returns the block once it ends.
+    pub fn feed(&mut self, line: String) -> Option<Block> {
+        if !self.inside {
+            self.inside = line.starts_with("%begin ");
+            return None;
+        }
+        if line.starts_with("%end ") {
+            return Some(Block::Ok(std::mem::take(&mut self.lines)));
+        }
+        if line.starts_with("%error ") {
+            return Some(Block::Error(std::mem::take(&mut self.lines).join(" ")));
+        }
+        self.bytes += line.len();
+        if self.bytes > MAX_BLOCK {
+            return Some(Block::Error("the answer is too long".into()));
+        }
+        self.lines.push(line);
+        None
+    }
+}
+
 const TMUX_FORMAT: &str = "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_current_command}";
 
-fn parse_tmux(line: &str) -> Option<Pane> {
+/// One `list-panes` line in [`TMUX_FORMAT`]; None for anything else.
+pub fn parse_tmux(line: &str) -> Option<Pane> {
     let mut f = line.split('\t');
     let session = f.next()?.to_string();
     let pane_id = f.next()?.to_string();
@@ -295,6 +321,26 @@ impl Herdr {
     }
 }
 
+/// A pane from Herdr's `pane.process_info` answer.
+pub fn herdr_pane(pane_id: &str, session: String, proc: &Value) -> Result<Pane, PaneError> {
+    let p = &proc["process_info"];
+    let shell_pid = p["shell_pid"]
+        .as_i64()
+        .and_then(|v| i32::try_from(v).ok())
+        .filter(|pid| *pid > 0)
+        .ok_or(PaneError::Unavailable("herdr_malformed"))?;
+    let command = p["foreground_processes"][0]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    Ok(Pane {
+        pane_id: pane_id.to_string(),
+        session,
+        shell_pid,
+        command,
+    })
+}
+
 impl PaneHost for Herdr {
     async fn pane(&self, pane_id: &str) -> Result<Pane, PaneError> {
         let info = self
@@ -307,21 +353,7 @@ impl PaneHost for Herdr {
         let proc = self
             .request("pane.process_info", json!({ "pane_id": pane_id }))
             .await?;
-        let p = &proc["process_info"];
-        let shell_pid = p["shell_pid"]
-            .as_i64()
-            .and_then(|v| i32::try_from(v).ok())
-            .ok_or(PaneError::Unavailable("herdr_malformed"))?;
-        let command = p["foreground_processes"][0]["name"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        Ok(Pane {
-            pane_id: pane_id.to_string(),
-            session,
-            shell_pid,
-            command,
-        })
+        herdr_pane(pane_id, session, &proc)
     }
 
     async fn panes(&self) -> Result<Vec<Pane>, PaneError> {

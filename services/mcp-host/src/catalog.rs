@@ -22,7 +22,7 @@ pub const MAX_DESCRIBE: usize = 10;
 /// first `_` of a qualified name always ends the account).
 pub fn valid_account_name(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= 40
+        && name.len() <= clankie_runtime::limits::field::ACCOUNT_NAME
         && name.as_bytes()[0].is_ascii_alphanumeric()
         && name
             .bytes()

@@ -21,6 +21,23 @@ pub enum HerdrError {
     Unavailable(&'static str),
 }
 
+/// The `result` of one response line to request `id`, or its error.
+pub fn parse_answer(line: &str, id: &str) -> Result<Value, HerdrError> {
+    let v: Value =
+        serde_json::from_str(line).map_err(|_| HerdrError::Unavailable("herdr_malformed"))?;
+    if v["id"] != json!(id) {
+        return Err(HerdrError::Unavailable("herdr_malformed"));
+    }
+    if let Some(err) = v.get("error") {
+        let code = err["code"].as_str().unwrap_or("").to_string();
+        if code == "pane_not_found" {
+            return Err(HerdrError::PaneNotFound);
+        }
+        return Err(HerdrError::Refused(code));
+    }
+    Ok(v["result"].clone())
+}
+
 /// Sends `method` with `params` and returns the response's `result`.
 pub async fn request(
     socket: &Path,
@@ -46,19 +63,7 @@ pub async fn request(
             .read_line(&mut answer)
             .await
             .map_err(|_| HerdrError::Unavailable("herdr_read_failed"))?;
-        let v: Value = serde_json::from_str(&answer)
-            .map_err(|_| HerdrError::Unavailable("herdr_malformed"))?;
-        if v["id"] != json!(id) {
-            return Err(HerdrError::Unavailable("herdr_malformed"));
-        }
-        if let Some(err) = v.get("error") {
-            let code = err["code"].as_str().unwrap_or("").to_string();
-            if code == "pane_not_found" {
-                return Err(HerdrError::PaneNotFound);
-            }
-            return Err(HerdrError::Refused(code));
-        }
-        Ok(v["result"].clone())
+        parse_answer(&answer, &id)
     };
     tokio::time::timeout(timeout, exchange)
         .await

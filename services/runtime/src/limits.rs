@@ -19,8 +19,9 @@ pub mod field {
     pub const RECEIPT_ID: usize = 128;
     /// A tool name, qualified (`account_tool`) or not.
     pub const TOOL_NAME: usize = 256;
-    /// An account name.
-    pub const ACCOUNT_NAME: usize = 64;
+    /// An account name (the owner names accounts; members name them only
+    /// inside qualified tool names).
+    pub const ACCOUNT_NAME: usize = 40;
     /// An `mcp-session-id` header.
     pub const SESSION_ID: usize = 128;
     /// A JSON-RPC `id`, as JSON text (a string's quotes included).

@@ -1,0 +1,24 @@
+//! The helper's frame codec: a byte stream decodes into requests until it
+//! ends or a frame is refused, never a panic, never past the size bound.
+#![no_main]
+
+use clankie_proto::helper::v1 as pb;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = clankie_helper::frame::decode_len(data);
+    let mut input = data;
+    for _ in 0..64 {
+        match clankie_helper::frame::read_frame::<pb::Request>(&mut input, 1 << 16) {
+            Ok(Some(req)) => {
+                let mut out = Vec::new();
+                clankie_helper::frame::write_frame(&mut out, &req).expect("encode");
+                let back = clankie_helper::frame::read_frame::<pb::Request>(&mut &out[..], 1 << 16)
+                    .expect("re-read")
+                    .expect("a frame");
+                assert_eq!(back, req);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+});

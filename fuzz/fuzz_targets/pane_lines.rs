@@ -1,0 +1,20 @@
+//! The tmux and Herdr parsers: list-panes lines, control-mode blocks, and
+//! Herdr answer lines, from any bytes.
+#![no_main]
+
+use clankie_admission::panes::{BlockReader, herdr_pane, parse_tmux};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let mut block = BlockReader::default();
+    for line in text.lines() {
+        if let Some(p) = parse_tmux(line) {
+            assert!(p.pane_id.starts_with('%'));
+        }
+        let _ = block.feed(line.to_string());
+        if let Ok(v) = clankie_runtime::herdr::parse_answer(line, "clankie_1") {
+            let _ = herdr_pane("%1", String::new(), &v);
+        }
+    }
+});
