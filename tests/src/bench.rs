@@ -470,7 +470,7 @@ async fn main() -> anyhow::Result<()> {
         "tracker" => bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
         "auto" => bench_auto::bench_auto(if quick { 3 } else { 10 }).await?,
         "memory" => bench_faults::bench_memory(if quick { 100 } else { 500 }).await?,
-        "recovery" => bench_faults::bench_recovery(if quick { 3 } else { 10 }).await?,
+        "recovery" => bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -481,7 +481,7 @@ async fn main() -> anyhow::Result<()> {
             bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
             bench_auto::bench_auto(if quick { 3 } else { 10 }).await?;
             bench_faults::bench_memory(if quick { 100 } else { 500 }).await?;
-            bench_faults::bench_recovery(if quick { 3 } else { 10 }).await?;
+            bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?;
         }
         other => {
             anyhow::bail!(

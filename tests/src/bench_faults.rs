@@ -110,19 +110,20 @@ pub async fn bench_memory(n: usize) -> anyhow::Result<()> {
 }
 
 pub async fn bench_recovery(rounds: usize) -> anyhow::Result<()> {
-    println!(
-        "== recovery: kill -9 of mcp-host to the first good call, vs a plain start of the binary =="
-    );
-    let stack = Stack::start().await?;
-    stack.connect_stdio("time", &["mcp-server-time"], &[]);
-    let token = stack.token("bench");
-    let client = stack.client(&token).await?;
-    clankie_tests::wait_tool(&client, "time_get_current_time").await;
-    let owner = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
-
+    println!("== recovery: kill -9 of mcp-host to the first good call, vs a plain start of the binary ==");
+    // A fresh stack per round: `clankie up` backs off a service that keeps
+    // dying (250 ms, doubling, reset after 60 s up), and this measures the
+    // first death, not the backoff.
     let mut recover = Vec::with_capacity(rounds);
     let mut plain = Vec::with_capacity(rounds);
     for _ in 0..rounds {
+        let stack = Stack::start().await?;
+        stack.connect_stdio("time", &["mcp-server-time"], &[]);
+        let token = stack.token("bench");
+        let client = stack.client(&token).await?;
+        clankie_tests::wait_tool(&client, "time_get_current_time").await;
+        let owner = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
+
         // The fault: kill -9, then call until a call succeeds again.
         let t = Instant::now();
         stack.signal("mcp-host", nix::sys::signal::Signal::SIGKILL);
