@@ -110,7 +110,9 @@ pub async fn bench_memory(n: usize) -> anyhow::Result<()> {
 }
 
 pub async fn bench_recovery(rounds: usize) -> anyhow::Result<()> {
-    println!("== recovery: kill -9 of mcp-host to the first good call, vs a plain start of the binary ==");
+    println!(
+        "== recovery: kill -9 of mcp-host to the first good call, vs a plain start of the binary =="
+    );
     // A fresh stack per round: `clankie up` backs off a service that keeps
     // dying (250 ms, doubling, reset after 60 s up), and this measures the
     // first death, not the backoff.

@@ -310,3 +310,30 @@ async fn floods_displace_themselves_and_slow_clients_are_closed_while_members_ar
     }
     assert!(closed, "a trickling head is cut off");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn service_logs_rotate_at_their_cap() {
+    let cap = 16_000u64;
+    let stack = Stack::start_with(StackOptions {
+        env: vec![("CLANKIE_LOG_MAX_BYTES".into(), cap.to_string())],
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    // Every refused request logs one line at the gateway.
+    let logs = stack.state.path().join("logs");
+    for _ in 0..2000 {
+        let (s, _) = clankie_tests::http(&stack.mcp_url, "POST", &[JSON, ACCEPT], &init_body());
+        assert_eq!(s, 401);
+        if logs.join("gateway.log.2").exists() {
+            break;
+        }
+    }
+    assert!(logs.join("gateway.log.1").exists(), "rotated once");
+    assert!(logs.join("gateway.log.2").exists(), "rotated twice");
+    assert!(!logs.join("gateway.log.3").exists(), "two old files kept");
+    for f in ["gateway.log.1", "gateway.log.2"] {
+        let len = std::fs::metadata(logs.join(f)).expect("log").len();
+        assert!(len <= cap + 4096, "{f} is {len} bytes, past its cap");
+    }
+}
