@@ -284,6 +284,18 @@ async fn kill_9_of_each_service_at_seeded_points_under_a_load_of_calls() {
     tally.finish("kill -9 under load");
 }
 
+/// An instant `edge_slow` call under receipt `id` (tagged `id`).
+async fn edge_call(client: &Client, id: &str) -> Result<Value, String> {
+    call(
+        client,
+        "clankie_call",
+        json!({"name": "edge_slow", "receiptId": id, "arguments": {"seconds": 0, "tag": id}}),
+    )
+    .await
+    .map(|r| structured(&r))
+    .map_err(|e| e.to_string())
+}
+
 /// A small tmpfs mounted on a new folder, unmounted on drop.
 struct Tmpfs(tempfile::TempDir);
 
@@ -358,14 +370,7 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
     for n in 0..5 {
         let id = format!("full-disk-{n:02}");
         tally.calls += 1;
-        let r = call(
-            &client,
-            "clankie_call",
-            json!({"name": "edge_slow", "receiptId": id, "arguments": {"seconds": 0, "tag": id}}),
-        )
-        .await
-        .map(|r| structured(&r))
-        .map_err(|e| e.to_string());
+        let r = edge_call(&client, &id).await;
         match &r {
             Ok(b)
                 if b["error"]["code"] == "receipt_store_unavailable"
@@ -389,14 +394,7 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
     for n in 0..3 {
         let id = format!("after-{n:02}");
         tally.calls += 1;
-        let r = call(
-            &client,
-            "clankie_call",
-            json!({"name": "edge_slow", "receiptId": id, "arguments": {"seconds": 0, "tag": id}}),
-        )
-        .await
-        .map(|r| structured(&r))
-        .map_err(|e| e.to_string());
+        let r = edge_call(&client, &id).await;
         assert_eq!(
             r.as_ref().map(|b| b["outcome"].clone()).ok(),
             Some(json!("ok")),

@@ -256,6 +256,20 @@ async fn a_changed_committed_shard_refuses_dispatch_and_stays_in_place() {
     );
 }
 
+type Bridge = std::sync::Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>;
+
+/// Starts an `edge_slow` call with no receipt id (the bridge picks one) and
+/// leaves it in flight.
+fn in_flight(
+    bridge: &Bridge,
+    seconds: f64,
+    tag: &str,
+) -> tokio::task::JoinHandle<anyhow::Result<rmcp::model::CallToolResult>> {
+    let bridge = bridge.clone();
+    let args = json!({"name": "edge_slow", "arguments": {"seconds": seconds, "tag": tag}});
+    tokio::spawn(async move { call(&bridge, "clankie_call", args).await })
+}
+
 /// Reconciles `receipt` until it settles; returns the settled body.
 async fn settled(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
@@ -295,17 +309,7 @@ async fn a_host_that_stops_answering_is_uncertain_with_the_bridges_receipt() {
 
     // The host freezes after the call left the gateway: the gateway's
     // deadline passes with no verdict.
-    let call_task = {
-        let bridge = bridge.clone();
-        tokio::spawn(async move {
-            call(
-                &bridge,
-                "clankie_call",
-                json!({"name": "edge_slow", "arguments": {"seconds": 0.5, "tag": "frozen"}}),
-            )
-            .await
-        })
-    };
+    let call_task = in_flight(&bridge, 0.5, "frozen");
     assert!(clankie_tests::wait_file_line(&log, "frozen", Duration::from_secs(10)).await);
     stack.signal("mcp-host", Signal::SIGSTOP);
     let answer = structured(&call_task.await.expect("join").expect("call"));
@@ -330,17 +334,7 @@ async fn kill_9_through_the_bridge_answers_uncertain_with_its_receipt() {
     let bridge = std::sync::Arc::new(stack.fleet_bridge(&token).await.expect("bridge"));
     clankie_tests::wait_tool(&bridge, "edge_slow").await;
 
-    let call_task = {
-        let bridge = bridge.clone();
-        tokio::spawn(async move {
-            call(
-                &bridge,
-                "clankie_call",
-                json!({"name": "edge_slow", "arguments": {"seconds": 5, "tag": "killed"}}),
-            )
-            .await
-        })
-    };
+    let call_task = in_flight(&bridge, 5.0, "killed");
     assert!(clankie_tests::wait_file_line(&log, "killed", Duration::from_secs(10)).await);
     // kill -9 closes the host's end: the gateway's shared connection is reset
     // under the call it forwarded.
@@ -371,7 +365,7 @@ async fn kill_9_through_the_bridge_answers_uncertain_with_its_receipt() {
     let r = call(
         &bridge,
         "clankie_call",
-        json!({"name": "edge_slow", "arguments": {"seconds": 5, "tag": "killed"}, "receiptId": receipt}),
+        json!({"name": "edge_slow", "arguments": {"seconds": 5.0, "tag": "killed"}, "receiptId": receipt}),
     )
     .await
     .expect("retry");
