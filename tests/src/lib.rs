@@ -285,6 +285,19 @@ impl Stack {
         self.clankie_ok(&refs)
     }
 
+    /// Connects our edge-case upstream (`tests/peers/edge_server.py`) as
+    /// account `name`, logging each call's tag to `log`, with `env` more.
+    pub fn connect_edge(&self, name: &str, log: &Path, env: &[(&str, &str)]) -> String {
+        let (py, edge) = (python(), edge_server());
+        let mut all = vec![("EDGE_LOG", log.to_str().expect("utf8 path"))];
+        all.extend_from_slice(env);
+        self.connect_stdio(
+            name,
+            &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
+            &all,
+        )
+    }
+
     /// An MCP client on the gateway with `token`.
     pub async fn client(&self, token: &str) -> anyhow::Result<RunningService<RoleClient, ()>> {
         mcp_client(&self.mcp_url, token).await

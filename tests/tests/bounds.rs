@@ -5,7 +5,7 @@
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
-use clankie_tests::{Stack, StackOptions, edge_server, http_response, python};
+use clankie_tests::{Stack, StackOptions, http_response};
 use serde_json::{Value, json};
 
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
@@ -70,12 +70,7 @@ fn post(stack: &Stack, bearer: &str, session: &str, body: &str) -> (u16, String)
 async fn malformed_json_is_400_and_a_duplicate_id_in_flight_is_refused_not_left_hanging() {
     let stack = Stack::start().await.expect("stack");
     let log = stack.state.path().join("edge.log");
-    let (py, edge) = (python(), edge_server());
-    stack.connect_stdio(
-        "edge",
-        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
-        &[("EDGE_LOG", log.to_str().expect("utf8"))],
-    );
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     let client = stack.client(&token).await.expect("client");
     clankie_tests::wait_tool(&client, "edge_slow").await;

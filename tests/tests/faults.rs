@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clankie_tests::{Stack, StackOptions, call, edge_server, file_lines, python, structured};
+use clankie_tests::{Stack, StackOptions, call, file_lines, python, structured};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
@@ -70,17 +70,6 @@ impl Tally {
         );
         assert!(self.violations.is_empty(), "{:#?}", self.violations);
     }
-}
-
-fn connect_edge(stack: &Stack, name: &str, log: &Path, extra: &[(&str, &str)]) {
-    let (py, edge) = (python(), edge_server());
-    let mut env = vec![("EDGE_LOG", log.to_str().expect("utf8"))];
-    env.extend_from_slice(extra);
-    stack.connect_stdio(
-        name,
-        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
-        &env,
-    );
 }
 
 fn ran(log: &Path, tag: &str) -> usize {
@@ -195,7 +184,7 @@ async fn kill_9_of_each_service_at_seeded_points_under_a_load_of_calls() {
     .await
     .expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, "edge", &log, &[]);
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     {
         let c = connect(&stack.mcp_url, &token).await;
@@ -358,7 +347,7 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
         .expect("stack");
     let log_dir = tempfile::tempdir().expect("edge log folder");
     let log = log_dir.path().join("edge.log");
-    connect_edge(&stack, "edge", &log, &[]);
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     let client = connect(&stack.mcp_url, &token).await;
     clankie_tests::wait_tool(&client, "edge_slow").await;
@@ -476,7 +465,7 @@ async fn corrupt_empty_and_foreign_state_files_take_the_fail_safe_path_and_stay_
     for kind in ["corrupt", "empty", "foreign"] {
         let mut stack = Stack::start().await.expect("stack");
         let log = stack.state.path().join("edge.log");
-        connect_edge(&stack, "edge", &log, &[]);
+        stack.connect_edge("edge", &log, &[]);
         let token = stack.token("alpha");
         stack.clankie_ok(&["fleet", "set", "--peer-messages", "off"]);
         stack.clankie_ok(&["fleet", "set", "--peer-messages", "on"]);
@@ -617,7 +606,7 @@ async fn a_hung_upstream_and_a_crashing_one_with_its_backoff() {
     .await
     .expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, "edge", &log, &[]);
+    stack.connect_edge("edge", &log, &[]);
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
     let token = stack.token("alpha");
     let heard = Listener::default();
@@ -670,7 +659,7 @@ async fn a_hung_upstream_and_a_crashing_one_with_its_backoff() {
     // Crashing: an upstream that dies 300 ms after every start backs off,
     // doubling, instead of restarting at the minimum forever.
     let heard_before = heard.0.load(Ordering::Relaxed);
-    connect_edge(&stack, "crashy", &log, &[("EDGE_EXIT_AFTER_MS", "300")]);
+    stack.connect_edge("crashy", &log, &[("EDGE_EXIT_AFTER_MS", "300")]);
     let host_log = stack.state.path().join("logs/mcp-host.log");
     let mut backoffs = Vec::new();
     for _ in 0..400 {

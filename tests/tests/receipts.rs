@@ -4,18 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use clankie_tests::{Stack, StackOptions, call, edge_server, file_lines, python, structured};
+use clankie_tests::{Stack, StackOptions, call, file_lines, structured};
 use serde_json::json;
-
-fn connect_edge(stack: &Stack, log: &std::path::Path) {
-    let edge = edge_server();
-    let py = python();
-    stack.connect_stdio(
-        "edge",
-        &[py.to_str().expect("utf8"), edge.to_str().expect("utf8")],
-        &[("EDGE_LOG", log.to_str().expect("utf8"))],
-    );
-}
 
 fn count(log: &std::path::Path, tag: &str) -> usize {
     file_lines(log).iter().filter(|l| l.as_str() == tag).count()
@@ -30,7 +20,7 @@ async fn a_deadline_after_dispatch_is_uncertain_and_reconciles_to_the_settled_re
     .await
     .expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, &log);
+    stack.connect_edge("edge", &log, &[]);
     let client = stack.client(&stack.token("alpha")).await.expect("client");
 
     let r = call(
@@ -87,7 +77,7 @@ async fn a_deadline_after_dispatch_is_uncertain_and_reconciles_to_the_settled_re
 async fn kill_9_of_the_host_mid_calls_loses_and_replays_nothing() {
     let stack = Stack::start().await.expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, &log);
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     let client = std::sync::Arc::new(stack.client(&token).await.expect("client"));
 
@@ -302,7 +292,7 @@ async fn a_host_that_stops_answering_is_uncertain_with_the_bridges_receipt() {
     .await
     .expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, &log);
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     let bridge = std::sync::Arc::new(stack.fleet_bridge(&token).await.expect("bridge"));
     clankie_tests::wait_tool(&bridge, "edge_slow").await;
@@ -329,7 +319,7 @@ async fn a_host_that_stops_answering_is_uncertain_with_the_bridges_receipt() {
 async fn kill_9_through_the_bridge_answers_uncertain_with_its_receipt() {
     let stack = Stack::start().await.expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, &log);
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     let bridge = std::sync::Arc::new(stack.fleet_bridge(&token).await.expect("bridge"));
     clankie_tests::wait_tool(&bridge, "edge_slow").await;
@@ -377,7 +367,7 @@ async fn kill_9_through_the_bridge_answers_uncertain_with_its_receipt() {
 async fn one_members_64_kb_fields_never_abort_the_calls_of_others() {
     let stack = Stack::start().await.expect("stack");
     let log = stack.state.path().join("edge.log");
-    connect_edge(&stack, &log);
+    stack.connect_edge("edge", &log, &[]);
     let token = stack.token("alpha");
     let others = std::sync::Arc::new(stack.client(&token).await.expect("client"));
     clankie_tests::wait_tool(&others, "edge_slow").await;
