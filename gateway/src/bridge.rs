@@ -808,7 +808,7 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut peers = self.shared.peers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut peers = self.shared.peers.lock();
         peers.retain(|p| !p.is_transport_closed());
         peers.push(context.peer);
     }
@@ -842,7 +842,7 @@ impl ServerHandler for Bridge {
 /// Sends `notifications/tools/list_changed` to every session still open.
 async fn notify_all(shared: &Shared) {
     let peers: Vec<_> = {
-        let mut peers = shared.peers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut peers = shared.peers.lock();
         peers.retain(|p| !p.is_transport_closed());
         peers.clone()
     };

@@ -91,7 +91,7 @@ pub(crate) struct Shared {
     pub(crate) settings: watch::Sender<apb::FleetSettings>,
     /// Counts coalesced tool-list announcements to sessions.
     pub(crate) announced: watch::Sender<u64>,
-    pub(crate) peers: std::sync::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
+    pub(crate) peers: parking_lot::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
     pub(crate) request_budget: Duration,
     session_caps: sessions::SessionCaps,
     allowed_hosts: Vec<String>,
@@ -136,7 +136,7 @@ impl Options {
                 catalog,
                 settings,
                 announced: watch::channel(0).0,
-                peers: std::sync::Mutex::new(Vec::new()),
+                peers: parking_lot::Mutex::new(Vec::new()),
                 request_budget: self.request_budget.min(REQUEST_BUDGET),
                 session_caps: self.session_caps,
                 allowed_hosts: self.allowed_hosts,

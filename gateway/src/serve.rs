@@ -16,9 +16,10 @@
 //! - Once its first request head arrives a connection stops waiting and is
 //!   never evicted; its request is then admitted or refused at once.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -72,7 +73,7 @@ struct ConnTag {
 
 impl ConnTag {
     fn leave(&self) {
-        let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self.waiting.lock();
         w.queue.retain(|(id, _, _)| *id != self.id);
     }
 }
@@ -98,7 +99,7 @@ struct Place {
 impl Drop for Place {
     fn drop(&mut self) {
         if let Some((ip, map)) = &self.ip {
-            let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = map.lock();
             if let Some(n) = map.get_mut(ip) {
                 *n -= 1;
                 if *n == 0 {
@@ -126,7 +127,7 @@ impl Caps {
         let conn = self.conns.clone().try_acquire_owned().ok()?;
         let ip = match ip {
             Some(ip) => {
-                let mut map = self.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+                let mut map = self.per_ip.lock();
                 let n = map.entry(ip).or_insert(0);
                 if *n >= self.limits.max_per_ip {
                     return None;
@@ -138,7 +139,7 @@ impl Caps {
         };
         let evict = CancellationToken::new();
         let id = {
-            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let mut w = self.waiting.lock();
             if w.queue.len() >= self.limits.max_waiting.max(1) {
                 let old_enough = w
                     .queue

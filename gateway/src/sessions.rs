@@ -12,8 +12,9 @@
 //! Session ids are never logged here; rmcp's own logs, which name them,
 //! are filtered out in telemetry.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::Response;
@@ -79,7 +80,7 @@ pub struct InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let mut set = self.set.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.set.lock();
         for k in &self.keys {
             set.remove(k);
         }
@@ -100,7 +101,7 @@ impl Sessions {
     /// being answered on the same session is refused: the transport would
     /// route both answers to one of them, and the other would never end.
     pub fn claim(&self, session: &str, ids: &[String]) -> Result<InFlight, ClankieError> {
-        let mut set = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.in_flight.lock();
         let keys: Vec<(String, String)> = ids
             .iter()
             .map(|id| (session.to_string(), id.clone()))
@@ -150,8 +151,8 @@ impl Sessions {
         (mine, owners.len())
     }
 
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.owners.lock().unwrap_or_else(|p| p.into_inner())
+    fn owners(&self) -> parking_lot::MutexGuard<'_, HashMap<String, String>> {
+        self.owners.lock()
     }
 
     /// Before a request runs: the session it names must be the caller's.

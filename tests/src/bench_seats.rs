@@ -5,9 +5,9 @@
 //! Seats are real: hired panes of a linked tmux session, each running this
 //! binary in `seat` mode as the harness of a real `clankie mcp --fleet`.
 
+use parking_lot::Mutex;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use clankie_proto::mailbox::v1 as pb;
@@ -63,7 +63,7 @@ impl ClientHandler for SeatHandler {
                 .and_then(|p| p["content"].as_str())
                 .unwrap_or("")
                 .to_string();
-            let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _guard = self.lock.lock();
             append(&self.recv, &format!("{content} {}", now_ns()));
         }
     }

@@ -6,10 +6,11 @@
 //! `cargo build --bins` first; `scripts/test` does), the peers from
 //! `scripts/install-peers`.
 
+use parking_lot::Mutex;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -154,7 +155,7 @@ impl Stack {
 
     /// Every line `clankie up` printed so far.
     pub fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.lines.lock().clone()
     }
 
     /// Waits until `clankie up` prints a line containing `needle`.
@@ -459,7 +460,7 @@ fn launch(
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 eprintln!("[up] {line}");
-                lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                lines.lock().push(line);
             }
         });
     }

@@ -14,10 +14,11 @@
 //! scenario is seeded (`CLANKIE_FAULT_SEED`) and printed, so a failure can
 //! be replayed. Floods and slow clients against the caps are in `bounds.rs`.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clankie_tests::{Stack, StackOptions, call, file_lines, python, structured};
@@ -116,7 +117,7 @@ type Answers = Arc<Mutex<Vec<(String, String, Result<Value, String>)>>>;
 
 /// Checks the invariants over every call made (id, tag, first answer).
 async fn check_calls(client: &Client, log: &Path, answers: &Answers, tally: &mut Tally) {
-    let answers = answers.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let answers = answers.lock().clone();
     for (id, tag, first) in answers {
         tally.receipts += 1;
         let runs = ran(log, &tag);
@@ -225,7 +226,6 @@ async fn kill_9_of_each_service_at_seeded_points_under_a_load_of_calls() {
                 }
                 answers
                     .lock()
-                    .unwrap_or_else(|p| p.into_inner())
                     .push((id.clone(), id, first));
                 if lost {
                     // The gateway went away under the session: a new one.
@@ -366,10 +366,7 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
                     && b["receiptId"] == id.as_str() => {}
             other => tally.violation(format!("{id} on a full disk: {other:?}")),
         }
-        answers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((id.clone(), id, r));
+        answers.lock().push((id.clone(), id, r));
     }
     // A state write on the full disk fails with a clear error, and the old
     // file is untouched.
@@ -389,10 +386,7 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
             Some(json!("ok")),
             "{r:?}"
         );
-        answers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((id.clone(), id, r));
+        answers.lock().push((id.clone(), id, r));
     }
     drop(client);
     stack

@@ -13,9 +13,10 @@
 //!   pending observation and closes that helper;
 //! - shutdown closes only this service's own helper.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_proto::helper::v1 as pb;
@@ -94,7 +95,7 @@ impl HelperClient {
     pub async fn run(&self, job: pb::request::Job) -> Result<pb::Reply, Failure> {
         let (tx, rx) = oneshot::channel();
         {
-            let mut q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = self.shared.queue.lock();
             q.retain(|j| !j.reply.is_closed());
             if q.len() >= MAX_QUEUE {
                 return Err(Failure::QueueFull);
@@ -112,7 +113,7 @@ impl HelperClient {
 
     /// Jobs waiting (cancelled ones excluded).
     pub fn queued(&self) -> usize {
-        let q = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let q = self.shared.queue.lock();
         q.iter().filter(|j| !j.reply.is_closed()).count()
     }
 }
@@ -177,7 +178,7 @@ async fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<pb::Reply, Fa
 }
 
 fn next_job(shared: &Shared) -> Option<Job> {
-    let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = shared.queue.lock();
     while let Some(job) = q.pop_front() {
         // A job cancelled while queued is simply dropped.
         if !job.reply.is_closed() {
@@ -191,7 +192,7 @@ fn next_job(shared: &Shared) -> Option<Job> {
 }
 
 fn fail_all(shared: &Shared, failure: Failure) {
-    let mut q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = shared.queue.lock();
     for job in q.drain(..) {
         let _ = job.reply.send(Err(failure));
     }

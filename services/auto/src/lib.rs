@@ -63,7 +63,7 @@ struct Inner {
     idle: Duration,
     /// `Err`: the cadence file cannot be read; no Auto checks run.
     cadence: Mutex<Result<Cadence, String>>,
-    last_round: std::sync::Mutex<pb::RoundStats>,
+    last_round: parking_lot::Mutex<pb::RoundStats>,
     rounds: std::sync::atomic::AtomicU64,
     /// Serializes writes of autonomy.json.
     autonomy_lock: Mutex<()>,
@@ -164,7 +164,7 @@ impl AutoService {
                 tick,
                 idle,
                 cadence: Mutex::new(cadence),
-                last_round: std::sync::Mutex::new(pb::RoundStats::default()),
+                last_round: parking_lot::Mutex::new(pb::RoundStats::default()),
                 rounds: std::sync::atomic::AtomicU64::new(0),
                 autonomy_lock: Mutex::new(()),
                 round_lock: Mutex::new(()),
@@ -390,9 +390,7 @@ impl AutoService {
         self.inner
             .rounds
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Ok(mut last) = self.inner.last_round.lock() {
-            *last = stats;
-        }
+        *self.inner.last_round.lock() = stats;
     }
 
     /// Projects, conversations and hires, read now.
@@ -720,7 +718,7 @@ impl pb::auto_server::Auto for AutoService {
             next_deadline_ms: next,
             cadence_problem: problem,
             leads,
-            last_round: self.inner.last_round.lock().ok().map(|r| r.clone()),
+            last_round: Some(self.inner.last_round.lock().clone()),
             tick_ms: self.inner.tick.as_millis() as u64,
             idle_ms: self.inner.idle.as_millis() as u64,
             rounds: self.inner.rounds.load(std::sync::atomic::Ordering::Relaxed),
@@ -740,12 +738,7 @@ impl pb::auto_server::Auto for AutoService {
         }
         let _one = self.inner.round_lock.lock().await;
         self.round(now_ms()).await;
-        let stats = self
-            .inner
-            .last_round
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default();
+        let stats = self.inner.last_round.lock().clone();
         Ok(Response::new(stats))
     }
 

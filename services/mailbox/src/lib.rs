@@ -64,7 +64,7 @@ struct Inner {
     /// `audit/peer-messages.jsonl`: one line per send (ids only, no text).
     audit_path: std::path::PathBuf,
     /// When each seat last polled: a live delivery route.
-    polled: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    polled: parking_lot::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Bumped after every transcript append; long polls wait on it.
     appended: watch::Sender<u64>,
     admission: apb::admission_client::AdmissionClient<Client>,
@@ -436,7 +436,7 @@ impl MailboxService {
                 reviews_path,
                 patches_dir,
                 queued,
-                polled: std::sync::Mutex::new(std::collections::HashMap::new()),
+                polled: parking_lot::Mutex::new(std::collections::HashMap::new()),
                 audit_path: paths.audit_dir().join("peer-messages.jsonl"),
                 appended,
                 admission,
@@ -451,9 +451,9 @@ impl MailboxService {
     /// (each is read once, at start, and never saved over while unreadable).
     pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
         let inner = self.inner.clone();
-        let snapshot = std::sync::Mutex::new(None::<Option<String>>);
+        let snapshot = parking_lot::Mutex::new(None::<Option<String>>);
         clankie_runtime::readiness::Readiness::check(move || {
-            let mut cached = snapshot.lock().unwrap_or_else(|p| p.into_inner());
+            let mut cached = snapshot.lock();
             if let Some(c) = &*cached {
                 return c.clone();
             }
@@ -801,7 +801,6 @@ impl MailboxService {
         self.inner
             .polled
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .get(seat_id)
             .is_some_and(|t| t.elapsed() < ROUTE_FRESH)
     }
@@ -810,7 +809,6 @@ impl MailboxService {
         self.inner
             .polled
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .insert(seat_id.to_string(), std::time::Instant::now());
     }
 

@@ -2,11 +2,12 @@
 //! naming the principal (`fleet:ID:pane:PANE`, or `pane:unverified` for
 //! bearer links). Arguments and results are never written here.
 
+use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -59,7 +60,7 @@ impl Audit {
             return;
         };
         line.push(b'\n');
-        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = self.file.lock();
         if let Err(e) = f.write_all(&line) {
             tracing::warn!(error = %e, "audit write failed");
         }

@@ -20,10 +20,11 @@
 //! - Concurrent changes share one commit (group commit): one writer task
 //!   drains every queued change and pays for one round of syncs.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use clankie_runtime::state::{self, sync_dir};
 use clankie_runtime::{ClankieError, ErrorCode};
@@ -208,8 +209,8 @@ pub struct ReceiptStore {
     tx: mpsc::UnboundedSender<Change>,
 }
 
-fn lock(m: &Mutex<StoreState>) -> std::sync::MutexGuard<'_, StoreState> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+fn lock(m: &Mutex<StoreState>) -> parking_lot::MutexGuard<'_, StoreState> {
+    m.lock()
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

@@ -18,8 +18,9 @@
 //!   exactly (a sliding log per window, under one lock). Refused calls are
 //!   not counted and never reach the store.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use clankie_proto::mcphost::v1 as pb;
 use clankie_runtime::{ClankieError, ErrorCode};
@@ -301,10 +302,7 @@ impl Budgets {
         if !role.limited() {
             return Ok(None);
         }
-        let mut accounts = self
-            .accounts
-            .lock()
-            .map_err(|_| ErrorCode::Internal.err("the budget lock is poisoned"))?;
+        let mut accounts = self.accounts.lock();
         let key = (actor.to_string(), class);
         let a = accounts.entry(key.clone()).or_insert_with(|| Account {
             role,
@@ -364,25 +362,22 @@ impl Budgets {
         if !role.limited() {
             return;
         }
-        if let Ok(mut accounts) = self.accounts.lock() {
-            accounts
-                .entry((actor.to_string(), Class::Interactive))
-                .or_insert_with(|| Account {
-                    role,
-                    requests: Window::new(REQUESTS_PER_HOUR, REQUEST_WINDOW_MS),
-                    writes: Window::new(WRITES_PER_MINUTE, WRITE_WINDOW_MS),
-                    refused: VecDeque::new(),
-                })
-                .refused
-                .push_back(now);
-        }
+        self.accounts
+            .lock()
+            .entry((actor.to_string(), Class::Interactive))
+            .or_insert_with(|| Account {
+                role,
+                requests: Window::new(REQUESTS_PER_HOUR, REQUEST_WINDOW_MS),
+                writes: Window::new(WRITES_PER_MINUTE, WRITE_WINDOW_MS),
+                refused: VecDeque::new(),
+            })
+            .refused
+            .push_back(now);
     }
 
     /// Uncounts a call that was refused after it was admitted.
     pub fn refund(&self, admitted: Admitted) {
-        if let Ok(mut accounts) = self.accounts.lock()
-            && let Some(a) = accounts.get_mut(&admitted.key)
-        {
+        if let Some(a) = self.accounts.lock().get_mut(&admitted.key) {
             if let Some(i) = a.requests.stamps.iter().rposition(|&t| t == admitted.at) {
                 a.requests.stamps.remove(i);
             }
@@ -396,9 +391,7 @@ impl Budgets {
 
     /// Every counted actor's windows and refusals now.
     pub fn snapshot(&self, now: i64) -> Vec<pb::ActorBudget> {
-        let Ok(mut accounts) = self.accounts.lock() else {
-            return Vec::new();
-        };
+        let mut accounts = self.accounts.lock();
         let mut out: Vec<pb::ActorBudget> = accounts
             .iter_mut()
             .map(|((actor, class), a)| {

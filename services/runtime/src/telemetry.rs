@@ -85,7 +85,11 @@ fn log_writer() -> (tracing_subscriber::fmt::writer::BoxMakeWriter, bool) {
         file_rotate::compression::Compression::None,
         Some(0o600),
     );
-    (BoxMakeWriter::new(std::sync::Mutex::new(file)), false)
+    // tracing-subscriber's MakeWriter is implemented for the std mutex only;
+    // a panic while writing one log line is the one poisoning we accept.
+    #[allow(clippy::disallowed_types)]
+    let writer = std::sync::Mutex::new(file);
+    (BoxMakeWriter::new(writer), false)
 }
 
 /// Drops rmcp's own events and spans, whatever the filter: they name MCP

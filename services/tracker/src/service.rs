@@ -10,8 +10,9 @@
 //! cursor it waits (at most 20 s, never past the caller's deadline) for the
 //! next commit, then reads again.
 
+use parking_lot::Mutex;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_proto::tracker::v1 as pb;
@@ -164,9 +165,7 @@ impl TrackerService {
                 ErrorCode::StateUnreadable
                     .err(format!("the tracker database cannot be used: {problem}"))
             })?;
-            let mut store = lock
-                .lock()
-                .map_err(|_| ErrorCode::Internal.err("the tracker store lock is poisoned"))?;
+            let mut store = lock.lock();
             let out = f(&mut store)?;
             let cursor = store.cursor().map_err(store_refusal)?;
             inner.cursor.send_if_modified(|c| {
