@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clankie_proto::auto::v1 as pb;
-use clankie_runtime::grpc::{self, Client};
+use clankie_runtime::grpc::Client;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
@@ -32,10 +32,7 @@ pub enum AutoCommand {
 }
 
 fn client(paths: &StatePaths) -> anyhow::Result<pb::auto_client::AutoClient<Client>> {
-    Ok(pb::auto_client::AutoClient::new(grpc::client(
-        &paths.socket("auto"),
-        owner_meta(paths)?,
-    )))
+    Ok(clankie_runtime::clients::auto(paths, owner_meta(paths)?))
 }
 
 fn autonomy_json(a: &pb::Autonomy) -> serde_json::Value {

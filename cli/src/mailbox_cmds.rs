@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::grpc::{self, Client};
+use clankie_runtime::grpc::Client;
 use clankie_runtime::paths::StatePaths;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -12,10 +12,7 @@ use serde_json::json;
 use crate::owner_cmds::{owner_meta, refused};
 
 fn client(paths: &StatePaths) -> anyhow::Result<pb::mailbox_client::MailboxClient<Client>> {
-    Ok(pb::mailbox_client::MailboxClient::new(grpc::client(
-        &paths.socket("mailbox"),
-        owner_meta(paths)?,
-    )))
+    Ok(clankie_runtime::clients::mailbox(paths, owner_meta(paths)?))
 }
 
 #[derive(Subcommand)]

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::FleetTools;
 use clankie_proto::mcphost::v1 as mpb;
-use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::{ClankieError, owner};
 use clap::{Args, Subcommand, ValueEnum};
@@ -124,19 +124,19 @@ pub fn owner_meta(paths: &StatePaths) -> anyhow::Result<Meta> {
 }
 
 fn mcp_client(paths: &StatePaths) -> anyhow::Result<mpb::mcp_host_client::McpHostClient<Client>> {
-    Ok(mpb::mcp_host_client::McpHostClient::new(grpc::client(
-        &paths.socket("mcp-host"),
+    Ok(clankie_runtime::clients::mcp_host(
+        paths,
         owner_meta(paths)?,
-    )))
+    ))
 }
 
 pub fn admission_client(
     paths: &StatePaths,
 ) -> anyhow::Result<apb::admission_client::AdmissionClient<Client>> {
-    Ok(apb::admission_client::AdmissionClient::new(grpc::client(
-        &paths.socket("admission"),
+    Ok(clankie_runtime::clients::admission(
+        paths,
         owner_meta(paths)?,
-    )))
+    ))
 }
 
 /// Turns a gRPC status into a one-line refusal.

@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use base64::Engine as _;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use clankie_runtime::{ClankieError, ErrorCode};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -263,11 +263,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                 ReviewCommand::Show { candidate_id } => candidate_id.clone(),
                 _ => String::new(),
             };
-            let mut client = pb::mailbox_client::MailboxClient::new(grpc::client(
-                &paths.socket("mailbox"),
-                owner_meta(&paths)?,
-            ))
-            .max_decoding_message_size(clankie_runtime::limits::MAX_CANDIDATE_MESSAGE);
+            let mut client = clankie_runtime::clients::mailbox(&paths, owner_meta(&paths)?);
             let all = client
                 .list_reviews(pb::ListReviewsRequest {
                     candidate_id: id.clone(),

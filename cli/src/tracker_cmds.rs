@@ -9,8 +9,9 @@ use anyhow::{Context, bail};
 use clankie_proto::mailbox::v1 as pb;
 use clankie_proto::mcphost::v1 as mpb;
 use clankie_proto::tracker::v1 as tpb;
-use clankie_runtime::grpc::{self, Client};
-use clankie_runtime::paths::{SERVICES, StatePaths};
+use clankie_runtime::Service;
+use clankie_runtime::grpc::Client;
+use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -63,18 +64,14 @@ pub enum TrackerCommand {
 }
 
 fn mcp(paths: &StatePaths) -> anyhow::Result<mpb::mcp_host_client::McpHostClient<Client>> {
-    Ok(mpb::mcp_host_client::McpHostClient::new(grpc::client(
-        &paths.socket("mcp-host"),
+    Ok(clankie_runtime::clients::mcp_host(
+        paths,
         owner_meta(paths)?,
     ))
-    .max_decoding_message_size(16 << 20))
 }
 
 fn tracker(paths: &StatePaths) -> anyhow::Result<tpb::tracker_client::TrackerClient<Client>> {
-    Ok(tpb::tracker_client::TrackerClient::new(grpc::client(
-        &paths.socket("tracker"),
-        owner_meta(paths)?,
-    )))
+    Ok(clankie_runtime::clients::tracker(paths, owner_meta(paths)?))
 }
 
 pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<ExitCode> {
@@ -233,11 +230,11 @@ fn print_budgets(b: &mpb::TrackerBudgetsResponse, json: bool) {
 pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let mut services = serde_json::Map::new();
     let mut healthy = true;
-    for &name in SERVICES {
+    for service in Service::START_ORDER {
         let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
-        let state = crate::up::service_state(&paths, name, meta).await;
+        let state = crate::up::service_state(&paths, service, meta).await;
         healthy &= state == "serving";
-        services.insert(name.into(), json!(state));
+        services.insert(service.name().into(), json!(state));
     }
     let receipts = match mcp(&paths)?
         .receipt_stats(mpb::ReceiptStatsRequest {})
@@ -326,10 +323,7 @@ pub enum WorkCommand {
 /// `clankie work status`.
 pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<ExitCode> {
     let WorkCommand::Status { json } = command;
-    let mut mailbox = pb::mailbox_client::MailboxClient::new(grpc::client(
-        &paths.socket("mailbox"),
-        owner_meta(&paths)?,
-    ));
+    let mut mailbox = clankie_runtime::clients::mailbox(&paths, owner_meta(&paths)?);
     let roster = mailbox
         .roster(pb::RosterRequest {})
         .await
@@ -402,10 +396,7 @@ pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<
         };
         overrides.insert(k, on);
     }
-    let mut mailbox = pb::mailbox_client::MailboxClient::new(grpc::client(
-        &paths.socket("mailbox"),
-        owner_meta(paths)?,
-    ));
+    let mut mailbox = clankie_runtime::clients::mailbox(paths, owner_meta(paths)?);
     let p = mailbox
         .update_project(pb::UpdateProjectRequest {
             project: set.project,

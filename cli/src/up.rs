@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use clankie_runtime::paths::{SERVICES, StatePaths};
-use clankie_runtime::{grpc, owner, state};
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::{Service, grpc, owner, state};
 use clap::Args;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -30,15 +30,6 @@ pub struct UpArgs {
     pub bin_dir: Option<PathBuf>,
 }
 
-const HEALTH_NAMES: &[(&str, &str)] = &[
-    ("admission", "clankie.admission.v1.Admission"),
-    ("tracker", "clankie.tracker.v1.Tracker"),
-    ("mcp-host", "clankie.mcphost.v1.McpHost"),
-    ("mailbox", "clankie.mailbox.v1.Mailbox"),
-    ("auto", "clankie.auto.v1.Auto"),
-    ("gateway", "clankie.gateway.v1.Gateway"),
-];
-
 const MIN_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A service up this long has its backoff reset.
@@ -48,26 +39,8 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// A service as `status` and `doctor` show it: `serving` (live and ready),
 /// `not_ready` (live, but its state is unreadable or still loading; see its
 /// log) or `down`.
-pub async fn service_state(paths: &StatePaths, name: &str, meta: grpc::Meta) -> &'static str {
-    let socket = paths.socket(name);
-    if grpc::health(&socket, health_name(name), meta.clone())
-        .await
-        .unwrap_or(false)
-    {
-        "serving"
-    } else if grpc::health(&socket, "", meta).await.unwrap_or(false) {
-        "not_ready"
-    } else {
-        "down"
-    }
-}
-
-pub fn health_name(service: &str) -> &'static str {
-    HEALTH_NAMES
-        .iter()
-        .find(|(n, _)| *n == service)
-        .map(|(_, h)| *h)
-        .unwrap_or("")
+pub async fn service_state(paths: &StatePaths, service: Service, meta: grpc::Meta) -> &'static str {
+    grpc::service_state(paths, service, meta).await.as_str()
 }
 
 /// Finds the service binaries: `--bin-dir`, else beside this executable.
@@ -81,11 +54,11 @@ fn locate_binaries(args: &UpArgs) -> anyhow::Result<PathBuf> {
             .to_path_buf(),
     };
     // The census helper is started by the admission service, from beside it.
-    let missing: Vec<&str> = SERVICES
+    let missing: Vec<&str> = Service::START_ORDER
         .iter()
-        .copied()
-        .chain(["helper"])
-        .filter(|s| !dir.join(format!("clankie-{s}")).exists())
+        .map(|s| s.binary())
+        .chain([HELPER_BINARY])
+        .filter(|b| !dir.join(b).exists())
         .collect();
     if missing.is_empty() {
         return Ok(dir);
@@ -105,8 +78,12 @@ fn locate_binaries(args: &UpArgs) -> anyhow::Result<PathBuf> {
     if !cfg!(debug_assertions) {
         cmd.arg("--release");
     }
-    for s in SERVICES.iter().chain(&["helper"]) {
-        cmd.arg("-p").arg(format!("clankie-{s}"));
+    for binary in Service::START_ORDER
+        .iter()
+        .map(|s| s.binary())
+        .chain([HELPER_BINARY])
+    {
+        cmd.arg("-p").arg(binary);
     }
     let status = cmd.status().context("running cargo build")?;
     if !status.success() {
@@ -115,15 +92,25 @@ fn locate_binaries(args: &UpArgs) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-struct Service {
-    name: &'static str,
+/// The census helper, started by admission from beside it.
+const HELPER_BINARY: &str = "clankie-helper";
+
+/// A service `up` supervises.
+struct Supervised {
+    service: Service,
     child: Option<Child>,
     started: Instant,
     backoff: Duration,
     restart_at: Option<Instant>,
 }
 
-fn spawn(bin_dir: &Path, paths: &StatePaths, name: &str, args: &UpArgs) -> anyhow::Result<Child> {
+fn spawn(
+    bin_dir: &Path,
+    paths: &StatePaths,
+    service: Service,
+    args: &UpArgs,
+) -> anyhow::Result<Child> {
+    let name = service.name();
     let logs = paths.root().join("logs");
     state::private_dir(&logs)?;
     let log_path = logs.join(format!("{name}.log"));
@@ -133,7 +120,7 @@ fn spawn(bin_dir: &Path, paths: &StatePaths, name: &str, args: &UpArgs) -> anyho
         .create(true)
         .append(true)
         .open(&log_path)?;
-    let mut cmd = Command::new(bin_dir.join(format!("clankie-{name}")));
+    let mut cmd = Command::new(bin_dir.join(service.binary()));
     cmd.env("CLANKIE_LOG_FILE", &log_path)
         .env("CLANKIE_STATE", paths.root())
         .env("CLANKIE_PARENT_PID", std::process::id().to_string())
@@ -142,17 +129,22 @@ fn spawn(bin_dir: &Path, paths: &StatePaths, name: &str, args: &UpArgs) -> anyho
         .stderr(log)
         .process_group(0)
         .kill_on_drop(true);
-    if name == "gateway" {
+    if service == Service::Gateway {
         cmd.arg("--listen").arg(&args.listen);
     }
     cmd.spawn()
         .with_context(|| format!("starting clankie-{name}"))
 }
 
-async fn wait_healthy(paths: &StatePaths, name: &str, child: &mut Child) -> anyhow::Result<()> {
+async fn wait_healthy(
+    paths: &StatePaths,
+    service: Service,
+    child: &mut Child,
+) -> anyhow::Result<()> {
     // The supervisor is not one of the stack's services: it asks as the owner.
     let owner = crate::owner_cmds::owner_meta(paths)?;
-    let socket = paths.socket(name);
+    let name = service.name();
+    let socket = service.socket(paths);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -184,8 +176,8 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     owner::ensure_owner_token(&paths.owner_credential())
         .context("creating the owner credential")?;
     if grpc::health(
-        &paths.socket("admission"),
-        health_name("admission"),
+        &Service::Admission.socket(&paths),
+        Service::Admission.health_name(),
         crate::owner_cmds::owner_meta(&paths)?,
     )
     .await
@@ -198,10 +190,10 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     }
     let bin_dir = locate_binaries(&args)?;
     let shutdown = clankie_runtime::shutdown::on_signals();
-    let mut services: Vec<Service> = Vec::new();
-    for &name in SERVICES {
-        let mut child = spawn(&bin_dir, &paths, name, &args)?;
-        if let Err(e) = wait_healthy(&paths, name, &mut child).await {
+    let mut services: Vec<Supervised> = Vec::new();
+    for service in Service::START_ORDER {
+        let mut child = spawn(&bin_dir, &paths, service, &args)?;
+        if let Err(e) = wait_healthy(&paths, service, &mut child).await {
             for s in services.iter_mut().rev() {
                 if let Some(c) = &mut s.child {
                     stop(c).await;
@@ -210,8 +202,8 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
             stop(&mut child).await;
             return Err(e);
         }
-        services.push(Service {
-            name,
+        services.push(Supervised {
+            service,
             child: Some(child),
             started: Instant::now(),
             backoff: MIN_BACKOFF,
@@ -244,7 +236,7 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
                 }
                 println!(
                     "{} exited ({}); restarting in {} ms",
-                    s.name,
+                    s.service,
                     status,
                     s.backoff.as_millis()
                 );
@@ -254,22 +246,22 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
             }
             if s.child.is_none() && s.restart_at.is_some_and(|t| Instant::now() >= t) {
                 s.restart_at = None;
-                match spawn(&bin_dir, &paths, s.name, &args) {
-                    Ok(mut child) => match wait_healthy(&paths, s.name, &mut child).await {
+                match spawn(&bin_dir, &paths, s.service, &args) {
+                    Ok(mut child) => match wait_healthy(&paths, s.service, &mut child).await {
                         Ok(()) => {
-                            println!("{} restarted", s.name);
+                            println!("{} restarted", s.service);
                             s.child = Some(child);
                             s.started = Instant::now();
                         }
                         Err(e) => {
-                            println!("{} failed to restart: {e:#}", s.name);
+                            println!("{} failed to restart: {e:#}", s.service);
                             stop(&mut child).await;
                             s.restart_at = Some(Instant::now() + s.backoff);
                             s.backoff = (s.backoff * 2).min(MAX_BACKOFF);
                         }
                     },
                     Err(e) => {
-                        println!("{} failed to restart: {e:#}", s.name);
+                        println!("{} failed to restart: {e:#}", s.service);
                         s.restart_at = Some(Instant::now() + s.backoff);
                         s.backoff = (s.backoff * 2).min(MAX_BACKOFF);
                     }
@@ -308,17 +300,17 @@ fn read_gateway(paths: &StatePaths) -> Option<String> {
 pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let mut health = HashMap::new();
     let mut all = true;
-    for &name in SERVICES {
+    for service in Service::START_ORDER {
         let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
-        let state = service_state(&paths, name, meta).await;
+        let state = service_state(&paths, service, meta).await;
         all &= state == "serving";
-        health.insert(name, state);
+        health.insert(service.name(), state);
     }
     let gateway = read_gateway(&paths);
     if json {
-        let services: serde_json::Map<_, _> = SERVICES
+        let services: serde_json::Map<_, _> = Service::START_ORDER
             .iter()
-            .map(|n| (n.to_string(), serde_json::json!(health[n])))
+            .map(|s| (s.name().to_string(), serde_json::json!(health[s.name()])))
             .collect();
         println!(
             "{}",
@@ -332,8 +324,8 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         println!("state:   {}", paths.root().display());
         println!("gateway: {}", gateway.as_deref().unwrap_or("(not running)"));
-        for &name in SERVICES {
-            println!("  {:<10} {}", name, health[name].replace('_', " "));
+        for s in Service::START_ORDER {
+            println!("  {:<10} {}", s.name(), health[s.name()].replace('_', " "));
         }
     }
     Ok(if all {

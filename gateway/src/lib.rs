@@ -49,8 +49,6 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The gRPC service name the gateway reports through tonic-health.
-pub const HEALTH_NAME: &str = "clankie.gateway.v1.Gateway";
 /// The default listen address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7755";
 /// The total budget of one request.
@@ -106,24 +104,10 @@ pub struct Gateway {
 impl Options {
     /// Builds the gateway and starts watching catalog and settings.
     pub fn build(self, shutdown: CancellationToken) -> Gateway {
-        let admission = apb::admission_client::AdmissionClient::new(grpc::client(
-            &self.paths.socket("admission"),
-            Meta::default(),
-        ));
-        let mcp = mpb::mcp_host_client::McpHostClient::new(grpc::client(
-            &self.paths.socket("mcp-host"),
-            Meta::default(),
-        ))
-        .max_decoding_message_size(16 << 20);
-        let mailbox = clankie_proto::mailbox::v1::mailbox_client::MailboxClient::new(grpc::client(
-            &self.paths.socket("mailbox"),
-            Meta::default(),
-        ))
-        .max_decoding_message_size(clankie_runtime::limits::MAX_CANDIDATE_MESSAGE);
-        let auto = clankie_proto::auto::v1::auto_client::AutoClient::new(grpc::client(
-            &self.paths.socket("auto"),
-            Meta::default(),
-        ));
+        let admission = clankie_runtime::clients::admission(&self.paths, Meta::default());
+        let mcp = clankie_runtime::clients::mcp_host(&self.paths, Meta::default());
+        let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
+        let auto = clankie_runtime::clients::auto(&self.paths, Meta::default());
         let (catalog, _) = watch::channel(mpb::CatalogInfo::default());
         let (settings, _) = watch::channel(apb::FleetSettings::default());
         let gateway = Gateway {
@@ -492,30 +476,16 @@ async fn healthz() -> impl IntoResponse {
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let mut services = serde_json::Map::new();
     let mut ready = true;
-    for (name, health) in [
-        ("admission", "clankie.admission.v1.Admission"),
-        ("tracker", "clankie.tracker.v1.Tracker"),
-        ("mcp-host", "clankie.mcphost.v1.McpHost"),
-        ("mailbox", "clankie.mailbox.v1.Mailbox"),
-        ("auto", "clankie.auto.v1.Auto"),
-    ] {
+    for service in clankie_runtime::Service::BACKENDS {
         // Readiness: serving, and its state readable.
-        let socket = shared.paths.socket(name);
-        let ok = grpc::health(&socket, health, Meta::default())
-            .await
-            .unwrap_or(false);
-        let state = if ok {
-            "serving"
-        } else if grpc::health(&socket, "", Meta::default())
-            .await
-            .unwrap_or(false)
-        {
-            "not_ready"
-        } else {
-            "not_serving"
+        let state = grpc::service_state(&shared.paths, service, Meta::default()).await;
+        ready &= state == grpc::ServiceState::Serving;
+        // The wire word for a service that does not answer is `not_serving`.
+        let word = match state {
+            grpc::ServiceState::Down => "not_serving",
+            other => other.as_str(),
         };
-        ready &= ok;
-        services.insert(name.into(), json!(state));
+        services.insert(service.name().into(), json!(word));
     }
     let status = if ready {
         http::StatusCode::OK

@@ -1,15 +1,15 @@
 //! `clankie-gateway`: the HTTP and MCP front door.
 
-use clankie_runtime::{grpc, paths::StatePaths, shutdown, telemetry, uds};
+use clankie_runtime::main_kit::CommonArgs;
+use clankie_runtime::{Service, grpc, shutdown, telemetry, uds};
 use clap::Parser;
 
 /// Serves MCP over streamable HTTP for fleet members, plus /healthz and /readyz.
 #[derive(Parser)]
 #[command(version)]
 struct Args {
-    /// State directory (default: $CLANKIE_STATE or ~/.clankie).
-    #[arg(long, env = "CLANKIE_STATE")]
-    state: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "CLANKIE_GATEWAY_ADDR", default_value = clankie_gateway::DEFAULT_ADDR)]
     listen: std::net::SocketAddr,
@@ -50,19 +50,16 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init("gateway");
     let args = Args::parse();
-    let paths = args
-        .state
-        .map(StatePaths::new)
-        .unwrap_or_else(StatePaths::from_env);
+    telemetry::init(Service::Gateway.name());
+    let paths = args.common.paths();
     let shutdown = shutdown::on_signals();
     if !args.local_listen.ip().is_loopback() {
         anyhow::bail!("--local-listen must be a loopback address");
     }
     let tcp = tokio::net::TcpListener::bind(args.listen).await?;
     let local_tcp = tokio::net::TcpListener::bind(args.local_listen).await?;
-    let socket = paths.socket("gateway");
+    let socket = Service::Gateway.socket(&paths);
     let grpc_listener = uds::bind(&socket).await?;
     let _guard = uds::SocketGuard(socket);
     let local_socket = paths.local_mcp_socket();
@@ -88,11 +85,11 @@ async fn main() -> anyhow::Result<()> {
     let local_addr = local_tcp.local_addr()?;
     gateway.write_discovery(addr, local_addr)?;
     tracing::info!(%addr, local = %local_addr, "gateway serving");
-    let guard = grpc::caller_guard(&paths, "gateway")?;
+    let guard = grpc::caller_guard(&paths, Service::Gateway)?;
     let health = tokio::spawn(grpc::serve(
         grpc_listener,
         guard,
-        clankie_gateway::HEALTH_NAME,
+        Service::Gateway.health_name(),
         None,
         clankie_runtime::readiness::Readiness::always(),
         shutdown.clone(),

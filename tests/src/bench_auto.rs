@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use clankie_proto::auto::v1 as apb;
 use clankie_proto::mailbox::v1 as mpb;
-use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::clients;
+use clankie_runtime::grpc::{Client, Meta};
 use clankie_tests::{Stack, StackOptions};
 
 type Mailbox = mpb::mailbox_client::MailboxClient<Client>;
@@ -19,15 +20,8 @@ async fn clients(stack: &Stack) -> anyhow::Result<(Mailbox, Auto)> {
     let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
     let meta = Meta::owner(token.trim());
     Ok((
-        mpb::mailbox_client::MailboxClient::new(grpc::client(
-            &stack.state.path().join("run/mailbox.sock"),
-            meta.clone(),
-        ))
-        .max_decoding_message_size(16 << 20),
-        apb::auto_client::AutoClient::new(grpc::client(
-            &stack.state.path().join("run/auto.sock"),
-            meta,
-        )),
+        clients::mailbox(&stack.paths(), meta.clone()),
+        clients::auto(&stack.paths(), meta),
     ))
 }
 

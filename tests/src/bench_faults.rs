@@ -166,8 +166,8 @@ pub async fn bench_recovery(rounds: usize) -> anyhow::Result<()> {
             .spawn()?;
         loop {
             if grpc::health(
-                &paths.socket("mcp-host"),
-                clankie_mcp_host::HEALTH_NAME,
+                &clankie_runtime::Service::McpHost.socket(&paths),
+                clankie_runtime::Service::McpHost.health_name(),
                 Meta::owner(owner.trim()),
             )
             .await

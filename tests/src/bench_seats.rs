@@ -209,10 +209,10 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
 
     // The baseline: a bare gRPC round trip on the mailbox's own socket.
     let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
-    let mut mailbox = pb::mailbox_client::MailboxClient::new(clankie_runtime::grpc::client(
-        &stack.state.path().join("run/mailbox.sock"),
+    let mut mailbox = clankie_runtime::clients::mailbox(
+        &stack.paths(),
         clankie_runtime::grpc::Meta::owner(token.trim()),
-    ));
+    );
     let mut bare = Vec::with_capacity(messages);
     for _ in 0..messages {
         let t = Instant::now();

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clankie_proto::mcphost::v1 as mpb;
-use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::clients;
+use clankie_runtime::grpc::{Client, Meta};
 use clankie_tests::Stack;
 use clankie_tracker::store::Store;
 use clankie_tracker::tools::{self, Caller};
@@ -27,10 +28,7 @@ type Host = mpb::mcp_host_client::McpHostClient<Client>;
 
 async fn host(stack: &Stack) -> anyhow::Result<Host> {
     let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
-    Ok(mpb::mcp_host_client::McpHostClient::new(grpc::client(
-        &stack.state.path().join("run/mcp-host.sock"),
-        Meta::owner(token.trim()),
-    )))
+    Ok(clients::mcp_host(&stack.paths(), Meta::owner(token.trim())))
 }
 
 async fn owner_call(host: &mut Host, tool: &str, args: Value) -> anyhow::Result<Value> {

@@ -102,6 +102,11 @@ pub struct StackOptions {
 }
 
 impl Stack {
+    /// The layout of this stack's state folder.
+    pub fn paths(&self) -> clankie_runtime::paths::StatePaths {
+        clankie_runtime::paths::StatePaths::new(self.state.path())
+    }
+
     pub async fn start() -> anyhow::Result<Stack> {
         Self::start_with(StackOptions::default()).await
     }

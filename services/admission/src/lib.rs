@@ -28,15 +28,12 @@ use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
 use clankie_runtime::listener;
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::state::{self, Loaded};
+use clankie_runtime::state::{self, GuardError, Guarded, Loaded};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
-
-/// The gRPC service name reported by tonic-health.
-pub const HEALTH_NAME: &str = "clankie.admission.v1.Admission";
 
 /// How long a ticket stays valid: longer than the 30 s request budget.
 pub const TICKET_TTL: Duration = Duration::from_secs(60);
@@ -193,23 +190,22 @@ impl Options {
 
     /// Loads state and the owner credential; the helper starts on first use
     /// and is closed at `shutdown`.
-    pub fn build(
+    pub async fn build(
         self,
         shutdown: tokio_util::sync::CancellationToken,
     ) -> anyhow::Result<AdmissionService> {
         let dir = self.paths.service_dir("admission");
         state::private_dir(&dir)?;
         let owner = OwnerCheck::load(&self.paths.owner_credential())?;
-        let links_path = dir.join("links.json");
         let settings_path = dir.join("settings.json");
-        let (links, links_unreadable) = match state::load_json::<LinksFile>(&links_path) {
-            Loaded::Missing => (LinksFile::default(), false),
-            Loaded::Ok(l) => (l, false),
-            Loaded::Unreadable(e) => {
-                tracing::error!(error = %e, "fleet links unreadable; admitting no bearer links");
-                (LinksFile::default(), true)
-            }
-        };
+        let links = Guarded::load(
+            dir.join("links.json"),
+            LinksFile::default,
+            LinksFile::default,
+        );
+        if let Some(e) = links.unreadable() {
+            tracing::error!(error = %e, "fleet links unreadable; admitting no bearer links");
+        }
         let settings = match state::load_json::<SettingsFile>(&settings_path) {
             Loaded::Missing => Settings {
                 file: SettingsFile {
@@ -245,9 +241,8 @@ impl Options {
                 helper,
                 hosts: Mutex::new(HashMap::new()),
                 owner,
-                links_path,
                 settings_path,
-                links: Mutex::new((links, links_unreadable)),
+                links: Mutex::new(links),
                 settings: settings_tx,
                 tickets: Mutex::new(HashMap::new()),
             }),
@@ -270,9 +265,8 @@ struct Inner {
     /// clients) live across proofs.
     hosts: Mutex<HashMap<String, local::LocalLink>>,
     owner: OwnerCheck,
-    links_path: PathBuf,
     settings_path: PathBuf,
-    links: Mutex<(LinksFile, bool)>,
+    links: Mutex<Guarded<LinksFile>>,
     settings: watch::Sender<Settings>,
     tickets: Mutex<HashMap<String, Ticket>>,
 }
@@ -287,11 +281,6 @@ fn lock<T>(m: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
     m.lock()
 }
 
-fn refused(e: ClankieError) -> Status {
-    tracing::info!(reason = e.code.as_str(), "fleet.admission.refused");
-    e.into()
-}
-
 impl AdmissionService {
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
@@ -302,7 +291,7 @@ impl AdmissionService {
     pub fn readiness(&self) -> clankie_runtime::readiness::Readiness {
         let inner = self.inner.clone();
         clankie_runtime::readiness::Readiness::check(move || {
-            if lock(&inner.links).1 {
+            if lock(&inner.links).unreadable().is_some() {
                 return Some("fleet links file unreadable".into());
             }
             inner
@@ -319,8 +308,8 @@ impl AdmissionService {
                 .err("a fleet bearer token is required (CLANKIE_FLEET_TOKEN)"));
         }
         let hash = owner::token_hash(bearer);
-        let (links, unreadable) = &*lock(&self.inner.links);
-        if *unreadable {
+        let links = lock(&self.inner.links);
+        if links.unreadable().is_some() {
             return Err(ErrorCode::FleetAdmissionUnavailable
                 .err("fleet links cannot be read; ask the owner to inspect admission"));
         }
@@ -399,8 +388,8 @@ impl AdmissionService {
         }
         // Admission first: the link must still exist.
         {
-            let (links, unreadable) = &*lock(&self.inner.links);
-            if *unreadable {
+            let links = lock(&self.inner.links);
+            if links.unreadable().is_some() {
                 return Err(ErrorCode::FleetAdmissionUnavailable.err("fleet links cannot be read"));
             }
             if !links.links.iter().any(|l| l.link_id == link_id) {
@@ -411,10 +400,17 @@ impl AdmissionService {
         let settings = self.inner.settings.borrow().to_pb();
         Ok((principal, settings))
     }
+}
 
-    fn save_links(&self, links: &LinksFile) -> Result<(), ClankieError> {
-        state::save_json(&self.inner.links_path, links)
-            .map_err(|e| ErrorCode::Internal.err(format!("could not save fleet links: {e}")))
+/// Why the links file was not saved: never over an unreadable one.
+fn save_refusal(e: GuardError) -> Status {
+    match e {
+        GuardError::Unreadable => ErrorCode::FleetAdmissionUnavailable
+            .err("fleet links cannot be read; not overwriting them")
+            .into(),
+        GuardError::Write(e) => ErrorCode::Internal
+            .err(format!("could not save fleet links: {e}"))
+            .into(),
     }
 }
 
@@ -488,20 +484,16 @@ impl pb::admission_server::Admission for AdmissionService {
         let link_id = request.into_inner().link_id;
         let revoked = {
             let mut guard = lock(&self.inner.links);
-            if guard.1 {
-                return Err(ErrorCode::FleetAdmissionUnavailable
-                    .err("fleet links cannot be read; not overwriting them")
-                    .into());
+            if guard.unreadable().is_some() {
+                return Err(save_refusal(GuardError::Unreadable));
             }
-            let mut next = guard.0.clone();
-            let before = next.links.len();
-            next.links.retain(|l| l.link_id != link_id);
-            let revoked = next.links.len() != before;
-            if revoked {
-                self.save_links(&next)?;
-                guard.0 = next;
+            let found = guard.links.iter().any(|l| l.link_id == link_id);
+            if found {
+                guard
+                    .update(|next| next.links.retain(|l| l.link_id != link_id))
+                    .map_err(save_refusal)?;
             }
-            revoked
+            found
         };
         if revoked {
             lock(&self.inner.tickets).retain(|_, t| t.link_id != link_id);
@@ -707,13 +699,14 @@ impl pb::admission_server::Admission for AdmissionService {
     }
 }
 
+use clankie_runtime::refuse::admission as refused;
 use tokio_stream::StreamExt as _;
 
 impl AdmissionService {
     /// The links a local proof may use, with their cached pane hosts.
     fn local_links(&self) -> Result<Vec<local::LocalLink>, Status> {
-        let (links, unreadable) = &*lock(&self.inner.links);
-        if *unreadable {
+        let links = lock(&self.inner.links);
+        if links.unreadable().is_some() {
             return Err(ErrorCode::FleetAdmissionUnavailable
                 .err("fleet links cannot be read")
                 .into());
@@ -759,28 +752,19 @@ impl AdmissionService {
         *lock(&self.inner.stats).refusals.entry(reason).or_default() += 1;
     }
 
-    fn add_link(&self, guard: &mut (LinksFile, bool), record: LinkRecord) -> Result<(), Status> {
-        if guard.1 {
-            return Err(ErrorCode::FleetAdmissionUnavailable
-                .err("fleet links cannot be read; not overwriting them")
-                .into());
-        }
-        let mut next = guard.0.clone();
-        next.version = 1;
-        next.links.push(record);
-        self.save_links(&next)?;
-        guard.0 = next;
+    fn add_link(&self, guard: &mut Guarded<LinksFile>, record: LinkRecord) -> Result<(), Status> {
+        guard
+            .update(|next| {
+                next.version = 1;
+                next.links.push(record);
+            })
+            .map_err(save_refusal)?;
         Ok(())
     }
 
     fn status(&self) -> pb::FleetStatusResponse {
         let settings = self.inner.settings.borrow().to_pb();
-        let links = lock(&self.inner.links)
-            .0
-            .links
-            .iter()
-            .map(link_pb)
-            .collect();
+        let links = lock(&self.inner.links).links.iter().map(link_pb).collect();
         let stats = lock(&self.inner.stats);
         pb::FleetStatusResponse {
             settings: Some(settings),
@@ -810,24 +794,35 @@ fn link_pb(l: &LinkRecord) -> pb::FleetLink {
     }
 }
 
+impl clankie_runtime::main_kit::Served for AdmissionService {
+    fn routes(&self) -> tonic::service::Routes {
+        AdmissionService::routes(self)
+    }
+
+    fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        AdmissionService::readiness(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn service() -> (tempfile::TempDir, AdmissionService) {
+    async fn service() -> (tempfile::TempDir, AdmissionService) {
         let dir = tempfile::tempdir().expect("tempdir");
         let paths = StatePaths::new(dir.path());
         owner::ensure_owner_token(&paths.owner_credential()).expect("owner");
         let svc = Options::new(paths)
             .build(tokio_util::sync::CancellationToken::new())
+            .await
             .expect("build");
         (dir, svc)
     }
 
     fn add_link(svc: &AdmissionService, token: &str) -> String {
         let mut guard = lock(&svc.inner.links);
-        let id = format!("link-{}", guard.0.links.len());
-        guard.0.links.push(LinkRecord {
+        let id = format!("link-{}", guard.links.len());
+        guard.links.push(LinkRecord {
             link_id: id.clone(),
             fleet: "alpha".into(),
             kind: "bearer".into(),
@@ -842,7 +837,7 @@ mod tests {
 
     #[tokio::test]
     async fn bearer_admits_fleet_not_pane_and_revocation_ends_tickets() {
-        let (_d, svc) = service();
+        let (_d, svc) = service().await;
         let link = add_link(&svc, "secret");
         assert_eq!(
             svc.admit_bearer("").expect_err("empty").code,
@@ -857,7 +852,7 @@ mod tests {
         assert!(p.pane_id.is_empty());
         let ticket = svc.issue_ticket(link_id, p, None);
         svc.recheck(&ticket).await.expect("recheck");
-        lock(&svc.inner.links).0.links.retain(|l| l.link_id != link);
+        lock(&svc.inner.links).links.retain(|l| l.link_id != link);
         assert_eq!(
             svc.recheck(&ticket).await.expect_err("revoked").code,
             ErrorCode::FleetAdmissionRevoked
@@ -873,6 +868,7 @@ mod tests {
         std::fs::write(paths.service_dir("admission").join("settings.json"), b"{{").expect("w");
         let svc = Options::new(paths)
             .build(tokio_util::sync::CancellationToken::new())
+            .await
             .expect("build");
         assert_eq!(
             svc.inner.settings.borrow().to_pb().tools,

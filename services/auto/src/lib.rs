@@ -40,9 +40,8 @@ use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::files::{Autonomy, Cadence, JournalLine, SelfWake};
+use clankie_runtime::refuse::auto as refuse;
 
-/// The gRPC service name reported by tonic-health.
-pub const HEALTH_NAME: &str = "clankie.auto.v1.Auto";
 /// The fleet-round cadence: 30 minutes.
 pub const ROUND_MS: u64 = 30 * 60 * 1000;
 /// How far ahead a self-wake may be scheduled: 30 days.
@@ -78,11 +77,6 @@ struct Inner {
 #[derive(Clone)]
 pub struct AutoService {
     inner: Arc<Inner>,
-}
-
-fn refuse(e: ClankieError) -> Status {
-    tracing::info!(reason = e.code.as_str(), "auto.refused");
-    e.into()
 }
 
 fn internal(e: impl std::fmt::Display) -> ClankieError {
@@ -133,24 +127,64 @@ fn autonomy_pb(a: &Autonomy, conversation: Option<&str>) -> pb::Autonomy {
     }
 }
 
+/// How to build the auto-scheduler.
+pub struct Options {
+    pub paths: StatePaths,
+    /// The round interval.
+    pub tick: Duration,
+    /// How long unchanged evidence waits before it rewakes a lead.
+    pub idle: Duration,
+}
+
+impl Options {
+    pub fn new(paths: StatePaths) -> Self {
+        let tick = Duration::from_millis(ROUND_MS);
+        Options {
+            paths,
+            tick,
+            idle: tick * 4,
+        }
+    }
+
+    /// Opens the scheduler and starts its rounds, which stop at `shutdown`.
+    pub async fn build(self, shutdown: CancellationToken) -> anyhow::Result<Running> {
+        let service = AutoService::open(self.paths, self.tick, self.idle)?;
+        let scheduler = tokio::spawn(service.clone().run(shutdown));
+        tracing::info!(tick_ms = self.tick.as_millis() as u64, "auto scheduling");
+        Ok(Running { service, scheduler })
+    }
+}
+
+/// The scheduler serving, with its rounds running.
+pub struct Running {
+    service: AutoService,
+    scheduler: tokio::task::JoinHandle<()>,
+}
+
+impl clankie_runtime::main_kit::Served for Running {
+    fn routes(&self) -> tonic::service::Routes {
+        self.service.routes()
+    }
+
+    fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        self.service.readiness()
+    }
+
+    async fn close(self) {
+        let _ = self.scheduler.await;
+    }
+}
+
 impl AutoService {
     /// Takes the cadence lock and loads the state. A second scheduler on
     /// the same state folder fails here.
-    pub fn open(paths: StatePaths, tick: Duration, idle: Duration) -> anyhow::Result<Self> {
+    fn open(paths: StatePaths, tick: Duration, idle: Duration) -> anyhow::Result<Self> {
         let root = paths.root().to_path_buf();
         let lock = files::lock_cadence(&root)?;
         let token = owner::read_owner_token(&paths.owner_credential())?;
         let owner = OwnerCheck::from_token(&token);
-        let mailbox = mpb::mailbox_client::MailboxClient::new(grpc::client(
-            &paths.socket("mailbox"),
-            Meta::owner(&token),
-        ))
-        .max_decoding_message_size(16 << 20);
-        let tracker = tpb::tracker_client::TrackerClient::new(grpc::client(
-            &paths.socket("tracker"),
-            Meta::owner(&token),
-        ))
-        .max_decoding_message_size(16 << 20);
+        let mailbox = clankie_runtime::clients::mailbox(&paths, Meta::owner(&token));
+        let tracker = clankie_runtime::clients::tracker(&paths, Meta::owner(&token));
         let cadence = files::load_cadence(&root, now_ms(), tick.as_millis() as i64);
         if let Err(problem) = &cadence {
             tracing::error!(%problem, "auto.cadence_unreadable");

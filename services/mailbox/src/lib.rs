@@ -27,15 +27,15 @@ use clankie_runtime::grpc::{self, Client, Meta};
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::sandbox;
+use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode, leads};
 use serde_json::json;
 use tokio::sync::{Mutex, watch};
 use tonic::{Request, Response, Status};
 
+use clankie_runtime::refuse::mailbox as refuse;
 use store::{ConversationRec, EntryRec, HEAD, HireRec, ProjectRec, Store, WorkspaceRec, now_ms};
 
-/// The gRPC service name reported through tonic-health.
-pub const HEALTH_NAME: &str = "clankie.mailbox.v1.Mailbox";
 /// A project's worker cap when none is given.
 pub const DEFAULT_WORKER_CAP: u32 = 4;
 /// The longest transcript long poll.
@@ -53,11 +53,9 @@ struct Inner {
     store: Mutex<Store>,
     /// Seats, deliveries and peer receipts (`mailbox/seats.json`); the flag
     /// is set when the file could not be read.
-    book: Mutex<(seats::SeatBook, bool)>,
-    book_path: std::path::PathBuf,
+    book: Mutex<Guarded<seats::SeatBook>>,
     /// Landing review candidates (`mailbox/reviews.json`) and their patches.
-    reviews: Mutex<(reviews::ReviewBook, bool)>,
-    reviews_path: std::path::PathBuf,
+    reviews: Mutex<Guarded<reviews::ReviewBook>>,
     patches_dir: std::path::PathBuf,
     /// Bumped whenever a delivery is queued; seat polls wait on it.
     queued: watch::Sender<u64>,
@@ -81,11 +79,6 @@ pub struct MailboxService {
 
 fn internal(e: impl std::fmt::Display) -> ClankieError {
     ErrorCode::Internal.err(format!("the mailbox could not save its state: {e}"))
-}
-
-fn refuse(e: ClankieError) -> Status {
-    tracing::info!(reason = e.code.as_str(), "mailbox.refused");
-    e.into()
 }
 
 fn project_pb(p: &ProjectRec) -> pb::Project {
@@ -384,56 +377,61 @@ fn peers_off(settings: &apb::FleetSettings) -> ClankieError {
     }
 }
 
-impl MailboxService {
+/// How to build the mailbox.
+pub struct Options {
+    pub paths: StatePaths,
+}
+
+impl Options {
+    pub fn new(paths: StatePaths) -> Self {
+        Options { paths }
+    }
+
     /// Opens the state under `$CLANKIE_STATE/mailbox` and the owner credential.
-    pub fn open(paths: StatePaths) -> anyhow::Result<Self> {
+    pub async fn build(
+        self,
+        _shutdown: tokio_util::sync::CancellationToken,
+    ) -> anyhow::Result<MailboxService> {
+        MailboxService::open(self.paths)
+    }
+}
+
+impl MailboxService {
+    fn open(paths: StatePaths) -> anyhow::Result<Self> {
         let owner = OwnerCheck::load(&paths.owner_credential())?;
         let token = owner::read_owner_token(&paths.owner_credential())?;
         let store = Store::open(paths.service_dir("mailbox"))?;
         let book_path = paths.service_dir("mailbox").join("seats.json");
-        let book = match clankie_runtime::state::load_json::<seats::SeatBook>(&book_path) {
-            clankie_runtime::state::Loaded::Missing => (seats::SeatBook::default(), false),
-            clankie_runtime::state::Loaded::Ok(b) => (b, false),
-            clankie_runtime::state::Loaded::Unreadable(e) => {
-                tracing::error!(error = %e, "seat book unreadable; peer messages are refused until the owner inspects it");
-                (seats::SeatBook::default(), true)
-            }
-        };
+        let book = Guarded::load(
+            book_path,
+            seats::SeatBook::default,
+            seats::SeatBook::default,
+        );
+        if let Some(e) = book.unreadable() {
+            tracing::error!(error = %e, "seat book unreadable; peer messages are refused until the owner inspects it");
+        }
         let (queued, _) = watch::channel(0);
         let reviews_path = paths.service_dir("mailbox").join("reviews.json");
         let patches_dir = paths.service_dir("mailbox").join("patches");
         clankie_runtime::state::private_dir(&patches_dir)?;
-        let review_book = match clankie_runtime::state::load_json::<reviews::ReviewBook>(
-            &reviews_path,
-        ) {
-            clankie_runtime::state::Loaded::Missing => (reviews::ReviewBook::default(), false),
-            clankie_runtime::state::Loaded::Ok(b) => (b, false),
-            clankie_runtime::state::Loaded::Unreadable(e) => {
-                tracing::error!(error = %e, "review records unreadable; reviews are refused until the owner inspects them");
-                (reviews::ReviewBook::default(), true)
-            }
-        };
-        let admission = apb::admission_client::AdmissionClient::new(grpc::client(
-            &paths.socket("admission"),
-            Meta::owner(&token),
-        ));
+        let review_book = Guarded::load(
+            reviews_path,
+            reviews::ReviewBook::default,
+            reviews::ReviewBook::default,
+        );
+        if let Some(e) = review_book.unreadable() {
+            tracing::error!(error = %e, "review records unreadable; reviews are refused until the owner inspects them");
+        }
+        let admission = clankie_runtime::clients::admission(&paths, Meta::owner(&token));
         let (appended, _) = watch::channel(0);
-        let auto = aupb::auto_client::AutoClient::new(grpc::client(
-            &paths.socket("auto"),
-            Meta::owner(&token),
-        ));
-        let tracker = clankie_proto::tracker::v1::tracker_client::TrackerClient::new(grpc::client(
-            &paths.socket("tracker"),
-            Meta::owner(&token),
-        ));
+        let auto = clankie_runtime::clients::auto(&paths, Meta::owner(&token));
+        let tracker = clankie_runtime::clients::tracker(&paths, Meta::owner(&token));
         Ok(MailboxService {
             inner: Arc::new(Inner {
                 owner,
                 store: Mutex::new(store),
                 book: Mutex::new(book),
-                book_path,
                 reviews: Mutex::new(review_book),
-                reviews_path,
                 patches_dir,
                 queued,
                 polled: parking_lot::Mutex::new(std::collections::HashMap::new()),
@@ -466,9 +464,9 @@ impl MailboxService {
             };
             let problem = if store.unreadable {
                 Some("mailbox state unreadable".to_string())
-            } else if book.1 {
+            } else if book.unreadable().is_some() {
                 Some("seat book unreadable".into())
-            } else if reviews.1 {
+            } else if reviews.unreadable().is_some() {
                 Some("review records unreadable".into())
             } else {
                 None
@@ -685,12 +683,12 @@ fn delivery_pb(d: seats::DeliveryRec) -> pb::Delivery {
 }
 
 impl MailboxService {
-    fn save_book(&self, book: &(seats::SeatBook, bool)) -> Result<(), ClankieError> {
-        if book.1 {
-            return Err(ErrorCode::ServiceUnavailable
-                .err("the seat book cannot be read; the owner must inspect it"));
-        }
-        clankie_runtime::state::save_json(&self.inner.book_path, &book.0).map_err(internal)
+    fn save_book(&self, book: &Guarded<seats::SeatBook>) -> Result<(), ClankieError> {
+        book.save().map_err(|e| match e {
+            GuardError::Unreadable => ErrorCode::ServiceUnavailable
+                .err("the seat book cannot be read; the owner must inspect it"),
+            GuardError::Write(e) => internal(e),
+        })
     }
 
     fn ticket_of<T>(req: &Request<T>) -> Result<String, ClankieError> {
@@ -752,7 +750,7 @@ impl MailboxService {
         };
         {
             let mut book = self.inner.book.lock().await;
-            if book.0.upsert_seat(rec.clone(), now_ms()) {
+            if book.upsert_seat(rec.clone(), now_ms()) {
                 self.save_book(&book)?;
             }
         }
@@ -840,7 +838,6 @@ impl MailboxService {
         let live = self.live_panes().await;
         let mut book = self.inner.book.lock().await;
         let closed: Vec<(String, String)> = book
-            .0
             .seats
             .iter()
             .filter(|s| !s.gone)
@@ -850,12 +847,12 @@ impl MailboxService {
             })
             .map(|s| (s.link_id.clone(), s.pane_id.clone()))
             .collect();
-        let stale = book.0.supersede_stale(now_ms());
+        let stale = book.supersede_stale(now_ms());
         if closed.is_empty() && !stale {
             return Ok(());
         }
         for (link, pane) in closed {
-            book.0.pane_gone(&link, &pane, now_ms());
+            book.pane_gone(&link, &pane, now_ms());
         }
         self.save_book(&book)
     }
@@ -915,12 +912,12 @@ fn candidate_pb(c: &reviews::CandidateRec, patch: Vec<u8>) -> pb::ReviewCandidat
 }
 
 impl MailboxService {
-    fn save_reviews(&self, book: &(reviews::ReviewBook, bool)) -> Result<(), ClankieError> {
-        if book.1 {
-            return Err(ErrorCode::ServiceUnavailable
-                .err("the review records cannot be read; the owner must inspect them"));
-        }
-        clankie_runtime::state::save_json(&self.inner.reviews_path, &book.0).map_err(internal)
+    fn save_reviews(&self, book: &Guarded<reviews::ReviewBook>) -> Result<(), ClankieError> {
+        book.save().map_err(|e| match e {
+            GuardError::Unreadable => ErrorCode::ServiceUnavailable
+                .err("the review records cannot be read; the owner must inspect them"),
+            GuardError::Write(e) => internal(e),
+        })
     }
 
     /// The open hire holding a seat's pane.
@@ -953,7 +950,7 @@ impl MailboxService {
         text: String,
     ) -> Result<(), ClankieError> {
         let mut book = self.inner.book.lock().await;
-        book.0.deliveries.push(seats::DeliveryRec::new(
+        book.deliveries.push(seats::DeliveryRec::new(
             short_id("dlv"),
             (&seat.link_id, &seat.pane_id, &seat.seat_id),
             kind,
@@ -1212,7 +1209,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let queued_to_seat = match seat {
             Some(h) => {
                 let mut book = self.inner.book.lock().await;
-                book.0.deliveries.push(seats::DeliveryRec::new(
+                book.deliveries.push(seats::DeliveryRec::new(
                     short_id("dlv"),
                     (&h.link_id, &h.pane_id, ""),
                     "wake",
@@ -1709,7 +1706,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         }
         {
             let mut book = self.inner.book.lock().await;
-            book.0.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
+            book.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
             self.save_book(&book).map_err(refuse)?;
         }
         let h = &mut store.state.hires[index];
@@ -1880,7 +1877,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let delivery_id = short_id("dlv");
         {
             let mut book = self.inner.book.lock().await;
-            book.0.deliveries.push(seats::DeliveryRec::new(
+            book.deliveries.push(seats::DeliveryRec::new(
                 delivery_id.clone(),
                 (&hire.link_id, &hire.pane_id, ""),
                 "lead",
@@ -1908,7 +1905,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let mut changes = self.inner.queued.subscribe();
         loop {
             self.note_poll(&seat.seat_id);
-            let pending = self.inner.book.lock().await.0.pending(&seat);
+            let pending = self.inner.book.lock().await.pending(&seat);
             if !pending.is_empty() || tokio::time::Instant::now() >= deadline {
                 return Ok(Response::new(pb::SeatPollResponse {
                     seat_id: seat.seat_id,
@@ -1928,7 +1925,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let delivery_id = req.delivery_id;
         let mut book = self.inner.book.lock().await;
         let recorded = book
-            .0
             .ack(&seat, &delivery_id, &req.claim_id, now_ms())
             .ok_or_else(|| {
                 refuse(
@@ -1955,7 +1951,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let hires = self.inner.store.lock().await.state.hires.clone();
         let book = self.inner.book.lock().await;
         let seats = book
-            .0
             .seats
             .iter()
             .filter(|s| !s.gone && s.fleet == me.fleet && s.seat_id != me.seat_id)
@@ -1993,14 +1988,12 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         // reads reconcile the rest.
         let mut book = self.inner.book.lock().await;
         let recipient = book
-            .0
             .seat(&req.seat)
             .filter(|r| !r.gone && r.fleet == me.fleet && r.seat_id != me.seat_id)
             .cloned();
         // An earlier send under this receipt id answers even if the
         // recipient has gone since.
         if let Some(m) = book
-            .0
             .peer_messages
             .iter()
             .find(|m| m.receipt_id == req.receipt_id && m.sender_seat == me.seat_id)
@@ -2019,7 +2012,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             ));
         }
         let now = now_ms();
-        let outcome = book.0.send(
+        let outcome = book.send(
             &me,
             &recipient,
             &req.receipt_id,
@@ -2032,7 +2025,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             seats::SendOutcome::Original(i) => (i, true),
             seats::SendOutcome::Sent(i) => (i, false),
         };
-        let receipt = receipt_pb(&book.0.peer_messages[index], original);
+        let receipt = receipt_pb(&book.peer_messages[index], original);
         self.save_book(&book).map_err(refuse)?;
         drop(book);
         if !original {
@@ -2098,7 +2091,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         self.sweep_gone().await.map_err(refuse)?;
         let book = self.inner.book.lock().await;
         let m = book
-            .0
             .peer_messages
             .iter()
             .find(|m| m.id == id && m.sender_seat == me.seat_id)
@@ -2214,8 +2206,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         };
         let reviewer = {
             let book = self.inner.book.lock().await;
-            book.0
-                .seats
+            book.seats
                 .iter()
                 .filter(|s| !s.gone && s.seat_id != me.seat_id)
                 .filter(|s| {
@@ -2231,8 +2222,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                 "no live reviewer seat other than the author; nothing was stored",
             )));
         };
-        if self.inner.reviews.lock().await.0.pending_of(&me.seat_id)
-            >= reviews::MAX_PENDING_PER_SEAT
+        if self.inner.reviews.lock().await.pending_of(&me.seat_id) >= reviews::MAX_PENDING_PER_SEAT
         {
             return Err(refuse(ErrorCode::ReviewQuota.err(format!(
                 "this seat already has {} candidates waiting for a verdict; nothing was stored",
@@ -2263,11 +2253,11 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             state: "pending".into(),
             findings: Vec::new(),
             verdict_summary: String::new(),
-            previous: book.0.previous_for(&hire.project_id, &req.issue),
+            previous: book.previous_for(&hire.project_id, &req.issue),
             created_at_ms: now_ms(),
             decided_at_ms: 0,
         };
-        book.0.candidates.push(candidate.clone());
+        book.candidates.push(candidate.clone());
         self.save_reviews(&book).map_err(refuse)?;
         drop(book);
         let text = format!(
@@ -2301,7 +2291,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             .reviews
             .lock()
             .await
-            .0
             .get(&id)
             .cloned()
             .ok_or_else(|| {
@@ -2326,7 +2315,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let req = request.into_inner();
         let mut book = self.inner.reviews.lock().await;
         let index = book
-            .0
             .candidates
             .iter()
             .position(|c| c.candidate_id == req.candidate_id)
@@ -2335,7 +2323,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
                     ErrorCode::CandidateNotFound.err(format!("no candidate {}", req.candidate_id)),
                 )
             })?;
-        let candidate = book.0.candidates[index].clone();
+        let candidate = book.candidates[index].clone();
         if candidate.author_seat == me.seat_id {
             return Err(refuse(
                 ErrorCode::NotReviewer.err("the author cannot decide its own candidate"),
@@ -2357,7 +2345,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             .collect();
         reviews::check_verdict(&candidate, &req.patch_id, &req.verdict, &findings)
             .map_err(|(code, m)| refuse(code.err(m)))?;
-        let c = &mut book.0.candidates[index];
+        let c = &mut book.candidates[index];
         c.state = if req.verdict == "approve" {
             "approved"
         } else {
@@ -2376,7 +2364,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
             .book
             .lock()
             .await
-            .0
             .seat(&decided.author_seat)
             .cloned();
         if let Some(author) = author.filter(|a| !a.gone) {
@@ -2408,7 +2395,6 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let id = request.into_inner().candidate_id;
         let book = self.inner.reviews.lock().await;
         let candidates = book
-            .0
             .candidates
             .iter()
             .filter(|c| id.is_empty() || c.candidate_id == id)
@@ -2431,7 +2417,7 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let ids = request.into_inner().delivery_ids;
         let claim_id = short_id("claim");
         let mut book = self.inner.book.lock().await;
-        let held = book.0.claim(&seat, &ids, &claim_id, now_ms());
+        let held = book.claim(&seat, &ids, &claim_id, now_ms());
         if !held.is_empty() {
             // The claim is durable before the bridge hears of it.
             self.save_book(&book).map_err(refuse)?;
@@ -2449,12 +2435,22 @@ impl pb::mailbox_server::Mailbox for MailboxService {
         let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         let mut book = self.inner.book.lock().await;
-        let released = book.0.release(&seat, &req.delivery_id, &req.claim_id);
+        let released = book.release(&seat, &req.delivery_id, &req.claim_id);
         if released {
             self.save_book(&book).map_err(refuse)?;
             drop(book);
             self.inner.queued.send_modify(|n| *n += 1);
         }
         Ok(Response::new(pb::SeatAckResponse { recorded: released }))
+    }
+}
+
+impl clankie_runtime::main_kit::Served for MailboxService {
+    fn routes(&self) -> tonic::service::Routes {
+        MailboxService::routes(self)
+    }
+
+    fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        MailboxService::readiness(self)
     }
 }

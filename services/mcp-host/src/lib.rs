@@ -39,9 +39,8 @@ use tonic::{Request, Response, Status};
 use crate::accounts::{Registry, Transport};
 use crate::catalog::Catalog;
 use crate::receipts::{Begin, Outcome, ReceiptStore, Record};
+use clankie_runtime::refuse::mcp_host as refuse;
 
-/// The gRPC service name reported by tonic-health.
-pub const HEALTH_NAME: &str = "clankie.mcphost.v1.McpHost";
 /// The total budget of a request when the caller sets none.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30);
 /// How long a dispatched call may still settle its receipt after its caller
@@ -75,20 +74,10 @@ impl Options {
         }
         let accounts = Registry::open(self.paths.service_dir("mcp-host"), shutdown)?;
         let audit = audit::Audit::open(&self.paths.audit_dir())?;
-        let admission = apb::admission_client::AdmissionClient::new(grpc::client(
-            &self.paths.socket("admission"),
-            Meta::default(),
-        ));
+        let admission = clankie_runtime::clients::admission(&self.paths, Meta::default());
         let owner_token = clankie_runtime::owner::read_owner_token(&self.paths.owner_credential())?;
-        let mailbox = mpb::mailbox_client::MailboxClient::new(grpc::client(
-            &self.paths.socket("mailbox"),
-            Meta::default(),
-        ));
-        let tracker_client = tpb::tracker_client::TrackerClient::new(grpc::client(
-            &self.paths.socket("tracker"),
-            Meta::default(),
-        ))
-        .max_decoding_message_size(16 << 20);
+        let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
+        let tracker_client = clankie_runtime::clients::tracker(&self.paths, Meta::default());
         Ok(McpHost {
             inner: Arc::new(Inner {
                 owner,
@@ -874,11 +863,6 @@ impl McpHost {
 
 type CatalogStream = Pin<Box<dyn Stream<Item = Result<pb::CatalogInfo, Status>> + Send>>;
 
-fn refuse(e: ClankieError) -> Status {
-    tracing::info!(reason = e.code.as_str(), "mcp_host.refused");
-    e.into()
-}
-
 #[tonic::async_trait]
 impl pb::mcp_host_server::McpHost for McpHost {
     async fn connect_account(
@@ -1084,5 +1068,19 @@ impl pb::mcp_host_server::McpHost for McpHost {
         let id = request.into_inner().receipt_id;
         let result = self.receipt(&ticket, &id).await.map_err(refuse)?;
         Ok(Response::new(result))
+    }
+}
+
+impl clankie_runtime::main_kit::Served for McpHost {
+    fn routes(&self) -> tonic::service::Routes {
+        McpHost::routes(self)
+    }
+
+    fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        McpHost::readiness(self)
+    }
+
+    async fn close(self) {
+        McpHost::close(&self).await;
     }
 }

@@ -31,27 +31,34 @@ pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 /// services, or the owner credential.
 pub async fn serve_service(
     paths: &crate::paths::StatePaths,
-    name: &'static str,
-    health_name: &'static str,
+    service: crate::Service,
     routes: Routes,
     ready: crate::readiness::Readiness,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let socket = paths.socket(name);
+    let socket = service.socket(paths);
     let listener = crate::uds::bind(&socket).await?;
     let _guard = crate::uds::SocketGuard(socket);
-    let guard = caller_guard(paths, name)?;
-    tracing::info!("{name} serving");
-    serve(listener, guard, health_name, Some(routes), ready, shutdown).await
+    let guard = caller_guard(paths, service)?;
+    tracing::info!("{service} serving");
+    serve(
+        listener,
+        guard,
+        service.health_name(),
+        Some(routes),
+        ready,
+        shutdown,
+    )
+    .await
 }
 
-/// The caller check for service `name`: the stack, or the owner credential.
+/// The caller check for `service`: the stack, or the owner credential.
 pub fn caller_guard(
     paths: &crate::paths::StatePaths,
-    name: &'static str,
+    service: crate::Service,
 ) -> anyhow::Result<CallerLayer> {
     let owner = crate::owner::OwnerCheck::load(&paths.owner_credential())?;
-    Ok(CallerLayer::new(name, Some(owner)))
+    Ok(CallerLayer::new(service.name(), Some(owner)))
 }
 
 /// Serves `routes` (plus health and reflection) on `listener` until
@@ -235,6 +242,47 @@ pub async fn health(path: &Path, service: &str, meta: Meta) -> Result<bool, toni
     let resp = client.check(req).await?;
     Ok(resp.into_inner().status
         == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
+}
+
+/// A service as the stack sees it from outside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServiceState {
+    /// Live and ready.
+    Serving,
+    /// Live, but its state is unreadable or still loading (its log says).
+    NotReady,
+    /// Not answering on its socket.
+    Down,
+}
+
+impl ServiceState {
+    /// The word `status` and `doctor` print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceState::Serving => "serving",
+            ServiceState::NotReady => "not_ready",
+            ServiceState::Down => "down",
+        }
+    }
+}
+
+/// Asks `service` for its readiness, then its liveness.
+pub async fn service_state(
+    paths: &crate::paths::StatePaths,
+    service: crate::Service,
+    meta: Meta,
+) -> ServiceState {
+    let socket = service.socket(paths);
+    if health(&socket, service.health_name(), meta.clone())
+        .await
+        .unwrap_or(false)
+    {
+        ServiceState::Serving
+    } else if health(&socket, "", meta).await.unwrap_or(false) {
+        ServiceState::NotReady
+    } else {
+        ServiceState::Down
+    }
 }
 
 #[cfg(test)]

@@ -6,18 +6,22 @@
 //! drain on shutdown), the one reason-code table mapped to gRPC and HTTP, the
 //! owner credential, and telemetry. It owns no business logic.
 
+pub mod clients;
 pub mod code;
 pub mod grpc;
 pub mod herdr;
 pub mod leads;
 pub mod limits;
 pub mod listener;
+pub mod main_kit;
 pub mod owner;
 pub mod paths;
 pub mod peer;
 pub mod principal;
 pub mod readiness;
+pub mod refuse;
 pub mod sandbox;
+pub mod service;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
@@ -25,6 +29,7 @@ pub mod uds;
 pub mod views;
 
 pub use code::{ClankieError, ErrorCode};
+pub use service::Service;
 
 /// Milliseconds since the Unix epoch, for records and receipts.
 pub fn now_ms() -> i64 {

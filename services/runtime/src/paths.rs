@@ -5,16 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// Names of the processes `clankie up` runs, in start order.
-pub const SERVICES: &[&str] = &[
-    "admission",
-    "tracker",
-    "mcp-host",
-    "mailbox",
-    "auto",
-    "gateway",
-];
-
 /// The resolved layout of one state directory.
 #[derive(Debug, Clone)]
 pub struct StatePaths {

@@ -127,7 +127,8 @@ impl StackRule {
             .file_name()
             .and_then(|f| f.to_str())
             .and_then(|f| f.strip_prefix("clankie-"))
-            .and_then(|n| crate::paths::SERVICES.iter().copied().find(|s| *s == n));
+            .and_then(crate::Service::from_name)
+            .map(crate::Service::name);
         name.filter(|_| sibling && facts.exe.parent() == Some(dir))
     }
 }

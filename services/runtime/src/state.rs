@@ -90,6 +90,104 @@ pub fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     atomic_write(path, &bytes)
 }
 
+/// A JSON state file held in memory, with what reading it found.
+///
+/// A file that cannot be read or parsed at start is *unreadable*: the
+/// value is the caller's fail-safe, the service reports it (readiness, its
+/// refusals), and nothing is ever saved over the file until the owner
+/// repairs it and the service restarts.
+#[derive(Debug)]
+pub struct Guarded<T> {
+    path: std::path::PathBuf,
+    value: T,
+    unreadable: Option<String>,
+}
+
+/// Why a guarded file was not saved.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// The file was unreadable at start; it is kept as it is.
+    #[error("the file could not be read at start and is not overwritten")]
+    Unreadable,
+    #[error("could not write the file: {0}")]
+    Write(#[from] io::Error),
+}
+
+impl<T: Serialize + DeserializeOwned> Guarded<T> {
+    /// Reads `path`: a missing file holds `fresh()`, an unreadable one
+    /// `fail_safe()`, marked unreadable.
+    pub fn load(
+        path: impl Into<std::path::PathBuf>,
+        fresh: impl FnOnce() -> T,
+        fail_safe: impl FnOnce() -> T,
+    ) -> Self {
+        let path = path.into();
+        let (value, unreadable) = match load_json::<T>(&path) {
+            Loaded::Missing => (fresh(), None),
+            Loaded::Ok(v) => (v, None),
+            Loaded::Unreadable(e) => (fail_safe(), Some(e)),
+        };
+        Guarded {
+            path,
+            value,
+            unreadable,
+        }
+    }
+
+    /// What was wrong with the file at start, when it was unreadable.
+    pub fn unreadable(&self) -> Option<&str> {
+        self.unreadable.as_deref()
+    }
+
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// The value to change in place; [`Guarded::save`] makes it durable.
+    pub fn value_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+
+    /// Writes the value (atomic rename after fsync), unless the file was
+    /// unreadable.
+    pub fn save(&self) -> Result<(), GuardError> {
+        if self.unreadable.is_some() {
+            return Err(GuardError::Unreadable);
+        }
+        Ok(save_json(&self.path, &self.value)?)
+    }
+}
+
+/// Reads as the value; a change through it is in memory until
+/// [`Guarded::save`].
+impl<T> std::ops::Deref for Guarded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> std::ops::DerefMut for Guarded<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Clone> Guarded<T> {
+    /// Changes a copy, saves it, and only then keeps it: a failed write
+    /// leaves memory as the file is.
+    pub fn update<R>(&mut self, change: impl FnOnce(&mut T) -> R) -> Result<R, GuardError> {
+        if self.unreadable.is_some() {
+            return Err(GuardError::Unreadable);
+        }
+        let mut next = self.value.clone();
+        let out = change(&mut next);
+        save_json(&self.path, &next)?;
+        self.value = next;
+        Ok(out)
+    }
+}
+
 /// Moves an unreadable file aside (`NAME.unreadable-<ms>`) so it is kept for
 /// inspection and a fresh one can start.
 pub fn move_aside(path: &Path) -> io::Result<std::path::PathBuf> {
@@ -101,6 +199,40 @@ pub fn move_aside(path: &Path) -> io::Result<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreadable_guarded_file_is_never_saved_over() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("book.json");
+        std::fs::write(&p, b"{not json").expect("write");
+        let mut g = Guarded::<Vec<u32>>::load(&p, Vec::new, || vec![0]);
+        assert!(g.unreadable().is_some());
+        assert_eq!(g.value(), &vec![0]);
+        assert!(matches!(
+            g.update(|v| v.push(1)),
+            Err(GuardError::Unreadable)
+        ));
+        assert!(matches!(g.save(), Err(GuardError::Unreadable)));
+        assert_eq!(std::fs::read(&p).expect("read"), b"{not json");
+    }
+
+    #[test]
+    fn a_guarded_update_is_kept_only_once_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("book.json");
+        let mut g = Guarded::<Vec<u32>>::load(&p, Vec::new, Vec::new);
+        assert!(g.unreadable().is_none());
+        g.update(|v| v.push(1)).expect("saved");
+        assert_eq!(
+            Guarded::<Vec<u32>>::load(&p, Vec::new, Vec::new).value(),
+            &vec![1]
+        );
+        // A write that fails (its folder gone) leaves memory as the file was.
+        let gone = dir.path().join("gone").join("book.json");
+        let mut g = Guarded::<Vec<u32>>::load(&gone, Vec::new, Vec::new);
+        assert!(matches!(g.update(|v| v.push(2)), Err(GuardError::Write(_))));
+        assert!(g.value().is_empty());
+    }
 
     #[test]
     fn atomic_write_replaces_and_is_private() {

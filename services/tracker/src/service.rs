@@ -26,9 +26,8 @@ use tracing::Instrument as _;
 use crate::store::{Store, StoreError};
 use crate::tools::{self, Caller};
 use crate::vocabulary::Role;
+use clankie_runtime::refuse::tracker as refuse;
 
-/// The gRPC service name reported by tonic-health.
-pub const HEALTH_NAME: &str = "clankie.tracker.v1.Tracker";
 /// The longest `list_changes` wait.
 pub const MAX_WAIT: Duration = Duration::from_secs(20);
 
@@ -61,11 +60,6 @@ pub fn store_refusal(e: StoreError) -> ClankieError {
             ErrorCode::ServiceUnavailable.err("the tracker database failed this write; retry")
         }
     }
-}
-
-fn refuse(e: ClankieError) -> Status {
-    tracing::info!(reason = e.code.as_str(), "tracker.refused");
-    e.into()
 }
 
 /// A scoped write stays in its team: a named team must be it, and a named
@@ -114,6 +108,32 @@ fn parse_role(role: &str) -> Result<Role, ClankieError> {
         "reviewer" => Ok(Role::Reviewer),
         "worker" => Ok(Role::Worker),
         other => Err(ErrorCode::InvalidArgument.err(format!("unknown role {other}"))),
+    }
+}
+
+/// How to build the tracker service.
+pub struct Options {
+    pub paths: clankie_runtime::paths::StatePaths,
+}
+
+impl Options {
+    pub fn new(paths: clankie_runtime::paths::StatePaths) -> Self {
+        Options { paths }
+    }
+
+    /// Loads the owner credential and opens the store under
+    /// `$CLANKIE_STATE/tracker` (see [`TrackerService::open`]).
+    pub async fn build(
+        self,
+        _shutdown: tokio_util::sync::CancellationToken,
+    ) -> anyhow::Result<TrackerService> {
+        let owner = OwnerCheck::load(&self.paths.owner_credential())?;
+        Ok(TrackerService::open(
+            &self
+                .paths
+                .service_dir(clankie_runtime::Service::Tracker.name()),
+            owner,
+        ))
     }
 }
 
@@ -459,5 +479,15 @@ impl pb::tracker_server::Tracker for TrackerService {
             cursor,
             actor_writes: writes,
         }))
+    }
+}
+
+impl clankie_runtime::main_kit::Served for TrackerService {
+    fn routes(&self) -> tonic::service::Routes {
+        TrackerService::routes(self)
+    }
+
+    fn readiness(&self) -> clankie_runtime::readiness::Readiness {
+        TrackerService::readiness(self)
     }
 }

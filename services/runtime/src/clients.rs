@@ -1,0 +1,143 @@
+//! One constructor per service, and one way to build and decode a call.
+//!
+//! Every client reaches its service over the service's Unix socket with
+//! [`Meta`] applied (trace context, and the owner bearer when the caller
+//! holds it), and accepts answers as large as that service may send.
+//! [`Call`] builds a request with its deadline and admission ticket;
+//! [`Answer::answer`] turns the reply into the message or the service's
+//! reason, decoded once through [`ClankieError::from_status`].
+
+use std::time::Duration;
+
+use clankie_proto as proto;
+use tonic::{Request, Response, Status};
+
+use crate::grpc::{self, Client, Meta};
+use crate::paths::StatePaths;
+use crate::service::Service;
+use crate::{ClankieError, limits};
+
+/// The largest answer a catalog, receipt or tracker read may be.
+pub const MAX_ANSWER: usize = 16 << 20;
+
+/// The largest answer the mailbox sends (a review candidate's patch).
+pub const MAX_MAILBOX_ANSWER: usize = if limits::MAX_CANDIDATE_MESSAGE > MAX_ANSWER {
+    limits::MAX_CANDIDATE_MESSAGE
+} else {
+    MAX_ANSWER
+};
+
+pub type AdmissionClient = proto::admission::v1::admission_client::AdmissionClient<Client>;
+pub type TrackerClient = proto::tracker::v1::tracker_client::TrackerClient<Client>;
+pub type McpHostClient = proto::mcphost::v1::mcp_host_client::McpHostClient<Client>;
+pub type MailboxClient = proto::mailbox::v1::mailbox_client::MailboxClient<Client>;
+pub type AutoClient = proto::auto::v1::auto_client::AutoClient<Client>;
+
+fn channel(paths: &StatePaths, service: Service, meta: Meta) -> Client {
+    grpc::client(&service.socket(paths), meta)
+}
+
+/// Admission (lazily connected, like every client here).
+pub fn admission(paths: &StatePaths, meta: Meta) -> AdmissionClient {
+    AdmissionClient::new(channel(paths, Service::Admission, meta))
+}
+
+/// The built-in tracker.
+pub fn tracker(paths: &StatePaths, meta: Meta) -> TrackerClient {
+    TrackerClient::new(channel(paths, Service::Tracker, meta)).max_decoding_message_size(MAX_ANSWER)
+}
+
+/// The mcp-host.
+pub fn mcp_host(paths: &StatePaths, meta: Meta) -> McpHostClient {
+    McpHostClient::new(channel(paths, Service::McpHost, meta)).max_decoding_message_size(MAX_ANSWER)
+}
+
+/// The mailbox.
+pub fn mailbox(paths: &StatePaths, meta: Meta) -> MailboxClient {
+    MailboxClient::new(channel(paths, Service::Mailbox, meta))
+        .max_decoding_message_size(MAX_MAILBOX_ANSWER)
+}
+
+/// The auto-scheduler.
+pub fn auto(paths: &StatePaths, meta: Meta) -> AutoClient {
+    AutoClient::new(channel(paths, Service::Auto, meta))
+}
+
+/// A request on its way: the message, its deadline, its admission ticket.
+pub struct Call<T> {
+    request: Request<T>,
+}
+
+impl<T> Call<T> {
+    pub fn new(message: T) -> Self {
+        Call {
+            request: Request::new(message),
+        }
+    }
+
+    /// The whole budget of the call; the service sees it as `grpc-timeout`.
+    pub fn timeout(mut self, budget: Duration) -> Self {
+        self.request.set_timeout(budget);
+        self
+    }
+
+    /// The admission ticket of the fleet member the call is made for.
+    pub fn ticket(mut self, ticket: &str) -> Self {
+        grpc::set_ticket(&mut self.request, ticket);
+        self
+    }
+
+    /// The finished request, for the generated client method.
+    pub fn request(self) -> Request<T> {
+        self.request
+    }
+}
+
+/// Decodes a reply: the message, or the reason the service gave (or the
+/// transport's failure, never guessed into a domain reason).
+pub trait Answer<R> {
+    fn answer(self) -> Result<R, ClankieError>;
+}
+
+impl<R> Answer<R> for Result<Response<R>, Status> {
+    fn answer(self) -> Result<R, ClankieError> {
+        self.map(Response::into_inner)
+            .map_err(|s| ClankieError::from_status(&s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn a_call_carries_its_budget_and_ticket() {
+        let req = Call::new(())
+            .timeout(Duration::from_millis(1500))
+            .ticket("t-1")
+            .request();
+        assert_eq!(grpc::ticket(req.metadata()), Some("t-1"));
+        assert_eq!(
+            grpc::deadline(req.metadata()),
+            Some(Duration::from_millis(1500))
+        );
+    }
+
+    #[test]
+    fn an_answer_is_the_message_or_the_reason() {
+        let ok: Result<Response<u8>, Status> = Ok(Response::new(7));
+        assert_eq!(ok.answer().ok(), Some(7));
+        let refused: Result<Response<u8>, Status> =
+            Err(ErrorCode::UnknownTool.err("no such tool").into());
+        assert_eq!(
+            refused.answer().err().map(|e| e.code),
+            Some(ErrorCode::UnknownTool)
+        );
+        let transport: Result<Response<u8>, Status> = Err(Status::unavailable("reset"));
+        assert_eq!(
+            transport.answer().err().map(|e| e.code),
+            Some(ErrorCode::ServiceUnavailable)
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The life of a service process, shared by every `services/*/src/main.rs`:
+//! telemetry, the state folder, the signal-driven shutdown, serving the
+//! service's routes on its socket with health and reflection, and the
+//! close once the drain is over. A main only parses its own options and
+//! builds its service.
+
+use std::future::Future;
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::paths::StatePaths;
+use crate::readiness::Readiness;
+use crate::service::Service;
+use crate::{grpc, shutdown, telemetry};
+
+/// The options every service takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// State directory (default: $CLANKIE_STATE or ~/.clankie).
+    #[arg(long, env = "CLANKIE_STATE")]
+    pub state: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// The state folder these options name.
+    pub fn paths(&self) -> StatePaths {
+        self.state
+            .clone()
+            .map(StatePaths::new)
+            .unwrap_or_else(StatePaths::from_env)
+    }
+}
+
+/// What a built service gives the shared main.
+pub trait Served: Send + 'static {
+    /// Its tonic routes.
+    fn routes(&self) -> tonic::service::Routes;
+    /// Its readiness check.
+    fn readiness(&self) -> Readiness;
+    /// Runs once serving has stopped and in-flight calls have drained.
+    fn close(self) -> impl Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        async {}
+    }
+}
+
+/// Runs `service` until a signal: `build` gets the state folder and the
+/// shutdown token, and its result is served on the service's socket.
+pub async fn run<S, F, Fut>(service: Service, common: &CommonArgs, build: F) -> anyhow::Result<()>
+where
+    S: Served,
+    F: FnOnce(StatePaths, CancellationToken) -> Fut,
+    Fut: Future<Output = anyhow::Result<S>>,
+{
+    telemetry::init(service.name());
+    let paths = common.paths();
+    let shutdown = shutdown::on_signals();
+    let served = build(paths.clone(), shutdown.clone()).await?;
+    let result = grpc::serve_service(
+        &paths,
+        service,
+        served.routes(),
+        served.readiness(),
+        shutdown.clone(),
+    )
+    .await;
+    shutdown.cancel();
+    served.close().await;
+    telemetry::shutdown();
+    result
+}
