@@ -129,7 +129,7 @@ pub async fn patch_id(patch: &[u8], dir: &Path) -> Result<String, ClankieError> 
 /// (both with symlinks resolved).
 pub fn inside_workspaces(
     checkout: &str,
-    workspaces: &[crate::store::WorkspaceRec],
+    workspaces: &[crate::state::store::WorkspaceRec],
 ) -> Result<String, ClankieError> {
     let outside = || {
         ErrorCode::InvalidArgument.err(

@@ -1,0 +1,243 @@
+//! Who is calling: the pane an admission ticket proves, and the native seat
+//! that pane holds.
+
+use crate::rpc::projects::*;
+use crate::seats;
+use crate::store::now_ms;
+use crate::{MailboxService, internal};
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::common::v1::AdmissionMode;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::grpc::{self};
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::{ClankieError, ErrorCode};
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+impl MailboxService {
+    /// The pane principal behind a worker request's admission ticket.
+    pub(crate) async fn pane_principal<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<clankie_proto::common::v1::Principal, ClankieError> {
+        let ticket = grpc::ticket(req.metadata())
+            .ok_or_else(|| {
+                ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
+            })?
+            .to_string();
+        let mut call = Request::new(apb::RecheckRequest { ticket });
+        call.set_timeout(Duration::from_secs(5));
+        let principal = self
+            .inner
+            .admission
+            .clone()
+            .recheck(call)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner()
+            .principal
+            .unwrap_or_default();
+        if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
+            return Err(ErrorCode::LocalProcessMembershipRequired
+                .err("reports need a proven pane; a bearer link cannot report"));
+        }
+        Ok(principal)
+    }
+
+    pub(crate) fn ticket_of<T>(req: &Request<T>) -> Result<String, ClankieError> {
+        grpc::ticket(req.metadata())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
+            })
+    }
+
+    /// The native seat behind a request: a proven pane process under the
+    /// pane's foreground agent, observed fresh (never reused between
+    /// requests). Returns the seat and the fleet settings.
+    pub(crate) async fn native_seat<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<(seats::SeatRec, apb::FleetSettings), ClankieError> {
+        let ticket = Self::ticket_of(req)?;
+        // One call: admission rechecks the ticket's proof, then observes the
+        // seat fresh (bearer tickets have no seat).
+        let mut call = Request::new(apb::RecheckRequest { ticket });
+        call.set_timeout(Duration::from_secs(5));
+        let seat = self
+            .inner
+            .admission
+            .clone()
+            .observe_ticket_seat(call)
+            .await
+            .map_err(|s| {
+                let e = ClankieError::from_status(&s);
+                if e.code == ErrorCode::LocalProcessMembershipRequired {
+                    ErrorCode::NativeSeatRequired.err(format!(
+                        "a native seat is a proven pane process under the pane's foreground agent: {}",
+                        e.message
+                    ))
+                } else {
+                    e
+                }
+            })?
+            .into_inner();
+        let settings = seat.settings.unwrap_or_default();
+        let agent = seat.agent.unwrap_or_default();
+        let rec = seats::SeatRec {
+            seat_id: seats::seat_id(
+                &seat.link_id,
+                &seat.pane_id,
+                agent.pidfs_id,
+                agent.start_time,
+                agent.pid,
+            ),
+            fleet: seat.fleet,
+            link_id: seat.link_id,
+            pane_id: seat.pane_id,
+            agent_pid: agent.pid,
+            agent_pidfs_id: agent.pidfs_id,
+            agent_start_time: agent.start_time,
+            agent_executable: seat.agent_executable,
+            gone: false,
+        };
+        {
+            let mut book = self.inner.book.lock().await;
+            if book.upsert_seat(rec.clone(), now_ms()) {
+                self.save_book(&book)?;
+            }
+        }
+        // A hire's occupant is recorded once proven.
+        let mut store = self.inner.store.lock().await;
+        if let Some(h) = store.state.hires.iter_mut().find(|h| {
+            h.ended.is_empty()
+                && h.link_id == rec.link_id
+                && h.pane_id == rec.pane_id
+                && h.occupant_pidfs_id == 0
+        }) {
+            h.occupant_pid = rec.agent_pid;
+            h.occupant_pidfs_id = rec.agent_pidfs_id;
+            h.occupant_start_time = rec.agent_start_time;
+            if !store.unreadable {
+                store.save().map_err(internal)?;
+            }
+        }
+        Ok((rec, settings))
+    }
+
+    pub(crate) async fn resolve_caller(
+        &self,
+        request: Request<pb::ResolveCallerRequest>,
+    ) -> Result<Response<pb::CallerInfo>, Status> {
+        // The owner's route: the owner credential and no ticket.
+        let owner = grpc::ticket(request.metadata()).is_none()
+            && self.inner.owner.verify(request.metadata()).is_ok();
+        let seat = if owner {
+            None
+        } else {
+            match self.native_seat(&request).await {
+                Ok((seat, _)) => Some(seat),
+                Err(e) if e.code == ErrorCode::NativeSeatRequired => None,
+                Err(e) => return Err(refuse(e)),
+            }
+        };
+        let mut info = pb::CallerInfo::default();
+        let hire = match &seat {
+            Some(seat) => self.hire_of(seat).await.filter(|h| {
+                h.occupant_pidfs_id == seat.agent_pidfs_id
+                    && h.occupant_start_time == seat.agent_start_time
+            }),
+            None => None,
+        };
+        match (&seat, &hire) {
+            (_, Some(h)) => {
+                info.confirmed = true;
+                info.hire_id = h.hire_id.clone();
+                info.project_id = h.project_id.clone();
+                info.conversation_id = h.conversation_id.clone();
+                (info.role, info.actor) = match h.role.as_str() {
+                    "lead" => ("lead".into(), format!("lead:{}", h.conversation_id)),
+                    "reviewer" => ("reviewer".into(), format!("hire:{}", h.hire_id)),
+                    _ => ("worker".into(), format!("hire:{}", h.hire_id)),
+                };
+            }
+            (Some(seat), None) => {
+                info.role = "worker".into();
+                info.actor = format!("fleet:{}:pane:{}", seat.fleet, seat.pane_id);
+            }
+            (None, None) if owner => {
+                info.role = "owner".into();
+                info.actor = "owner".into();
+            }
+            (None, None) => {
+                // A bearer or an unverified pane: the admitted principal.
+                let ticket = Self::ticket_of(&request).map_err(refuse)?;
+                let mut call = Request::new(apb::RecheckRequest { ticket });
+                call.set_timeout(Duration::from_secs(5));
+                let principal = self
+                    .inner
+                    .admission
+                    .clone()
+                    .recheck(call)
+                    .await
+                    .map_err(|s| refuse(ClankieError::from_status(&s)))?
+                    .into_inner()
+                    .principal
+                    .unwrap_or_default();
+                let pane = if principal.pane_id.is_empty() {
+                    "unverified"
+                } else {
+                    principal.pane_id.as_str()
+                };
+                info.role = "worker".into();
+                info.actor = format!("fleet:{}:pane:{pane}", principal.fleet_id);
+            }
+        }
+        let repo = request.into_inner().repo;
+        let store = self.inner.store.lock().await;
+        let target = if !repo.is_empty() {
+            let found = store.state.projects.iter().find(|p| {
+                p.project_id == repo
+                    || p.name == repo
+                    || p.workspaces.iter().any(|w| w.path == repo)
+            });
+            match found {
+                Some(p) => Some(Ok(p)),
+                None => Some(Err(format!(
+                    "repo {repo} names no registered project or workspace"
+                ))),
+            }
+        } else if let Some(h) = &hire {
+            match store
+                .state
+                .projects
+                .iter()
+                .find(|p| p.project_id == h.project_id)
+            {
+                Some(p) => Some(Ok(p)),
+                None => Some(Err("the hire's project is gone".to_string())),
+            }
+        } else {
+            None
+        };
+        match target {
+            _ if store.unreadable => {
+                info.route_problem = "the project registry cannot be read here".into();
+            }
+            None => info.route = "legacy".into(),
+            Some(Err(problem)) => info.route_problem = problem,
+            Some(Ok(p)) => {
+                info.route_project = p.name.clone();
+                match tracker_route(p) {
+                    Ok((route, team, linear)) => {
+                        info.route = route.into();
+                        info.route_team = team;
+                        info.route_linear_project = linear;
+                    }
+                    Err(problem) => info.route_problem = problem,
+                }
+            }
+        }
+        Ok(Response::new(info))
+    }
+}

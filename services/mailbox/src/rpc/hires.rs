@@ -1,0 +1,471 @@
+//! Hires: opening a pane for a project in a linked session, closing it,
+//! the roster, and retiring a hire whose pane is gone.
+
+use crate::convert::*;
+use crate::rpc::{conversations::*, projects::*};
+use crate::store::{HireRec, ProjectRec, now_ms};
+use crate::{MailboxService, internal, short_id};
+use crate::{panes, store};
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::auto::v1 as aupb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::sandbox;
+use clankie_runtime::{ClankieError, ErrorCode, leads};
+use std::path::Path;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+/// The project a hire goes to. A configured lead (one that owns projects)
+/// hires only into its own projects and must name one when it owns
+/// several; any other conversation names the project.
+pub(crate) fn attribute(
+    state: &store::StateFile,
+    conversation_id: &str,
+    named: &str,
+) -> Result<ProjectRec, ClankieError> {
+    let projects: Vec<pb::Project> = state.projects.iter().map(project_pb).collect();
+    let conversation = state
+        .conversations
+        .iter()
+        .find(|c| c.conversation_id == conversation_id)
+        .map(conversation_pb)
+        .filter(|c| leads::configured(c, &projects));
+    let Some(lead) = conversation else {
+        return state
+            .projects
+            .iter()
+            .find(|p| p.project_id == named || p.name == named)
+            .cloned()
+            .ok_or_else(|| ErrorCode::ProjectNotFound.err(format!("no project {named}")));
+    };
+    let owned: Vec<&ProjectRec> = state
+        .projects
+        .iter()
+        .zip(&projects)
+        .filter(|(_, p)| leads::owns(&lead, p))
+        .map(|(r, _)| r)
+        .collect();
+    let names = || {
+        owned
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if named.is_empty() {
+        return match owned.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(ErrorCode::NotOwner
+                .err("this lead owns no registered project; bind one or name a project")),
+            _ => Err(ErrorCode::InvalidArgument.err(format!(
+                "this lead owns several projects ({}): name one with --project",
+                names()
+            ))),
+        };
+    }
+    owned
+        .iter()
+        .find(|p| p.project_id == named || p.name == named)
+        .map(|p| (*p).clone())
+        .ok_or_else(|| {
+            ErrorCode::NotOwner.err(format!(
+                "this lead owns {}; it cannot hire into {named}'s folder",
+                names()
+            ))
+        })
+}
+/// Opens a hired pane in a linked session (tmux or Herdr).
+pub(crate) async fn open_pane(
+    link: &apb::FleetLink,
+    cwd: &str,
+    env: &[(&str, String)],
+    command: &[String],
+) -> Result<String, panes::TmuxError> {
+    if link.kind == "herdr" {
+        return panes::herdr::open(
+            std::path::Path::new(&link.socket),
+            &link.session,
+            cwd,
+            env,
+            command,
+        )
+        .await;
+    }
+    let session = panes::session(&link.socket, &link.session).await?;
+    panes::open(&link.socket, &session, cwd, env, command).await
+}
+pub(crate) async fn close_pane(link: &apb::FleetLink, pane: &str) -> Result<(), panes::TmuxError> {
+    if link.kind == "herdr" {
+        return panes::herdr::close(std::path::Path::new(&link.socket), pane).await;
+    }
+    panes::close(&link.socket, pane).await
+}
+/// Live panes of a linked session; links that are not local have none.
+pub(crate) async fn live_panes_of(link: &apb::FleetLink) -> Result<Vec<String>, panes::TmuxError> {
+    match link.kind.as_str() {
+        "tmux" => panes::live(&link.socket).await,
+        "herdr" => panes::herdr::live(std::path::Path::new(&link.socket)).await,
+        _ => Err(panes::TmuxError("not a local link".into())),
+    }
+}
+/// How one hire starts: the link, a working bubblewrap when the worker
+/// sandbox is on, and every linked multiplexer's socket (a confined hire
+/// must not ask one for an unconfined pane).
+pub(crate) struct Launch {
+    link: apb::FleetLink,
+    sandbox: Option<sandbox::Sandbox>,
+    sockets: Vec<std::path::PathBuf>,
+}
+impl MailboxService {
+    /// Settles a retired hire's tracker bookkeeping: its live leases in the
+    /// project's built-in team are released, each issue gets a `released`
+    /// event, under receipts of their own. A project whose tracker is not
+    /// built in here, or is gone, gets no issue effects (logged).
+    pub(crate) async fn retire(&self, hire: &HireRec, project: Option<&ProjectRec>) {
+        let team = match project {
+            Some(p) if p.tracker == "builtin" && !p.tracker_team.is_empty() => {
+                p.tracker_team.clone()
+            }
+            Some(p) => {
+                tracing::info!(
+                    hire = %hire.hire_id,
+                    tracker = %p.tracker,
+                    "hire.retired: no built-in tracker binding; no issue effects"
+                );
+                return;
+            }
+            None => {
+                tracing::info!(hire = %hire.hire_id, "hire.retired: project gone; no issue effects");
+                return;
+            }
+        };
+        let mut req = Request::new(clankie_proto::tracker::v1::RetireHireRequest {
+            actor: format!("hire:{}", hire.hire_id),
+            hire_id: hire.hire_id.clone(),
+            scope_team: team,
+        });
+        req.set_timeout(Duration::from_secs(10));
+        match self.inner.tracker.clone().retire_hire(req).await {
+            Ok(r) => tracing::info!(
+                hire = %hire.hire_id,
+                released = r.into_inner().released.len(),
+                "hire.retired"
+            ),
+            Err(s) => tracing::warn!(
+                hire = %hire.hire_id,
+                reason = %ClankieError::from_status(&s).code,
+                "hire.retire_failed"
+            ),
+        }
+    }
+
+    /// The switch and the saved level, read fresh; unreachable reads as
+    /// off.
+    pub(crate) async fn autonomy(&self) -> aupb::Autonomy {
+        let mut call = Request::new(aupb::GetSwitchRequest {});
+        call.set_timeout(Duration::from_secs(5));
+        match self.inner.auto.clone().get_switch(call).await {
+            Ok(r) => r.into_inner(),
+            Err(s) => aupb::Autonomy {
+                readable: false,
+                problem: format!("the auto-scheduler cannot be reached: {}", s.message()),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The local link a hire opens in.
+    pub(crate) async fn fleet_status(&self) -> Result<apb::FleetStatusResponse, ClankieError> {
+        let mut call = Request::new(apb::FleetStatusRequest {});
+        call.set_timeout(Duration::from_secs(5));
+        Ok(self
+            .inner
+            .admission
+            .clone()
+            .fleet_status(call)
+            .await
+            .map_err(|s| ClankieError::from_status(&s))?
+            .into_inner())
+    }
+
+    /// Where a hire opens and how it starts.
+    pub(crate) async fn launch(&self, link_id: &str) -> Result<Launch, ClankieError> {
+        let status = self.fleet_status().await?;
+        let sandbox_on = status.settings.as_ref().is_none_or(|s| s.worker_sandbox);
+        let sandbox = if sandbox_on {
+            Some(sandbox::Sandbox::probe().await?)
+        } else {
+            None
+        };
+        let sockets = status
+            .links
+            .iter()
+            .filter(|l| l.kind == "tmux" || l.kind == "herdr")
+            .map(|l| std::path::PathBuf::from(&l.socket))
+            .collect();
+        Ok(Launch {
+            link: Self::pick_link(status.links, link_id)?,
+            sandbox,
+            sockets,
+        })
+    }
+
+    pub(crate) async fn link(&self, link_id: &str) -> Result<apb::FleetLink, ClankieError> {
+        Self::pick_link(self.fleet_status().await?.links, link_id)
+    }
+
+    pub(crate) fn pick_link(
+        links: Vec<apb::FleetLink>,
+        link_id: &str,
+    ) -> Result<apb::FleetLink, ClankieError> {
+        let mut local = links.into_iter().filter(|l| {
+            (l.kind == "tmux" || l.kind == "herdr") && (link_id.is_empty() || l.link_id == link_id)
+        });
+        let first = local.next().ok_or_else(|| {
+            ErrorCode::NoLinkedSession
+                .err("no linked session to hire into: clankie fleet link --tmux SOCKET or --herdr")
+        })?;
+        if link_id.is_empty() && local.next().is_some() {
+            return Err(ErrorCode::InvalidArgument
+                .err("several linked sessions: choose one with its link id (--link)"));
+        }
+        Ok(first)
+    }
+
+    pub(crate) async fn hire(
+        &self,
+        request: Request<pb::HireRequest>,
+    ) -> Result<Response<pb::HireRecord>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        if req.command.is_empty() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("give the command the worker runs"),
+            ));
+        }
+        let role = match req.role.as_str() {
+            "" | "worker" => "worker",
+            "reviewer" => "reviewer",
+            "lead" => "lead",
+            other => {
+                return Err(refuse(
+                    ErrorCode::InvalidArgument
+                        .err(format!("role {other}: choose worker, reviewer or lead")),
+                ));
+            }
+        };
+        if let Some(word) = req.command.iter().find(|w| w.chars().any(char::is_control)) {
+            // Herdr types the line into a terminal, where ^C or a newline
+            // would act before any quoting does.
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "a command word holds a control character ({:?}); nothing was started",
+                word.escape_default().to_string()
+            ))));
+        }
+        let launch = self.launch(&req.link_id).await.map_err(refuse)?;
+        let link = launch.link.clone();
+        // An autonomous turn reads the switch and the saved level first.
+        let autonomy = if req.autonomous {
+            Some(self.autonomy().await)
+        } else {
+            None
+        };
+        // Hold the store across the cap check and the record, so two hires
+        // cannot both take the last place.
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let conversation_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        let project = attribute(&store.state, &conversation_id, &req.project).map_err(refuse)?;
+        if let Some(autonomy) = autonomy {
+            staffing(&autonomy, &project).map_err(refuse)?;
+        }
+        let workspace = if req.workspace_id.is_empty() {
+            project.workspaces.first()
+        } else {
+            project
+                .workspaces
+                .iter()
+                .find(|w| w.workspace_id == req.workspace_id)
+        }
+        .cloned()
+        .ok_or_else(|| {
+            refuse(ErrorCode::InvalidArgument.err("the project has no such workspace"))
+        })?;
+        // A conversation has one lead seat; a project one reviewer and its
+        // worker cap.
+        let working = store
+            .state
+            .hires
+            .iter()
+            .filter(|h| h.ended.is_empty() && h.role == role)
+            .filter(|h| {
+                if role == "lead" {
+                    h.conversation_id == conversation_id
+                } else {
+                    h.project_id == project.project_id
+                }
+            })
+            .count();
+        let cap = if role == "worker" {
+            project.worker_cap as usize
+        } else {
+            1
+        };
+        if working >= cap {
+            return Err(refuse(ErrorCode::WorkerCapReached.err(format!(
+                "{} already has {working} open {role} hire(s), its cap",
+                project.name
+            ))));
+        }
+        // With the worker sandbox on, the hire starts confined or not at all.
+        let command = match &launch.sandbox {
+            Some(sandbox) => {
+                let mut protected =
+                    sandbox::Protected::for_stack(&self.inner.paths, Path::new(&workspace.path));
+                for socket in &launch.sockets {
+                    protected.hide(socket);
+                }
+                sandbox::prepare(&protected).map_err(|e| {
+                    refuse(
+                        ErrorCode::WorkerSandboxUnavailable
+                            .err(format!("could not prepare the sandbox's covers: {e}")),
+                    )
+                })?;
+                sandbox.wrap(&protected, &req.command)
+            }
+            None => req.command.clone(),
+        };
+        // The hire learns where the gateway is, never where the state is:
+        // the state folder holds the owner credential.
+        let env = [
+            ("CLANKIE_WORKER_PANE", "1".to_string()),
+            ("CLANKIE_OPERATOR_TOKEN", String::new()),
+            ("CLANKIE_CAPTAIN_TOKEN", String::new()),
+            ("CLANKIE_STATE", String::new()),
+            (
+                "CLANKIE_GATEWAY_DISCOVERY",
+                self.inner.paths.gateway_discovery().display().to_string(),
+            ),
+        ];
+        let pane_id = open_pane(&link, &workspace.path, &env, &command)
+            .await
+            .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+        let hire = HireRec {
+            hire_id: short_id("hire"),
+            conversation_id,
+            project_id: project.project_id.clone(),
+            role: role.into(),
+            link_id: link.link_id.clone(),
+            fleet: link.fleet.clone(),
+            pane_id,
+            workspace: workspace.path.clone(),
+            command: req.command,
+            created_at_ms: now_ms(),
+            ended: String::new(),
+            hand_started: false,
+            occupant_pid: 0,
+            occupant_pidfs_id: 0,
+            occupant_start_time: 0,
+            sandboxed: launch.sandbox.is_some(),
+        };
+        store.state.hires.push(hire.clone());
+        if let Err(e) = store.save() {
+            // The pane must not outlive a hire that was never recorded.
+            let _ = close_pane(&link, &hire.pane_id).await;
+            store.state.hires.pop();
+            return Err(refuse(internal(e)));
+        }
+        tracing::info!(hire = %hire.hire_id, project = %project.name, role, sandboxed = hire.sandboxed, "hired");
+        Ok(Response::new(hire_pb(&hire, true)))
+    }
+
+    pub(crate) async fn close_hire(
+        &self,
+        request: Request<pb::CloseHireRequest>,
+    ) -> Result<Response<pb::HireRecord>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let caller_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        let index = store
+            .state
+            .hires
+            .iter()
+            .position(|h| h.hire_id == req.hire_id)
+            .ok_or_else(|| {
+                refuse(ErrorCode::HireNotFound.err(format!("no hire {}", req.hire_id)))
+            })?;
+        let hire = store.state.hires[index].clone();
+        let owner_present = present(&store.state, &hire.conversation_id);
+        // A hire whose lead is gone is adopted by whoever acts on it.
+        if owner_present && hire.conversation_id != caller_id {
+            return Err(refuse(ErrorCode::NotOwner.err(format!(
+                "hire {} belongs to conversation {}; only it may close the hire",
+                hire.hire_id, hire.conversation_id
+            ))));
+        }
+        if hire.ended.is_empty() {
+            let link = self.link(&hire.link_id).await.map_err(refuse)?;
+            close_pane(&link, &hire.pane_id)
+                .await
+                .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+        }
+        {
+            let mut book = self.inner.book.lock().await;
+            book.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
+            self.save_book(&book).map_err(refuse)?;
+        }
+        let h = &mut store.state.hires[index];
+        h.conversation_id = caller_id;
+        let retiring = h.ended.is_empty();
+        if retiring {
+            h.ended = "closed".into();
+        }
+        let out = h.clone();
+        // The attribution is the confirmed hire captured while its occupant
+        // was proven, and the project's binding as saved now.
+        let project = store
+            .state
+            .projects
+            .iter()
+            .find(|p| p.project_id == out.project_id)
+            .cloned();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        drop(store);
+        if retiring && out.occupant_pidfs_id != 0 {
+            self.retire(&out, project.as_ref()).await;
+        }
+        Ok(Response::new(hire_pb(&out, true)))
+    }
+
+    pub(crate) async fn roster(
+        &self,
+        request: Request<pb::RosterRequest>,
+    ) -> Result<Response<pb::RosterResponse>, Status> {
+        self.owner(&request)?;
+        // Mark hires whose pane is gone, one pane listing per linked server.
+        let live = self.live_panes().await;
+        let mut store = self.inner.store.lock().await;
+        let mut changed = false;
+        for h in store.state.hires.iter_mut().filter(|h| h.ended.is_empty()) {
+            if let Some(panes) = live.get(&h.link_id)
+                && !panes.contains(&h.pane_id)
+            {
+                h.ended = "gone".into();
+                changed = true;
+            }
+        }
+        if changed && !store.unreadable {
+            store.save().map_err(|e| refuse(internal(e)))?;
+        }
+        let hires = store
+            .state
+            .hires
+            .iter()
+            .map(|h| hire_pb(h, present(&store.state, &h.conversation_id)))
+            .collect();
+        Ok(Response::new(pb::RosterResponse { hires }))
+    }
+}

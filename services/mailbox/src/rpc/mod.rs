@@ -1,0 +1,11 @@
+//! The handlers, one file per domain; each is an `impl MailboxService`
+//! block that `grpc.rs` delegates to.
+
+pub(crate) mod callers;
+pub(crate) mod conversations;
+pub(crate) mod hires;
+pub(crate) mod projects;
+pub(crate) mod reports;
+pub(crate) mod reviews;
+pub(crate) mod seats;
+pub(crate) mod wakes;

@@ -1,0 +1,307 @@
+//! Projects: adding, listing and revision-fenced edits, workspace removal,
+//! and how a project routes its tracker calls.
+
+use crate::convert::*;
+use crate::rpc::conversations::*;
+use crate::store;
+use crate::store::{ProjectRec, WorkspaceRec, now_ms};
+use crate::{DEFAULT_WORKER_CAP, MAX_FOCUS, OVERRIDES};
+use crate::{MailboxService, internal, short_id};
+use clankie_proto::auto::v1 as aupb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::{ClankieError, ErrorCode};
+use tonic::{Request, Response, Status};
+
+/// The staffing rule of an autonomous turn: the switch on, the owner's saved
+/// global autonomy Full, the project on Auto, and its overrides allowing
+/// everyday and outward work and lead-owned machine setup. Otherwise the
+/// turn may only propose, and the refusal says why.
+pub(crate) fn staffing(
+    autonomy: &aupb::Autonomy,
+    project: &ProjectRec,
+) -> Result<(), ClankieError> {
+    let why = if !autonomy.readable {
+        Some("the autonomy switch cannot be read, so it reads as off".to_string())
+    } else if !autonomy.on {
+        Some("the autonomy switch is off".to_string())
+    } else if autonomy.level != "full" {
+        Some(format!(
+            "the owner's saved global autonomy is {}, not full",
+            if autonomy.level.is_empty() {
+                "off"
+            } else {
+                &autonomy.level
+            }
+        ))
+    } else if !project.auto {
+        Some(format!("project {} is not on Auto", project.name))
+    } else {
+        OVERRIDES
+            .iter()
+            .find(|k| project.overrides.get(**k) == Some(&false))
+            .map(|k| format!("project {}'s overrides do not allow {k} work", project.name))
+    };
+    match why {
+        Some(why) => Err(ErrorCode::ProposeOnly.err(format!(
+            "an autonomous turn may only propose this hire: {why}"
+        ))),
+        None => Ok(()),
+    }
+}
+/// The project named `which` (id or name), if it is still at `expected`.
+pub(crate) fn project_at<'a>(
+    state: &'a mut store::StateFile,
+    which: &str,
+    expected: u64,
+) -> Result<&'a mut ProjectRec, ClankieError> {
+    let project = state
+        .projects
+        .iter_mut()
+        .find(|p| p.project_id == which || p.name == which)
+        .ok_or_else(|| ErrorCode::ProjectNotFound.err(format!("no project {which}")))?;
+    if project.revision != expected {
+        return Err(ErrorCode::StaleRevision.err(format!(
+            "the project is at revision {}, not {expected}; read it again",
+            project.revision
+        )));
+    }
+    Ok(project)
+}
+/// Where a project's unpinned tracker calls go: `(route, team, linear
+/// project)`, or why they cannot go anywhere.
+pub(crate) fn tracker_route(p: &ProjectRec) -> Result<(&'static str, String, String), String> {
+    match p.tracker.as_str() {
+        "builtin" => Ok(("builtin", p.tracker_team.clone(), String::new())),
+        "linear" => Ok(("linear", String::new(), p.linear_project_id.clone())),
+        _ if !p.workspaces.is_empty() && p.workspaces.iter().all(|w| w.convention == "linear") => {
+            Ok(("linear", String::new(), p.linear_project_id.clone()))
+        }
+        _ => Err(format!(
+            "project {} has no tracker binding and its workspaces' saved conventions are not all linear: clankie project set {} --tracker builtin|linear",
+            p.name, p.name
+        )),
+    }
+}
+impl MailboxService {
+    pub(crate) async fn add_project(
+        &self,
+        request: Request<pb::AddProjectRequest>,
+    ) -> Result<Response<pb::Project>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let name = req.name.trim().to_string();
+        if !store::valid_project_name(&name) {
+            return Err(refuse(ErrorCode::InvalidArgument.err(
+                "a project name is 1-64 letters, digits, '-', '_' or '.', and not '.' or '..'",
+            )));
+        }
+        let path = std::path::Path::new(&req.workspace);
+        if !path.is_absolute() || !path.is_dir() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("the workspace must be an existing absolute folder"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        if !req.lead_conversation_id.is_empty() && !present(&store.state, &req.lead_conversation_id)
+        {
+            return Err(refuse(
+                ErrorCode::ConversationNotFound
+                    .err(format!("no conversation {}", req.lead_conversation_id)),
+            ));
+        }
+        let workspace = WorkspaceRec {
+            workspace_id: short_id("ws"),
+            path: req.workspace.clone(),
+            machine: req.machine,
+            platform: req.platform,
+            convention: String::new(),
+        };
+        let project = match store.state.projects.iter_mut().find(|p| p.name == name) {
+            // Adding to an existing project adds a workspace.
+            Some(p) => {
+                if p.workspaces.iter().any(|w| w.path == workspace.path) {
+                    return Err(refuse(ErrorCode::ProjectExists.err(format!(
+                        "{name} already has the workspace {}",
+                        req.workspace
+                    ))));
+                }
+                p.workspaces.push(workspace);
+                p.revision += 1;
+                p.clone()
+            }
+            None => {
+                let p = ProjectRec {
+                    project_id: short_id("prj"),
+                    name,
+                    workspaces: vec![workspace],
+                    lead_conversation_id: req.lead_conversation_id,
+                    worker_cap: if req.worker_cap == 0 {
+                        DEFAULT_WORKER_CAP
+                    } else {
+                        req.worker_cap
+                    },
+                    standing_reviewer: req.standing_reviewer,
+                    revision: 1,
+                    created_at_ms: now_ms(),
+                    tracker: String::new(),
+                    tracker_team: String::new(),
+                    linear_project_id: String::new(),
+                    auto: false,
+                    focus: String::new(),
+                    overrides: Default::default(),
+                };
+                store.state.projects.push(p.clone());
+                p
+            }
+        };
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(project_pb(&project)))
+    }
+
+    pub(crate) async fn list_projects(
+        &self,
+        request: Request<pb::ListProjectsRequest>,
+    ) -> Result<Response<pb::ListProjectsResponse>, Status> {
+        self.owner(&request)?;
+        let store = self.inner.store.lock().await;
+        Ok(Response::new(pb::ListProjectsResponse {
+            projects: store.state.projects.iter().map(project_pb).collect(),
+        }))
+    }
+
+    pub(crate) async fn update_project(
+        &self,
+        request: Request<pb::UpdateProjectRequest>,
+    ) -> Result<Response<pb::Project>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let valid = |v: &str| matches!(v, "" | "builtin" | "linear");
+        if let Some(f) = &req.focus
+            && (f.chars().count() > MAX_FOCUS || f.contains(['\n', '\r']))
+        {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "a focus is one line of at most {MAX_FOCUS} characters ({} given)",
+                f.chars().count()
+            ))));
+        }
+        if let Some(k) = req
+            .overrides
+            .keys()
+            .find(|k| !OVERRIDES.contains(&k.as_str()))
+        {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "override {k}: choose one of {}",
+                OVERRIDES.join(", ")
+            ))));
+        }
+        if let Some(t) = &req.tracker
+            && !valid(t)
+        {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "tracker {t}: choose builtin or linear (or empty to unbind)"
+            ))));
+        }
+        if let Some(c) = req.workspace_conventions.values().find(|c| !valid(c)) {
+            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                "convention {c}: choose builtin or linear (or empty)"
+            ))));
+        }
+        if let Some(u) = &req.linear_project_id
+            && !u.is_empty()
+            && uuid::Uuid::parse_str(u).is_err()
+        {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a Linear project is named by its UUID"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let project =
+            project_at(&mut store.state, &req.project, req.expected_revision).map_err(refuse)?;
+        let mut next = project.clone();
+        if let Some(t) = req.tracker {
+            next.tracker = t;
+        }
+        if let Some(t) = req.tracker_team {
+            next.tracker_team = t;
+        }
+        if let Some(u) = req.linear_project_id {
+            next.linear_project_id = u;
+        }
+        for (which, convention) in &req.workspace_conventions {
+            let ws = next
+                .workspaces
+                .iter_mut()
+                .find(|w| &w.workspace_id == which || &w.path == which)
+                .ok_or_else(|| {
+                    refuse(
+                        ErrorCode::InvalidArgument
+                            .err(format!("the project has no workspace {which}")),
+                    )
+                })?;
+            ws.convention = convention.clone();
+        }
+        if let Some(a) = req.auto {
+            next.auto = a;
+        }
+        if let Some(f) = req.focus {
+            next.focus = f;
+        }
+        for (k, v) in req.overrides {
+            next.overrides.insert(k, v);
+        }
+        if next.tracker == "builtin" && next.tracker_team.is_empty() {
+            return Err(refuse(ErrorCode::InvalidArgument.err(
+                "a builtin binding names the tracker team its issues live in (--team KEY)",
+            )));
+        }
+        next.revision += 1;
+        *project = next.clone();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        tracing::info!(project = %next.name, tracker = %next.tracker, "project.updated");
+        Ok(Response::new(project_pb(&next)))
+    }
+
+    pub(crate) async fn remove_workspace(
+        &self,
+        request: Request<pb::RemoveWorkspaceRequest>,
+    ) -> Result<Response<pb::Project>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let open_hires: Vec<String> = store
+            .state
+            .hires
+            .iter()
+            .filter(|h| h.project_id == req.project_id && h.ended.is_empty())
+            .map(|h| h.workspace.clone())
+            .collect();
+        let project =
+            project_at(&mut store.state, &req.project_id, req.expected_revision).map_err(refuse)?;
+        let index = project
+            .workspaces
+            .iter()
+            .position(|w| w.workspace_id == req.workspace_id)
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::InvalidArgument
+                        .err(format!("the project has no workspace {}", req.workspace_id)),
+                )
+            })?;
+        if open_hires.contains(&project.workspaces[index].path) {
+            return Err(refuse(
+                ErrorCode::StaleRevision
+                    .err("an open hire works in that workspace; close it first"),
+            ));
+        }
+        // The record goes; the folder on disk is never touched.
+        project.workspaces.remove(index);
+        project.revision += 1;
+        let out = project.clone();
+        store.save().map_err(|e| refuse(internal(e)))?;
+        Ok(Response::new(project_pb(&out)))
+    }
+}

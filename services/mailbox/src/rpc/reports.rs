@@ -1,0 +1,95 @@
+//! Worker reports (`message_clankie`) to the hiring lead, with receipts that
+//! never reroute or replay an accepted report.
+
+use crate::rpc::conversations::*;
+use crate::store::{EntryRec, HEAD, now_ms};
+use crate::{MailboxService, internal};
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::ErrorCode;
+use clankie_runtime::refuse::mailbox as refuse;
+use tonic::{Request, Response, Status};
+
+impl MailboxService {
+    pub(crate) async fn report(
+        &self,
+        request: Request<pb::ReportRequest>,
+    ) -> Result<Response<pb::ReportResponse>, Status> {
+        let principal = self.pane_principal(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let kind = match req.kind.as_str() {
+            "" | "message" => "message",
+            "watch" => "watch",
+            "wake" => "wake",
+            other => {
+                return Err(refuse(
+                    ErrorCode::InvalidArgument.err(format!("report kind {other}")),
+                ));
+            }
+        };
+        check_entry("report", &req.receipt_id, &req.text).map_err(refuse)?;
+        let mut store = self.inner.store.lock().await;
+        // An accepted receipt returns where it went: never rerouted, never
+        // written twice, whatever changed since.
+        if let Some(a) = store.receipt(&req.receipt_id).cloned() {
+            return Ok(Response::new(pb::ReportResponse {
+                receipt_id: req.receipt_id,
+                conversation_id: a.conversation_id,
+                seq: a.seq,
+                replayed: true,
+                hire_id: a.hire_id,
+            }));
+        }
+        let hire = store
+            .state
+            .hires
+            .iter()
+            .find(|h| {
+                h.ended.is_empty()
+                    && h.link_id == principal.link_id
+                    && h.pane_id == principal.pane_id
+            })
+            .cloned();
+        // The hiring lead, or the global head when the lead is gone or the
+        // seat was started by hand.
+        let (conversation_id, hire_id, source) = match &hire {
+            Some(h) if present(&store.state, &h.conversation_id) => (
+                h.conversation_id.clone(),
+                h.hire_id.clone(),
+                format!("hire:{}", h.hire_id),
+            ),
+            Some(h) => (
+                HEAD.to_string(),
+                h.hire_id.clone(),
+                format!("hire:{}", h.hire_id),
+            ),
+            None => (
+                HEAD.to_string(),
+                String::new(),
+                format!("pane:{}:{}", principal.link_id, principal.pane_id),
+            ),
+        };
+        let entry = EntryRec {
+            seq: 0,
+            kind: kind.into(),
+            role: "agent".into(),
+            text: req.text,
+            source,
+            untrusted: true,
+            at_ms: now_ms(),
+            receipt_id: req.receipt_id.clone(),
+            hire_id: hire_id.clone(),
+        };
+        let seq = store
+            .append(&conversation_id, entry)
+            .map_err(|e| refuse(internal(e)))?;
+        drop(store);
+        self.inner.appended.send_modify(|n| *n += 1);
+        Ok(Response::new(pb::ReportResponse {
+            receipt_id: req.receipt_id,
+            conversation_id,
+            seq,
+            replayed: false,
+            hire_id,
+        }))
+    }
+}

@@ -1,0 +1,329 @@
+//! Landing review: a worker submits the exact change, the project's reviewer
+//! reads it and gives the verdict, and the author hears it.
+
+use crate::convert::*;
+use crate::store::{HireRec, now_ms};
+use crate::{MailboxService, internal, short_id};
+use crate::{reviews, seats};
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::state::{GuardError, Guarded};
+use clankie_runtime::{ClankieError, ErrorCode};
+use tonic::{Request, Response, Status};
+
+impl MailboxService {
+    pub(crate) fn save_reviews(
+        &self,
+        book: &Guarded<reviews::ReviewBook>,
+    ) -> Result<(), ClankieError> {
+        book.save().map_err(|e| match e {
+            GuardError::Unreadable => ErrorCode::ServiceUnavailable
+                .err("the review records cannot be read; the owner must inspect them"),
+            GuardError::Write(e) => internal(e),
+        })
+    }
+
+    /// The open hire holding a seat's pane.
+    pub(crate) async fn hire_of(&self, seat: &seats::SeatRec) -> Option<HireRec> {
+        self.inner
+            .store
+            .lock()
+            .await
+            .state
+            .hires
+            .iter()
+            .find(|h| h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id)
+            .cloned()
+    }
+
+    /// Whether a seat is a reviewer of a project: its open hire there was
+    /// hired as reviewer.
+    pub(crate) async fn is_reviewer(&self, seat: &seats::SeatRec, project_id: &str) -> bool {
+        self.hire_of(seat)
+            .await
+            .is_some_and(|h| h.project_id == project_id && h.role == "reviewer")
+    }
+
+    pub(crate) fn read_patch(&self, sha: &str) -> Vec<u8> {
+        std::fs::read(self.inner.patches_dir.join(format!("{sha}.patch"))).unwrap_or_default()
+    }
+
+    pub(crate) async fn submit_review(
+        &self,
+        request: Request<pb::SubmitReviewRequest>,
+    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let bad = |m: &str| refuse(ErrorCode::InvalidArgument.err(m.to_string()));
+        if !req.checkout.starts_with('/') {
+            return Err(bad("the checkout must be an absolute path"));
+        }
+        if !reviews::is_object_name(&req.head)
+            || !reviews::is_object_name(&req.base)
+            || !reviews::is_object_name(&req.patch_id)
+        {
+            return Err(bad("head, base and patch-id must be full hex object names"));
+        }
+        if req.patch.is_empty() || req.summary.trim().is_empty() {
+            return Err(bad("a candidate needs a non-empty patch and a summary"));
+        }
+        if req.patch.len() > clankie_runtime::limits::MAX_CANDIDATE_PATCH {
+            return Err(refuse(ErrorCode::PayloadTooLarge.err(format!(
+                "a review candidate holds at most {} MiB of patch; nothing was stored",
+                clankie_runtime::limits::MAX_CANDIDATE_PATCH >> 20
+            ))));
+        }
+        // What the reviewer will read is what the patch-id names: the
+        // service computes it from the bytes it stores, never takes it.
+        let computed = reviews::patch_id(&req.patch, &self.inner.patches_dir)
+            .await
+            .map_err(refuse)?;
+        if computed != req.patch_id {
+            return Err(refuse(ErrorCode::PatchMismatch.err(
+                "the patch-id does not match the patch bytes; nothing was stored",
+            )));
+        }
+        let hire = self.hire_of(&me).await.ok_or_else(|| {
+            refuse(
+                ErrorCode::ReviewNotConfigured
+                    .err("only a hired seat of a project can submit for review"),
+            )
+        })?;
+        let project = {
+            let store = self.inner.store.lock().await;
+            store
+                .state
+                .projects
+                .iter()
+                .find(|p| p.project_id == hire.project_id)
+                .cloned()
+        };
+        let Some(project) = project.filter(|p| p.standing_reviewer) else {
+            return Err(refuse(
+                ErrorCode::ReviewNotConfigured
+                    .err("this seat's project names no standing reviewer"),
+            ));
+        };
+        // The checkout, symlinks resolved, lies in one of the project's
+        // registered workspaces.
+        let checkout =
+            reviews::inside_workspaces(&req.checkout, &project.workspaces).map_err(refuse)?;
+        // A live reviewer seat of the project, other than the author.
+        let reviewer_hires: Vec<HireRec> = {
+            let store = self.inner.store.lock().await;
+            store
+                .state
+                .hires
+                .iter()
+                .filter(|h| {
+                    h.ended.is_empty() && h.project_id == hire.project_id && h.role == "reviewer"
+                })
+                .cloned()
+                .collect()
+        };
+        let reviewer = {
+            let book = self.inner.book.lock().await;
+            book.seats
+                .iter()
+                .filter(|s| !s.gone && s.seat_id != me.seat_id)
+                .filter(|s| {
+                    reviewer_hires
+                        .iter()
+                        .any(|h| h.link_id == s.link_id && h.pane_id == s.pane_id)
+                })
+                .find(|s| self.reachable(&s.seat_id))
+                .cloned()
+        };
+        let Some(reviewer) = reviewer else {
+            return Err(refuse(ErrorCode::NoReviewer.err(
+                "no live reviewer seat other than the author; nothing was stored",
+            )));
+        };
+        if self.inner.reviews.lock().await.pending_of(&me.seat_id) >= reviews::MAX_PENDING_PER_SEAT
+        {
+            return Err(refuse(ErrorCode::ReviewQuota.err(format!(
+                "this seat already has {} candidates waiting for a verdict; nothing was stored",
+                reviews::MAX_PENDING_PER_SEAT
+            ))));
+        }
+        let sha = reviews::sha256_hex(&req.patch);
+        let patch_path = self.inner.patches_dir.join(format!("{sha}.patch"));
+        if !patch_path.exists() {
+            clankie_runtime::state::atomic_write(&patch_path, &req.patch)
+                .map_err(|e| refuse(internal(e)))?;
+        }
+        let mut book = self.inner.reviews.lock().await;
+        let candidate = reviews::CandidateRec {
+            candidate_id: short_id("cand"),
+            project_id: hire.project_id.clone(),
+            author_seat: me.seat_id.clone(),
+            author_hire: hire.hire_id.clone(),
+            reviewer_seat: reviewer.seat_id.clone(),
+            checkout,
+            head: req.head,
+            base: req.base,
+            patch_id: req.patch_id,
+            patch_sha256: sha,
+            summary: req.summary.chars().take(4000).collect(),
+            issue: req.issue.chars().take(200).collect(),
+            evidence: req.evidence.chars().take(8000).collect(),
+            state: "pending".into(),
+            findings: Vec::new(),
+            verdict_summary: String::new(),
+            previous: book.previous_for(&hire.project_id, &req.issue),
+            created_at_ms: now_ms(),
+            decided_at_ms: 0,
+        };
+        book.candidates.push(candidate.clone());
+        self.save_reviews(&book).map_err(refuse)?;
+        drop(book);
+        let text = format!(
+            "Review candidate {} from seat {}: {} (issue {}, HEAD {}, patch-id {}). Read it with review_candidate, decide with review_verdict.",
+            candidate.candidate_id,
+            me.seat_id,
+            candidate.summary,
+            if candidate.issue.is_empty() {
+                "none"
+            } else {
+                &candidate.issue
+            },
+            candidate.head,
+            candidate.patch_id
+        );
+        self.deliver(&reviewer, "review", format!("seat:{}", me.seat_id), text)
+            .await
+            .map_err(refuse)?;
+        tracing::info!(candidate = %candidate.candidate_id, "mailbox.review.submitted");
+        Ok(Response::new(candidate_pb(&candidate, Vec::new())))
+    }
+
+    pub(crate) async fn get_review_candidate(
+        &self,
+        request: Request<pb::GetReviewCandidateRequest>,
+    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let id = request.into_inner().candidate_id;
+        let c = self
+            .inner
+            .reviews
+            .lock()
+            .await
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| {
+                refuse(ErrorCode::CandidateNotFound.err(format!("no candidate {id}")))
+            })?;
+        if c.author_seat != me.seat_id && !self.is_reviewer(&me, &c.project_id).await {
+            return Err(refuse(ErrorCode::NotReviewer.err(
+                "only the author and the project's reviewer read a candidate",
+            )));
+        }
+        Ok(Response::new(candidate_pb(
+            &c,
+            self.read_patch(&c.patch_sha256),
+        )))
+    }
+
+    pub(crate) async fn review_verdict(
+        &self,
+        request: Request<pb::ReviewVerdictRequest>,
+    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let mut book = self.inner.reviews.lock().await;
+        let index = book
+            .candidates
+            .iter()
+            .position(|c| c.candidate_id == req.candidate_id)
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::CandidateNotFound.err(format!("no candidate {}", req.candidate_id)),
+                )
+            })?;
+        let candidate = book.candidates[index].clone();
+        if candidate.author_seat == me.seat_id {
+            return Err(refuse(
+                ErrorCode::NotReviewer.err("the author cannot decide its own candidate"),
+            ));
+        }
+        if !self.is_reviewer(&me, &candidate.project_id).await {
+            return Err(refuse(
+                ErrorCode::NotReviewer.err("only the project's reviewer decides a candidate"),
+            ));
+        }
+        let findings: Vec<reviews::FindingRec> = req
+            .findings
+            .iter()
+            .map(|f| reviews::FindingRec {
+                text: f.text.clone(),
+                file: f.file.clone(),
+                line: f.line,
+            })
+            .collect();
+        reviews::check_verdict(&candidate, &req.patch_id, &req.verdict, &findings)
+            .map_err(|(code, m)| refuse(code.err(m)))?;
+        let c = &mut book.candidates[index];
+        c.state = if req.verdict == "approve" {
+            "approved"
+        } else {
+            "changes"
+        }
+        .into();
+        c.findings = findings;
+        c.verdict_summary = req.summary.chars().take(4000).collect();
+        c.decided_at_ms = now_ms();
+        let decided = c.clone();
+        self.save_reviews(&book).map_err(refuse)?;
+        drop(book);
+        // The author hears the verdict on its seat.
+        let author = self
+            .inner
+            .book
+            .lock()
+            .await
+            .seat(&decided.author_seat)
+            .cloned();
+        if let Some(author) = author.filter(|a| !a.gone) {
+            let text = format!(
+                "Review of {}: {}{}",
+                decided.candidate_id,
+                decided.state,
+                if decided.verdict_summary.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", decided.verdict_summary)
+                }
+            );
+            if let Err(e) = self
+                .deliver(&author, "review", format!("seat:{}", me.seat_id), text)
+                .await
+            {
+                tracing::warn!(error = %e, "verdict not queued for the author");
+            }
+        }
+        Ok(Response::new(candidate_pb(&decided, Vec::new())))
+    }
+
+    pub(crate) async fn list_reviews(
+        &self,
+        request: Request<pb::ListReviewsRequest>,
+    ) -> Result<Response<pb::ListReviewsResponse>, Status> {
+        self.owner(&request)?;
+        let id = request.into_inner().candidate_id;
+        let book = self.inner.reviews.lock().await;
+        let candidates = book
+            .candidates
+            .iter()
+            .filter(|c| id.is_empty() || c.candidate_id == id)
+            .map(|c| {
+                let patch = if id.is_empty() {
+                    Vec::new()
+                } else {
+                    self.read_patch(&c.patch_sha256)
+                };
+                candidate_pb(c, patch)
+            })
+            .collect();
+        Ok(Response::new(pb::ListReviewsResponse { candidates }))
+    }
+}

@@ -1,0 +1,492 @@
+//! Seats: deliveries from the lead, polls, acks, claims, peer messages with
+//! receipts, and the seat book that holds them.
+
+use crate::convert::*;
+use crate::rpc::{conversations::*, hires::*};
+use crate::seats;
+use crate::store::{EntryRec, HEAD, HireRec, now_ms};
+use crate::{MAX_REPORT, MAX_WAIT};
+use crate::{MailboxService, internal, short_id};
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::state::{GuardError, Guarded};
+use clankie_runtime::{ClankieError, ErrorCode};
+use serde_json::json;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+/// Why peer messages are refused: the owner's switch, or a settings file
+/// that cannot be read (never reported as the owner's choice).
+pub(crate) fn peers_off(settings: &apb::FleetSettings) -> ClankieError {
+    if settings.unreadable {
+        ErrorCode::SettingsUnreadable.err(
+            "the fleet settings cannot be read, so peer messages read as off until the owner repairs them",
+        )
+    } else {
+        ErrorCode::PeerMessagesOff.err("the owner turned peer messages off")
+    }
+}
+/// A seat counts as reachable while its bridge polled within this long.
+pub const ROUTE_FRESH: Duration = Duration::from_secs(60);
+impl MailboxService {
+    pub(crate) fn save_book(&self, book: &Guarded<seats::SeatBook>) -> Result<(), ClankieError> {
+        book.save().map_err(|e| match e {
+            GuardError::Unreadable => ErrorCode::ServiceUnavailable
+                .err("the seat book cannot be read; the owner must inspect it"),
+            GuardError::Write(e) => internal(e),
+        })
+    }
+
+    /// Appends one audit line (fsynced); a failure is logged, not fatal.
+    pub(crate) fn audit(&self, line: &serde_json::Value) {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let result = (|| {
+            if let Some(dir) = self.inner.audit_path.parent() {
+                clankie_runtime::state::private_dir(dir)?;
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&self.inner.audit_path)?;
+            let mut bytes = serde_json::to_vec(line)?;
+            bytes.push(b'\n');
+            f.write_all(&bytes)?;
+            f.sync_data()
+        })();
+        if let Err(e) = result {
+            tracing::error!(error = %e, "peer message audit not written");
+        }
+    }
+
+    pub(crate) fn reachable(&self, seat_id: &str) -> bool {
+        self.inner
+            .polled
+            .lock()
+            .get(seat_id)
+            .is_some_and(|t| t.elapsed() < ROUTE_FRESH)
+    }
+
+    pub(crate) fn note_poll(&self, seat_id: &str) {
+        self.inner
+            .polled
+            .lock()
+            .insert(seat_id.to_string(), std::time::Instant::now());
+    }
+
+    /// Live panes per linked tmux server (links that cannot be listed are
+    /// left out: unknown is not gone).
+    pub(crate) async fn live_panes(&self) -> std::collections::HashMap<String, Vec<String>> {
+        let links = {
+            let mut call = Request::new(apb::FleetStatusRequest {});
+            call.set_timeout(Duration::from_secs(5));
+            self.inner
+                .admission
+                .clone()
+                .fleet_status(call)
+                .await
+                .map(|r| r.into_inner().links)
+                .unwrap_or_default()
+        };
+        let mut live = std::collections::HashMap::new();
+        for l in &links {
+            if let Ok(panes) = live_panes_of(l).await {
+                live.insert(l.link_id.clone(), panes);
+            }
+        }
+        live
+    }
+
+    /// Marks seats whose pane closed as gone (settling their messages).
+    pub(crate) async fn sweep_gone(&self) -> Result<(), ClankieError> {
+        let live = self.live_panes().await;
+        let mut book = self.inner.book.lock().await;
+        let closed: Vec<(String, String)> = book
+            .seats
+            .iter()
+            .filter(|s| !s.gone)
+            .filter(|s| {
+                live.get(&s.link_id)
+                    .is_some_and(|panes| !panes.contains(&s.pane_id))
+            })
+            .map(|s| (s.link_id.clone(), s.pane_id.clone()))
+            .collect();
+        let stale = book.supersede_stale(now_ms());
+        if closed.is_empty() && !stale {
+            return Ok(());
+        }
+        for (link, pane) in closed {
+            book.pane_gone(&link, &pane, now_ms());
+        }
+        self.save_book(&book)
+    }
+
+    pub(crate) fn seat_pb(&self, s: &seats::SeatRec, hires: &[HireRec]) -> pb::Seat {
+        let hire = hires
+            .iter()
+            .find(|h| h.ended.is_empty() && h.link_id == s.link_id && h.pane_id == s.pane_id);
+        pb::Seat {
+            seat_id: s.seat_id.clone(),
+            fleet: s.fleet.clone(),
+            pane_id: s.pane_id.clone(),
+            link_id: s.link_id.clone(),
+            hire_id: hire.map(|h| h.hire_id.clone()).unwrap_or_default(),
+            role: hire.map(|h| h.role.clone()).unwrap_or_default(),
+            project_id: hire.map(|h| h.project_id.clone()).unwrap_or_default(),
+            agent_pid: s.agent_pid,
+            agent_pidfs_id: s.agent_pidfs_id,
+            agent_start_time: s.agent_start_time,
+            agent_executable: s.agent_executable.clone(),
+            reachable: !s.gone && self.reachable(&s.seat_id),
+        }
+    }
+
+    /// Queues a mailbox delivery to whoever holds a seat's pane now.
+    pub(crate) async fn deliver(
+        &self,
+        seat: &seats::SeatRec,
+        kind: &str,
+        from: String,
+        text: String,
+    ) -> Result<(), ClankieError> {
+        let mut book = self.inner.book.lock().await;
+        book.deliveries.push(seats::DeliveryRec::new(
+            short_id("dlv"),
+            (&seat.link_id, &seat.pane_id, &seat.seat_id),
+            kind,
+            from,
+            text,
+            now_ms(),
+        ));
+        self.save_book(&book)?;
+        drop(book);
+        self.inner.queued.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    pub(crate) async fn message_seat(
+        &self,
+        request: Request<pb::MessageSeatRequest>,
+    ) -> Result<Response<pb::MessageSeatResponse>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
+            ));
+        }
+        let mut store = self.inner.store.lock().await;
+        Self::writable(&store).map_err(refuse)?;
+        let caller_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        let index = store
+            .state
+            .hires
+            .iter()
+            .position(|h| h.hire_id == req.hire_id && h.ended.is_empty())
+            .ok_or_else(|| {
+                refuse(ErrorCode::HireNotFound.err(format!("no open hire {}", req.hire_id)))
+            })?;
+        let hire = store.state.hires[index].clone();
+        // A hire whose lead is gone is adopted by the conversation messaging it.
+        let adopted = !present(&store.state, &hire.conversation_id);
+        if adopted {
+            store.state.hires[index].conversation_id = caller_id.clone();
+            store.save().map_err(|e| refuse(internal(e)))?;
+        }
+        let owner_conversation_id = store.state.hires[index].conversation_id.clone();
+        drop(store);
+        let delivery_id = short_id("dlv");
+        {
+            let mut book = self.inner.book.lock().await;
+            book.deliveries.push(seats::DeliveryRec::new(
+                delivery_id.clone(),
+                (&hire.link_id, &hire.pane_id, ""),
+                "lead",
+                format!("conversation:{caller_id}"),
+                req.text,
+                now_ms(),
+            ));
+            self.save_book(&book).map_err(refuse)?;
+        }
+        self.inner.queued.send_modify(|n| *n += 1);
+        Ok(Response::new(pb::MessageSeatResponse {
+            delivery_id,
+            owner_conversation_id,
+            adopted,
+        }))
+    }
+
+    pub(crate) async fn seat_poll(
+        &self,
+        request: Request<pb::SeatPollRequest>,
+    ) -> Result<Response<pb::SeatPollResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let wait = Duration::from_millis(u64::from(request.into_inner().wait_ms)).min(MAX_WAIT);
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut changes = self.inner.queued.subscribe();
+        loop {
+            self.note_poll(&seat.seat_id);
+            let pending = self.inner.book.lock().await.pending(&seat);
+            if !pending.is_empty() || tokio::time::Instant::now() >= deadline {
+                return Ok(Response::new(pb::SeatPollResponse {
+                    seat_id: seat.seat_id,
+                    deliveries: pending.into_iter().map(delivery_pb).collect(),
+                }));
+            }
+            let _ = tokio::time::timeout_at(deadline, changes.changed()).await;
+        }
+    }
+
+    pub(crate) async fn seat_ack(
+        &self,
+        request: Request<pb::SeatAckRequest>,
+    ) -> Result<Response<pb::SeatAckResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let delivery_id = req.delivery_id;
+        let mut book = self.inner.book.lock().await;
+        let recorded = book
+            .ack(&seat, &delivery_id, &req.claim_id, now_ms())
+            .ok_or_else(|| {
+                refuse(
+                    ErrorCode::ReceiptNotFound
+                        .err("no such delivery under this claim for this seat"),
+                )
+            })?;
+        if recorded {
+            self.save_book(&book).map_err(refuse)?;
+            tracing::info!(delivery = %delivery_id, "mailbox.delivery.acknowledged");
+        }
+        Ok(Response::new(pb::SeatAckResponse { recorded }))
+    }
+
+    pub(crate) async fn list_peers(
+        &self,
+        request: Request<pb::ListPeersRequest>,
+    ) -> Result<Response<pb::ListPeersResponse>, Status> {
+        let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
+        if !settings.peer_messages {
+            return Err(refuse(peers_off(&settings)));
+        }
+        self.sweep_gone().await.map_err(refuse)?;
+        let hires = self.inner.store.lock().await.state.hires.clone();
+        let book = self.inner.book.lock().await;
+        let seats = book
+            .seats
+            .iter()
+            .filter(|s| !s.gone && s.fleet == me.fleet && s.seat_id != me.seat_id)
+            .map(|s| self.seat_pb(s, &hires))
+            .collect();
+        Ok(Response::new(pb::ListPeersResponse {
+            self_: Some(self.seat_pb(&me, &hires)),
+            seats,
+        }))
+    }
+
+    pub(crate) async fn send_peer(
+        &self,
+        request: Request<pb::SendPeerRequest>,
+    ) -> Result<Response<pb::PeerReceipt>, Status> {
+        let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
+        // Off refuses every new send, stale catalogs included.
+        if !settings.peer_messages {
+            return Err(refuse(peers_off(&settings)));
+        }
+        let req = request.into_inner();
+        if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
+            ));
+        }
+        if req.receipt_id.is_empty() || req.receipt_id.len() > 128 {
+            return Err(refuse(
+                ErrorCode::InvalidArgument
+                    .err("a peer message needs a receipt id (at most 128 bytes)"),
+            ));
+        }
+        // No pane sweep here: a closed recipient stops polling and loses its
+        // live route; a closed hire marks its seats gone at once; receipt
+        // reads reconcile the rest.
+        let mut book = self.inner.book.lock().await;
+        let recipient = book
+            .seat(&req.seat)
+            .filter(|r| !r.gone && r.fleet == me.fleet && r.seat_id != me.seat_id)
+            .cloned();
+        // An earlier send under this receipt id answers even if the
+        // recipient has gone since.
+        if let Some(m) = book
+            .peer_messages
+            .iter()
+            .find(|m| m.receipt_id == req.receipt_id && m.sender_seat == me.seat_id)
+        {
+            return Ok(Response::new(receipt_pb(m, true)));
+        }
+        let Some(recipient) = recipient else {
+            return Err(refuse(
+                ErrorCode::RecipientUnknown
+                    .err("no such current seat in this fleet; list the seats again"),
+            ));
+        };
+        if !self.reachable(&recipient.seat_id) {
+            return Err(refuse(
+                ErrorCode::RecipientUnknown.err("that seat has no live delivery route right now"),
+            ));
+        }
+        let now = now_ms();
+        let outcome = book.send(
+            &me,
+            &recipient,
+            &req.receipt_id,
+            &req.text,
+            short_id("pm"),
+            short_id("dlv"),
+            now,
+        );
+        let (index, original) = match outcome {
+            seats::SendOutcome::Original(i) => (i, true),
+            seats::SendOutcome::Sent(i) => (i, false),
+        };
+        let receipt = receipt_pb(&book.peer_messages[index], original);
+        self.save_book(&book).map_err(refuse)?;
+        drop(book);
+        if !original {
+            self.inner.queued.send_modify(|n| *n += 1);
+            self.audit(&json!({
+                "event": "peer_message.sent",
+                "atMs": now,
+                "peerMessageId": receipt.peer_message_id,
+                "receiptId": receipt.receipt_id,
+                "fleet": me.fleet,
+                "sender": me.seat_id,
+                "senderPane": me.pane_id,
+                "recipient": recipient.seat_id,
+                "follows": receipt.follows,
+            }));
+            tracing::info!(
+                message = %receipt.peer_message_id,
+                sender = %me.seat_id,
+                recipient = %recipient.seat_id,
+                "mailbox.peer_message.sent"
+            );
+            // The sender's lead (its hiring conversation, or the global head)
+            // records it as agent output with source `peer`; no one is woken.
+            let mut store = self.inner.store.lock().await;
+            let conversation = store
+                .state
+                .hires
+                .iter()
+                .find(|h| h.ended.is_empty() && h.link_id == me.link_id && h.pane_id == me.pane_id)
+                .map(|h| h.conversation_id.clone())
+                .filter(|c| present(&store.state, c))
+                .unwrap_or_else(|| HEAD.to_string());
+            let entry = EntryRec {
+                seq: 0,
+                kind: "peer".into(),
+                role: "agent".into(),
+                text: format!(
+                    "[peer message {} from seat {} to seat {}] {}",
+                    receipt.peer_message_id, me.seat_id, recipient.seat_id, req.text
+                ),
+                source: "peer".into(),
+                untrusted: true,
+                at_ms: now,
+                receipt_id: String::new(),
+                hire_id: String::new(),
+            };
+            if let Err(e) = store.append(&conversation, entry) {
+                tracing::error!(error = %e, "peer message not written to the transcript");
+            }
+            drop(store);
+            self.inner.appended.send_modify(|n| *n += 1);
+        }
+        Ok(Response::new(receipt))
+    }
+
+    pub(crate) async fn get_peer_receipt(
+        &self,
+        request: Request<pb::GetPeerReceiptRequest>,
+    ) -> Result<Response<pb::PeerReceipt>, Status> {
+        // Reads stay allowed with peer messages off.
+        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let id = request.into_inner().peer_message_id;
+        self.sweep_gone().await.map_err(refuse)?;
+        let book = self.inner.book.lock().await;
+        let m = book
+            .peer_messages
+            .iter()
+            .find(|m| m.id == id && m.sender_seat == me.seat_id)
+            .ok_or_else(|| {
+                refuse(ErrorCode::ReceiptNotFound.err("no such peer message of yours"))
+            })?;
+        Ok(Response::new(receipt_pb(m, true)))
+    }
+
+    pub(crate) async fn seat_tools(
+        &self,
+        request: Request<pb::SeatToolsRequest>,
+    ) -> Result<Response<pb::SeatToolsResponse>, Status> {
+        let principal = self.pane_principal(&request).await.map_err(refuse)?;
+        let store = self.inner.store.lock().await;
+        let reviews = store
+            .state
+            .hires
+            .iter()
+            .find(|h| {
+                h.ended.is_empty()
+                    && h.link_id == principal.link_id
+                    && h.pane_id == principal.pane_id
+            })
+            .and_then(|h| {
+                store
+                    .state
+                    .projects
+                    .iter()
+                    .find(|p| p.project_id == h.project_id)
+            })
+            .is_some_and(|p| p.standing_reviewer);
+        let lead = store.state.hires.iter().any(|h| {
+            h.ended.is_empty()
+                && h.role == "lead"
+                && h.link_id == principal.link_id
+                && h.pane_id == principal.pane_id
+        });
+        Ok(Response::new(pb::SeatToolsResponse { reviews, lead }))
+    }
+
+    pub(crate) async fn seat_claim(
+        &self,
+        request: Request<pb::SeatClaimRequest>,
+    ) -> Result<Response<pb::SeatClaimResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let ids = request.into_inner().delivery_ids;
+        let claim_id = short_id("claim");
+        let mut book = self.inner.book.lock().await;
+        let held = book.claim(&seat, &ids, &claim_id, now_ms());
+        if !held.is_empty() {
+            // The claim is durable before the bridge hears of it.
+            self.save_book(&book).map_err(refuse)?;
+        }
+        Ok(Response::new(pb::SeatClaimResponse {
+            claim_id,
+            deliveries: held.into_iter().map(delivery_pb).collect(),
+        }))
+    }
+
+    pub(crate) async fn seat_release(
+        &self,
+        request: Request<pb::SeatReleaseRequest>,
+    ) -> Result<Response<pb::SeatAckResponse>, Status> {
+        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let mut book = self.inner.book.lock().await;
+        let released = book.release(&seat, &req.delivery_id, &req.claim_id);
+        if released {
+            self.save_book(&book).map_err(refuse)?;
+            drop(book);
+            self.inner.queued.send_modify(|n| *n += 1);
+        }
+        Ok(Response::new(pb::SeatAckResponse { recorded: released }))
+    }
+}

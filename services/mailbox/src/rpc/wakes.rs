@@ -1,0 +1,114 @@
+//! Wakes: the auto-scheduler's nudges into a lead's transcript, with receipts.
+
+use crate::rpc::conversations::*;
+use crate::seats;
+use crate::store::{EntryRec, HEAD, now_ms};
+use crate::{MailboxService, internal, short_id};
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use tonic::{Request, Response, Status};
+
+impl MailboxService {
+    pub(crate) async fn wake(
+        &self,
+        request: Request<pb::WakeRequest>,
+    ) -> Result<Response<pb::WakeResponse>, Status> {
+        self.owner(&request)?;
+        let req = request.into_inner();
+        check_entry("wake", &req.wake_id, &req.text).map_err(refuse)?;
+        let mut store = self.inner.store.lock().await;
+        // A wake id is accepted once: a repeat returns where it landed.
+        if let Some(a) = store.receipt(&req.wake_id).cloned() {
+            return Ok(Response::new(pb::WakeResponse {
+                found: true,
+                conversation_id: a.conversation_id,
+                seq: a.seq,
+                replayed: true,
+                queued_to_seat: false,
+                at_ms: 0,
+            }));
+        }
+        Self::writable(&store).map_err(refuse)?;
+        let conversation_id = if present(&store.state, &req.conversation_id) {
+            req.conversation_id.clone()
+        } else {
+            HEAD.to_string()
+        };
+        let at_ms = now_ms();
+        let entry = EntryRec {
+            seq: 0,
+            kind: "wake".into(),
+            role: "system".into(),
+            text: req.text.clone(),
+            source: if req.source.is_empty() {
+                "auto".into()
+            } else {
+                req.source.clone()
+            },
+            untrusted: false,
+            at_ms,
+            receipt_id: req.wake_id.clone(),
+            hire_id: String::new(),
+        };
+        let seq = store
+            .append(&conversation_id, entry)
+            .map_err(|e| refuse(internal(e)))?;
+        // A native seat holding the conversation hears it like any message.
+        let seat = store
+            .state
+            .hires
+            .iter()
+            .find(|h| {
+                h.ended.is_empty() && h.role == "lead" && h.conversation_id == conversation_id
+            })
+            .cloned();
+        drop(store);
+        self.inner.appended.send_modify(|n| *n += 1);
+        let queued_to_seat = match seat {
+            Some(h) => {
+                let mut book = self.inner.book.lock().await;
+                book.deliveries.push(seats::DeliveryRec::new(
+                    short_id("dlv"),
+                    (&h.link_id, &h.pane_id, ""),
+                    "wake",
+                    format!("wake:{}", req.wake_id),
+                    req.text,
+                    at_ms,
+                ));
+                let saved = self.save_book(&book);
+                drop(book);
+                self.inner.queued.send_modify(|n| *n += 1);
+                saved.is_ok()
+            }
+            None => false,
+        };
+        tracing::info!(conversation = %conversation_id, source = %req.source, "wake.accepted");
+        Ok(Response::new(pb::WakeResponse {
+            found: true,
+            conversation_id,
+            seq,
+            replayed: false,
+            queued_to_seat,
+            at_ms,
+        }))
+    }
+
+    pub(crate) async fn wake_receipt(
+        &self,
+        request: Request<pb::WakeReceiptRequest>,
+    ) -> Result<Response<pb::WakeResponse>, Status> {
+        self.owner(&request)?;
+        let id = request.into_inner().wake_id;
+        let store = self.inner.store.lock().await;
+        Ok(Response::new(match store.receipt(&id) {
+            Some(a) => pb::WakeResponse {
+                found: true,
+                conversation_id: a.conversation_id.clone(),
+                seq: a.seq,
+                replayed: true,
+                ..Default::default()
+            },
+            None => pb::WakeResponse::default(),
+        }))
+    }
+}
