@@ -1,8 +1,8 @@
 //! Records to their protobuf messages: one function per record kind.
 
-use crate::store::{ConversationRec, EntryRec, HireRec, ProjectRec};
 use clankie_proto::mailbox::v1 as pb;
 
+use crate::store::{ConversationRec, EntryRec, HireRec, ProjectRec};
 use crate::{reviews, seats};
 
 pub(crate) fn project_pb(p: &ProjectRec) -> pb::Project {

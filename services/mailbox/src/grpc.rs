@@ -1,9 +1,10 @@
 //! The gRPC surface: each RPC delegates to its handler in `rpc/`, in the
 //! order the proto declares them.
 
-use crate::MailboxService;
 use clankie_proto::mailbox::v1 as pb;
 use tonic::{Request, Response, Status};
+
+use crate::MailboxService;
 
 #[tonic::async_trait]
 impl pb::mailbox_server::Mailbox for MailboxService {

@@ -1,18 +1,20 @@
 //! Who is calling: the pane an admission ticket proves, and the native seat
 //! that pane holds.
 
-use crate::rpc::projects::*;
-use crate::seats;
-use crate::store::now_ms;
-use crate::{MailboxService, internal};
+use std::time::Duration;
+
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::AdmissionMode;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::grpc::{self};
 use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::{ClankieError, ErrorCode};
-use std::time::Duration;
 use tonic::{Request, Response, Status};
+
+use crate::rpc::projects::*;
+use crate::seats;
+use crate::store::now_ms;
+use crate::{MailboxService, internal};
 
 impl MailboxService {
     /// The pane principal behind a worker request's admission ticket.

@@ -1,15 +1,17 @@
 //! Conversations (the global head and lead chats) and their transcripts.
 
+use std::time::Duration;
+
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::{ClankieError, ErrorCode};
+use tonic::{Request, Response, Status};
+
 use crate::convert::*;
 use crate::store;
 use crate::store::{ConversationRec, HEAD, now_ms};
 use crate::{MAX_REPORT, MAX_WAIT};
 use crate::{MailboxService, internal, short_id};
-use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
-use clankie_runtime::{ClankieError, ErrorCode};
-use std::time::Duration;
-use tonic::{Request, Response, Status};
 
 /// A transcript entry that carries its own receipt id: the id is 1 to 128
 /// bytes, the text 1 byte to 32 KiB.

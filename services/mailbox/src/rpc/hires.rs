@@ -1,20 +1,22 @@
 //! Hires: opening a pane for a project in a linked session, closing it,
 //! the roster, and retiring a hire whose pane is gone.
 
-use crate::convert::*;
-use crate::rpc::{conversations::*, projects::*};
-use crate::store::{HireRec, ProjectRec, now_ms};
-use crate::{MailboxService, internal, short_id};
-use crate::{panes, store};
+use std::path::Path;
+use std::time::Duration;
+
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::auto::v1 as aupb;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::sandbox;
 use clankie_runtime::{ClankieError, ErrorCode, leads};
-use std::path::Path;
-use std::time::Duration;
 use tonic::{Request, Response, Status};
+
+use crate::convert::*;
+use crate::rpc::{conversations::*, projects::*};
+use crate::store::{HireRec, ProjectRec, now_ms};
+use crate::{MailboxService, internal, short_id};
+use crate::{panes, store};
 
 /// The project a hire goes to. A configured lead (one that owns projects)
 /// hires only into its own projects and must name one when it owns

@@ -1,17 +1,18 @@
 //! Projects: adding, listing and revision-fenced edits, workspace removal,
 //! and how a project routes its tracker calls.
 
+use clankie_proto::auto::v1 as aupb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use clankie_runtime::{ClankieError, ErrorCode};
+use tonic::{Request, Response, Status};
+
 use crate::convert::*;
 use crate::rpc::conversations::*;
 use crate::store;
 use crate::store::{ProjectRec, WorkspaceRec, now_ms};
 use crate::{DEFAULT_WORKER_CAP, MAX_FOCUS, OVERRIDES};
 use crate::{MailboxService, internal, short_id};
-use clankie_proto::auto::v1 as aupb;
-use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
-use clankie_runtime::{ClankieError, ErrorCode};
-use tonic::{Request, Response, Status};
 
 /// The staffing rule of an autonomous turn: the switch on, the owner's saved
 /// global autonomy Full, the project on Auto, and its overrides allowing

@@ -1,13 +1,14 @@
 //! Worker reports (`message_clankie`) to the hiring lead, with receipts that
 //! never reroute or replay an accepted report.
 
-use crate::rpc::conversations::*;
-use crate::store::{EntryRec, HEAD, now_ms};
-use crate::{MailboxService, internal};
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::ErrorCode;
 use clankie_runtime::refuse::mailbox as refuse;
 use tonic::{Request, Response, Status};
+
+use crate::rpc::conversations::*;
+use crate::store::{EntryRec, HEAD, now_ms};
+use crate::{MailboxService, internal};
 
 impl MailboxService {
     pub(crate) async fn report(

@@ -1,15 +1,16 @@
 //! Landing review: a worker submits the exact change, the project's reviewer
 //! reads it and gives the verdict, and the author hears it.
 
-use crate::convert::*;
-use crate::store::{HireRec, now_ms};
-use crate::{MailboxService, internal, short_id};
-use crate::{reviews, seats};
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
 use tonic::{Request, Response, Status};
+
+use crate::convert::*;
+use crate::store::{HireRec, now_ms};
+use crate::{MailboxService, internal, short_id};
+use crate::{reviews, seats};
 
 impl MailboxService {
     pub(crate) fn save_reviews(

@@ -1,20 +1,22 @@
 //! Seats: deliveries from the lead, polls, acks, claims, peer messages with
 //! receipts, and the seat book that holds them.
 
-use crate::convert::*;
-use crate::rpc::{conversations::*, hires::*};
-use crate::seats;
-use crate::store::{EntryRec, HEAD, HireRec, now_ms};
-use crate::{MAX_REPORT, MAX_WAIT};
-use crate::{MailboxService, internal, short_id};
+use std::time::Duration;
+
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
-use std::time::Duration;
 use tonic::{Request, Response, Status};
+
+use crate::convert::*;
+use crate::rpc::{conversations::*, hires::*};
+use crate::seats;
+use crate::store::{EntryRec, HEAD, HireRec, now_ms};
+use crate::{MAX_REPORT, MAX_WAIT};
+use crate::{MailboxService, internal, short_id};
 
 /// Why peer messages are refused: the owner's switch, or a settings file
 /// that cannot be read (never reported as the owner's choice).

@@ -1,12 +1,13 @@
 //! Wakes: the auto-scheduler's nudges into a lead's transcript, with receipts.
 
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::refuse::mailbox as refuse;
+use tonic::{Request, Response, Status};
+
 use crate::rpc::conversations::*;
 use crate::seats;
 use crate::store::{EntryRec, HEAD, now_ms};
 use crate::{MailboxService, internal, short_id};
-use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
-use tonic::{Request, Response, Status};
 
 impl MailboxService {
     pub(crate) async fn wake(

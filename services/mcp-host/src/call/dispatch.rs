@@ -1,0 +1,295 @@
+//! The durable receipt, the task that runs the call and settles it, and the
+//! answer the caller gets: the outcome, or `uncertain` with the receipt once
+//! the budget is spent. Past the durable receipt the call was dispatched:
+//! every answer carries its receipt, and none is a refusal.
+
+use std::time::Duration;
+
+use clankie_proto::common::v1::Principal;
+use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::tracker::v1 as tpb;
+use clankie_runtime::{ClankieError, now_ms};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tonic::Request;
+
+use super::target::Target;
+use super::{Ask, Plan};
+use crate::receipts::{self, Begin, Outcome, Record};
+use crate::{
+    COMPLETION_LIFETIME, McpHost, REPLY_MARGIN, Who, audit, audit_text, catalog, owner_of,
+    result_pb, tracker,
+};
+
+/// What a dispatched call settles to: its outcome, body and detail.
+type Settlement = (Outcome, Option<Value>, Option<String>);
+
+/// The settled record, or why its outcome could not be recorded.
+type Settled = oneshot::Receiver<Result<Record, ClankieError>>;
+
+impl McpHost {
+    /// The record a call's receipt starts as.
+    pub(crate) fn record(
+        &self,
+        who: &Who,
+        principal: &Principal,
+        entry: &catalog::Entry,
+        ask: &Ask,
+        background: bool,
+    ) -> Record {
+        Record {
+            receipt_id: ask.receipt_id.clone(),
+            seq: 0,
+            fleet: principal.fleet_id.clone(),
+            principal: audit_text(who, principal),
+            owner: owner_of(who, principal),
+            name: entry.qualified.clone(),
+            account: entry.account.clone(),
+            account_generation: entry.generation,
+            arguments_sha256: ask.args_sha.clone(),
+            background,
+            status: receipts::Status::Dispatched,
+            outcome: None,
+            result: None,
+            detail: None,
+            dispatched_at_ms: now_ms(),
+            settled_at_ms: None,
+            trimmed: false,
+        }
+    }
+
+    /// Makes the receipt durable. A call that is not dispatched (the store
+    /// refused, or the id raced to another call) gives its budget back.
+    pub(crate) async fn begin(
+        &self,
+        record: &Record,
+        counted: Option<tracker::Admitted>,
+    ) -> Result<Begin, ClankieError> {
+        let begun = self.inner.receipts.begin(record.clone()).await;
+        if !matches!(begun, Ok(Begin::Durable))
+            && let Some(c) = counted
+        {
+            self.inner.budgets.refund(c);
+        }
+        begun
+    }
+
+    /// Runs the call in its own task, so it keeps its completion lifetime
+    /// and settles the receipt even when the caller stops waiting.
+    pub(crate) fn dispatch(
+        &self,
+        target: Target,
+        entry: &catalog::Entry,
+        plan: Option<&Plan>,
+        ask: &Ask,
+        record: &Record,
+    ) -> Settled {
+        self.inner.audit.record(&audit::Event {
+            event: "dispatch",
+            principal: &record.principal,
+            account: &entry.account,
+            tool: &entry.tool,
+            receipt_id: &record.receipt_id,
+            outcome: None,
+            trace_id: clankie_runtime::telemetry::current_trace_id(),
+        });
+        let history = matches!(
+            plan,
+            Some(Plan {
+                backend: tracker::Backend::Linear { history: true },
+                ..
+            })
+        );
+        let params = {
+            let mut p = rmcp::model::CallToolRequestParams::new(entry.tool.clone());
+            let mut a = ask.args.as_object().cloned();
+            if plan.is_some()
+                && let Some(a) = a.as_mut()
+            {
+                // Routing-only arguments never reach Linear.
+                a.remove("repo");
+                a.remove("linearHistory");
+            }
+            p.arguments = a;
+            p
+        };
+        let (tx, rx) = oneshot::channel();
+        let store = self.inner.receipts.clone();
+        let audit = self.inner.audit.clone();
+        let tracker_client = self.inner.tracker.clone();
+        let invoke_auth = format!("Bearer {}", self.inner.owner_token);
+        let principal = record.principal.clone();
+        let account = entry.account.clone();
+        let tool = entry.tool.clone();
+        let rid = record.receipt_id.clone();
+        tokio::spawn(async move {
+            // An upstream call stays in flight (holding its account's
+            // close) until its receipt is settled.
+            let ((outcome, body, detail), _in_flight) = match target {
+                Target::Store(invoke) => (
+                    invoke_store(tracker_client, invoke, &invoke_auth).await,
+                    None,
+                ),
+                Target::Upstream(peer, guard) => (invoke_upstream(peer, params).await, Some(guard)),
+            };
+            let body = if history {
+                body.map(mark_history)
+            } else {
+                body
+            };
+            let settled = store.settle(&rid, outcome, body, detail).await;
+            audit.record(&audit::Event {
+                event: "settle",
+                principal: &principal,
+                account: &account,
+                tool: &tool,
+                receipt_id: &rid,
+                outcome: Some(outcome.as_str()),
+                trace_id: None,
+            });
+            let _ = tx.send(settled);
+        });
+        rx
+    }
+
+    /// The settled outcome, if it is durable within `budget` (less the
+    /// reply margin); otherwise `uncertain`, naming the receipt.
+    pub(crate) async fn answer(
+        &self,
+        settled: Settled,
+        record: Record,
+        budget: Duration,
+    ) -> pb::CallResult {
+        let wait = budget.saturating_sub(REPLY_MARGIN);
+        let detail = match tokio::time::timeout(wait, settled).await {
+            Ok(Ok(Ok(settled))) => return result_pb(&settled, false),
+            // The outcome is known but not durable: a crash now would leave
+            // the receipt reading "dispatched", so the honest answer is
+            // uncertain until the store takes the write.
+            Ok(Ok(Err(e))) => format!(
+                "the call ran, but its outcome could not be recorded ({}); reconcile with clankie_call({{receiptId}})",
+                e.code.as_str()
+            ),
+            Ok(Err(_)) | Err(_) => {
+                "the deadline passed after dispatch: the call may have applied; reconcile with clankie_call({receiptId})"
+                    .into()
+            }
+        };
+        let mut r = self
+            .inner
+            .receipts
+            .get(&record.receipt_id)
+            .unwrap_or(record);
+        r.detail = Some(detail);
+        r.result = None;
+        let mut out = result_pb(&r, false);
+        out.outcome = Outcome::Uncertain.as_str().into();
+        out
+    }
+}
+
+/// One call into the built-in tracker, as the owner's host on behalf of the
+/// caller's actor.
+async fn invoke_store(
+    mut client: clankie_runtime::clients::TrackerClient,
+    invoke: tpb::InvokeRequest,
+    auth: &str,
+) -> Settlement {
+    let mut r = Request::new(invoke);
+    r.set_timeout(COMPLETION_LIFETIME);
+    if let Ok(v) = auth.parse() {
+        r.metadata_mut()
+            .insert(clankie_runtime::owner::AUTHORIZATION, v);
+    }
+    match client.invoke(r).await {
+        Ok(resp) => {
+            let structured: Value =
+                serde_json::from_str(&resp.into_inner().result_json).unwrap_or(Value::Null);
+            (Outcome::Ok, Some(tool_result(structured, false)), None)
+        }
+        Err(s) if ClankieError::is_verdict(&s) => {
+            // The tracker answered: nothing was written.
+            let e = ClankieError::from_status(&s);
+            (
+                Outcome::Error,
+                Some(tool_result(serde_json::json!({ "error": e.body() }), true)),
+                None,
+            )
+        }
+        Err(s) => (
+            Outcome::Uncertain,
+            None,
+            Some(format!(
+                "the tracker connection failed after dispatch ({}); the call may have applied",
+                s.message()
+            )),
+        ),
+    }
+}
+
+/// One call to an upstream account, within the completion lifetime.
+async fn invoke_upstream(
+    peer: rmcp::Peer<rmcp::RoleClient>,
+    params: rmcp::model::CallToolRequestParams,
+) -> Settlement {
+    match tokio::time::timeout(COMPLETION_LIFETIME, peer.call_tool(params)).await {
+        Ok(Ok(result)) => {
+            let outcome = if result.is_error == Some(true) {
+                Outcome::Error
+            } else {
+                Outcome::Ok
+            };
+            (outcome, serde_json::to_value(&result).ok(), None)
+        }
+        Ok(Err(rmcp::ServiceError::McpError(e))) => (
+            Outcome::Error,
+            Some(serde_json::json!({ "error": { "code": e.code.0, "message": e.message } })),
+            Some("the upstream answered with a protocol error".to_string()),
+        ),
+        Ok(Err(e)) => (
+            Outcome::Uncertain,
+            None,
+            Some(format!(
+                "the connection failed after dispatch ({e}); the call may have applied"
+            )),
+        ),
+        Err(_) => (
+            Outcome::Uncertain,
+            None,
+            Some("no answer within the completion lifetime; the call may have applied".into()),
+        ),
+    }
+}
+
+/// A tracker answer as an MCP tool result.
+fn tool_result(structured: Value, is_error: bool) -> Value {
+    serde_json::json!({
+        "content": [{ "type": "text", "text": structured.to_string() }],
+        "structuredContent": structured,
+        "isError": is_error,
+    })
+}
+
+/// Marks an upstream answer as the frozen Linear copy.
+fn mark_history(mut result: Value) -> Value {
+    if let Some(obj) = result.as_object_mut() {
+        if let Some(Value::Object(sc)) = obj.get_mut("structuredContent") {
+            sc.insert("linearHistory".into(), Value::Bool(true));
+        }
+        let note = serde_json::json!({
+            "type": "text",
+            "text": "Linear history: the frozen Linear copy; the live item is in the built-in tracker.",
+        });
+        match obj.get_mut("content") {
+            Some(Value::Array(items)) => items.insert(0, note),
+            _ => {
+                obj.insert("content".into(), Value::Array(vec![note]));
+            }
+        }
+        obj.insert(
+            "_meta".into(),
+            serde_json::json!({ "clankie/linearHistory": true }),
+        );
+    }
+    result
+}

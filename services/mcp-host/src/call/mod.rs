@@ -1,0 +1,101 @@
+//! One connected call, in the order the README gives: replay check, name
+//! resolution (and the tracker plan), schema validation, admission recheck
+//! and the switch, the account/configuration fence, the durable receipt,
+//! dispatch. [`McpHost::call_as`] reads as those steps, one call each; the
+//! steps live in `plan.rs` (what the name reaches and how a tracker call
+//! routes), `target.rs` (the fence and what the dispatch reaches) and
+//! `dispatch.rs` (the receipt, the task that settles it, the answer).
+
+mod dispatch;
+mod plan;
+mod target;
+
+pub(crate) use plan::Plan;
+
+use std::time::{Duration, Instant};
+
+use clankie_proto::mcphost::v1 as pb;
+use clankie_runtime::{ClankieError, ErrorCode, limits};
+use serde_json::Value;
+
+use crate::receipts::Begin;
+use crate::{McpHost, Who, arguments_hash};
+
+/// A call's arguments and receipt id, checked as the caller sent them.
+pub(crate) struct Ask {
+    pub args: Value,
+    pub receipt_id: String,
+    pub args_sha: String,
+}
+
+impl Ask {
+    /// Arguments must be a JSON object (empty means `{}`); a receipt id the
+    /// caller did not choose is made here, once.
+    fn parse(req: &pb::CallToolRequest) -> Result<Ask, ClankieError> {
+        let args: Value = if req.arguments_json.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&req.arguments_json).map_err(|e| {
+                ErrorCode::InvalidArgument.err(format!("arguments are not valid JSON: {e}"))
+            })?
+        };
+        if !args.is_object() {
+            return Err(ErrorCode::InvalidArgument.err("arguments must be a JSON object"));
+        }
+        let receipt_id = if req.receipt_id.is_empty() {
+            format!("rcpt_{}", uuid::Uuid::new_v4().simple())
+        } else if limits::receipt_id_ok(&req.receipt_id) {
+            req.receipt_id.clone()
+        } else {
+            return Err(ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE));
+        };
+        let args_sha = arguments_hash(&args);
+        Ok(Ask {
+            args,
+            receipt_id,
+            args_sha,
+        })
+    }
+}
+
+impl McpHost {
+    /// Dispatches one connected tool once, for a fleet request or the
+    /// owner's route (tracker vocabulary only).
+    pub async fn call_as(
+        &self,
+        who: &Who,
+        req: pb::CallToolRequest,
+        budget: Duration,
+    ) -> Result<pb::CallResult, ClankieError> {
+        let started = Instant::now();
+        let ask = Ask::parse(&req)?;
+        // 1. A repeated receipt id reads its original and never dispatches.
+        if let Some(existing) = self.inner.receipts.get(&ask.receipt_id) {
+            let principal = self.principal(who, false).await?;
+            return self.replay(existing, who, &principal, &req.name, &ask.args_sha);
+        }
+        self.inner.receipts.health()?;
+        // 2. The name resolves to one entry; a tracker call gets its plan.
+        let entry = self.resolve(who, &req.name)?;
+        let plan = self.plan(who, &entry, &ask.args).await?;
+        // 3. The arguments match the entry's schema.
+        entry.validate(&ask.args)?;
+        // 4, 5. The last awaits before effects: admission, then the switch.
+        let principal = self.principal(who, true).await?;
+        // 6. The account/configuration fence; no await from here until the
+        // receipt is durable. The budget is the last check, so a call
+        // refused earlier is not counted.
+        let target = self.fence(&entry, plan.as_ref(), &ask.args)?;
+        let counted = self.count(plan.as_ref(), &entry.tool, req.background)?;
+        // 7. The durable receipt (or the original, when the id raced).
+        let record = self.record(who, &principal, &entry, &ask, req.background);
+        if let Begin::Existing(existing) = self.begin(&record, counted).await? {
+            return self.replay(*existing, who, &principal, &req.name, &ask.args_sha);
+        }
+        // 8. Dispatch in a task of its own, and answer with its outcome, or
+        // uncertain once the budget is spent.
+        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record);
+        let wait = budget.saturating_sub(started.elapsed());
+        Ok(self.answer(settled, record, wait).await)
+    }
+}
