@@ -125,18 +125,14 @@ impl Caps {
     /// it while it waits), or None past a cap.
     fn place(&self, ip: Option<IpAddr>) -> Option<(Place, ConnTag, CancellationToken)> {
         let conn = self.conns.clone().try_acquire_owned().ok()?;
-        let ip = match ip {
-            Some(ip) => {
-                let mut map = self.per_ip.lock();
-                let n = map.entry(ip).or_insert(0);
-                if *n >= self.limits.max_per_ip {
-                    return None;
-                }
-                *n += 1;
-                Some((ip, self.per_ip.clone()))
-            }
-            None => None,
-        };
+        // Every check comes before anything is counted, so a connection
+        // turned away leaves no count behind. One accept loop serves a
+        // listener, so nothing changes between the checks and the counts.
+        if let Some(ip) = ip
+            && self.per_ip.lock().get(&ip).copied().unwrap_or(0) >= self.limits.max_per_ip
+        {
+            return None;
+        }
         let evict = CancellationToken::new();
         let id = {
             let mut w = self.waiting.lock();
@@ -158,6 +154,10 @@ impl Caps {
                 .push_back((id, std::time::Instant::now(), evict.clone()));
             id
         };
+        let ip = ip.map(|ip| {
+            *self.per_ip.lock().entry(ip).or_insert(0) += 1;
+            (ip, self.per_ip.clone())
+        });
         let tag = ConnTag {
             id,
             waiting: self.waiting.clone(),
@@ -327,5 +327,24 @@ mod tests {
         let d = caps.place(Some(ip)).expect("room again after a close");
         assert!(caps.place(Some(other)).is_none(), "total");
         drop(d);
+    }
+
+    #[test]
+    fn a_connection_turned_away_leaves_no_count_behind() {
+        let ip: IpAddr = "192.0.2.9".parse().expect("ip");
+        // One waiting place, never old enough to evict: every newcomer from
+        // this address is turned away, many more times than its cap.
+        let caps = Caps::new(limits(100, 1, 2));
+        let (first, tag, _e) = caps.place(Some(ip)).expect("first");
+        for _ in 0..10 {
+            assert!(caps.place(Some(ip)).is_none());
+        }
+        // The first connection ends: it leaves the queue and frees its place.
+        tag.leave();
+        drop(first);
+        let _a = caps
+            .place(Some(ip))
+            .expect("the address has its places back");
+        assert_eq!(caps.per_ip.lock().get(&ip).copied(), Some(1));
     }
 }

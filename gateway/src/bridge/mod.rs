@@ -1,0 +1,203 @@
+//! The two-tool bridge served to fleet members: `clankie_tools` and
+//! `clankie_call`. Each MCP request was admitted by the HTTP middleware; the
+//! handler forwards it to mcp-host with the admission ticket and the
+//! request's remaining budget as the gRPC deadline.
+
+mod dispatch;
+mod tools;
+mod watch;
+
+pub(crate) use dispatch::lost_after_forward;
+pub(crate) use watch::{announce, watch_catalog, watch_settings};
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_stream::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use crate::{Admitted, Shared};
+use dispatch::*;
+use tools::*;
+
+pub const TOOLS: &str = "clankie_tools";
+pub const CALL: &str = "clankie_call";
+pub const REPORT: &str = "message_clankie";
+pub const PEERS: &str = "list_fleet_seats";
+pub const PEER: &str = "message_peer";
+pub const SUBMIT: &str = "submit_for_review";
+pub const CANDIDATE: &str = "review_candidate";
+pub const VERDICT: &str = "review_verdict";
+pub const GET_WAKE: &str = "get_wake";
+pub const SCHEDULE_WAKE: &str = "schedule_wake";
+
+#[derive(Clone)]
+pub struct Bridge {
+    shared: Arc<Shared>,
+}
+
+impl Bridge {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Bridge { shared }
+    }
+}
+
+fn admitted(
+    context: &RequestContext<RoleServer>,
+) -> Result<(Admitted, http::HeaderMap), ErrorData> {
+    let parts = context
+        .extensions
+        .get::<http::request::Parts>()
+        .ok_or_else(|| ErrorData::internal_error("the request carried no HTTP context", None))?;
+    let admitted = parts
+        .extensions
+        .get::<Admitted>()
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the request was not admitted", None))?;
+    Ok((admitted, parts.headers.clone()))
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        let mut implementation = Implementation::from_build_env();
+        implementation.name = "clankie".into();
+        implementation.version = env!("CARGO_PKG_VERSION").into();
+        info.server_info = implementation;
+        let connected = self.shared.catalog.borrow().connected.clone();
+        info.instructions = Some(format!(
+            "Clankie's connected MCP accounts are reachable through clankie_tools (search, then \
+             describe) and clankie_call. Connected now: {}.",
+            if connected.is_empty() {
+                "none".into()
+            } else {
+                connected.join(", ")
+            }
+        ));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (a, headers) = admitted(&context)?;
+        let span = tracing::info_span!("bridge.list_tools");
+        clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        async move {
+            let mut tools = if a.tools_on {
+                let budget = Budget(Instant::now(), self.shared.request_budget);
+                let info = self.catalog_now(&a, &budget).await;
+                tool_definitions(&info.connected, info.revision)
+            } else {
+                Vec::new()
+            };
+            // Reports are the seat's own channel, apart from fleet.tools.
+            if is_seat(&a) {
+                tools.push(report_definition());
+                if self.shared.settings.borrow().peer_messages {
+                    tools.extend(peer_definitions());
+                }
+                // Review tools only when the seat's project has a standing
+                // reviewer (and the mailbox answers).
+                let mut req = tonic::Request::new(clankie_proto::mailbox::v1::SeatToolsRequest {});
+                req.set_timeout(Duration::from_secs(5));
+                clankie_runtime::grpc::set_ticket(&mut req, &a.ticket);
+                if let Ok(seat) = self.shared.mailbox.clone().seat_tools(req).await {
+                    let seat = seat.into_inner();
+                    if seat.reviews {
+                        tools.extend(review_definitions());
+                    }
+                    if seat.lead {
+                        tools.extend(lead_definitions());
+                    }
+                }
+            }
+            serde_json::from_value(json!({ "tools": tools }))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (a, headers) = admitted(&context)?;
+        let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
+        clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        let budget = Budget(Instant::now(), self.shared.request_budget);
+        async move {
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            let Some(result) = self
+                .dispatch(&a, &budget, request.name.as_ref(), args)
+                .await
+            else {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool {}: this server has clankie_tools and clankie_call",
+                        clankie_runtime::limits::clip(&request.name, 64)
+                    ),
+                    None,
+                ));
+            };
+            Ok(match result {
+                Ok(r) => r,
+                Err(e) => refused(&e),
+            }
+            .into())
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut peers = self.shared.peers.lock();
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        if requested.tools_list_changed == Some(true) {
+            accepted.tools_list_changed = Some(true);
+        }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let mut announced = self.shared.announced.subscribe();
+        announced.borrow_and_update();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                r = announced.changed() => if r.is_err() { return Ok(()) },
+            }
+            if context.sink().notify_tool_list_changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+}
