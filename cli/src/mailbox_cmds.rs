@@ -172,7 +172,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 .await
                 .map_err(refused)?
                 .into_inner();
-            print_json(&clankie_runtime::views::project(&p));
+            print_json(&clankie_types::views::project(&p));
         }
         ProjectCommand::List { json } => {
             let all = c
@@ -183,7 +183,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 .projects;
             if json {
                 print_json(
-                    &json!({ "projects": all.iter().map(clankie_runtime::views::project).collect::<Vec<_>>() }),
+                    &json!({ "projects": all.iter().map(clankie_types::views::project).collect::<Vec<_>>() }),
                 );
             } else {
                 for p in &all {
@@ -249,7 +249,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                 .await
                 .map_err(refused)?
                 .into_inner();
-            print_json(&clankie_runtime::views::project(&p));
+            print_json(&clankie_types::views::project(&p));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -275,14 +275,14 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             if id.is_empty() {
                 let list: Vec<Value> = all
                     .iter()
-                    .map(|c| clankie_runtime::views::candidate(c, false))
+                    .map(|c| clankie_types::views::candidate(c, false))
                     .collect();
                 crate::terminal::print_json(&json!({ "candidates": list }));
             } else {
                 let c = all
                     .first()
                     .ok_or_else(|| anyhow::anyhow!("no candidate {id}"))?;
-                let v = clankie_runtime::views::candidate(c, true);
+                let v = clankie_types::views::candidate(c, true);
                 crate::terminal::print_json(&v);
             }
             Ok(ExitCode::SUCCESS)

@@ -412,6 +412,6 @@ pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<
         .await
         .map_err(refused)?
         .into_inner();
-    print_json(&clankie_runtime::views::project_settings(&p));
+    print_json(&clankie_types::views::project_settings(&p));
     Ok(ExitCode::SUCCESS)
 }

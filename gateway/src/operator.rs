@@ -55,7 +55,7 @@ pub(crate) async fn list_projects(
     if !autonomy {
         // The plain view: what older strict clients parse.
         return axum::Json(json!({
-            "projects": projects.iter().map(clankie_runtime::views::project).collect::<Vec<_>>()
+            "projects": projects.iter().map(clankie_types::views::project).collect::<Vec<_>>()
         }))
         .into_response();
     }
@@ -77,7 +77,7 @@ pub(crate) async fn list_projects(
         "needsYouTotal": status.needs_you_total,
         "projects": projects.iter().map(|p| {
             let line = status.projects.iter().find(|l| l.project_id == p.project_id);
-            clankie_runtime::views::project_autonomy(p, line)
+            clankie_types::views::project_autonomy(p, line)
         }).collect::<Vec<_>>(),
     }))
     .into_response()
@@ -114,7 +114,7 @@ pub(crate) async fn remove_workspace(
         Err(e) => return refusal(&e),
     };
     match shared.mailbox.clone().remove_workspace(req).await {
-        Ok(r) => axum::Json(json!({ "project": clankie_runtime::views::project(&r.into_inner()) }))
+        Ok(r) => axum::Json(json!({ "project": clankie_types::views::project(&r.into_inner()) }))
             .into_response(),
         Err(s) => refusal(&ClankieError::from_status(&s)),
     }

@@ -478,7 +478,7 @@ pub(crate) mod review {
     use super::*;
     use base64::Engine as _;
 
-    use clankie_runtime::views::candidate as candidate_view;
+    use clankie_types::views::candidate as candidate_view;
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -19,7 +19,7 @@ use clankie_runtime::grpc::{Client, Meta};
 use clankie_tests::Stack;
 use clankie_tracker::store::Store;
 use clankie_tracker::tools::{self, Caller};
-use clankie_tracker::vocabulary::Role;
+use clankie_types::vocabulary::Role;
 use serde_json::{Value, json};
 
 use crate::{line, summarize};

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clankie_proto::mailbox::v1 as mpb;
-use clankie_runtime::leads;
+use clankie_types::leads;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 

@@ -82,7 +82,7 @@ pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerR
         receipt_id: m.receipt_id.clone(),
         sender_seat: m.sender_seat.clone(),
         recipient_seat: m.recipient_seat.clone(),
-        state: m.state.clone(),
+        state: m.state.as_str().into(),
         outcome: m.outcome().into(),
         text: m.text.clone().unwrap_or_default(),
         created_at_ms: m.created_at_ms,

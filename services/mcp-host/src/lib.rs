@@ -343,7 +343,7 @@ impl McpHost {
     pub(crate) async fn fleet_catalog<T>(
         &self,
         req: &Request<T>,
-    ) -> Result<(Arc<Catalog>, clankie_tracker::vocabulary::Role), ClankieError> {
+    ) -> Result<(Arc<Catalog>, clankie_types::vocabulary::Role), ClankieError> {
         let ticket = Self::ticket(req)?;
         self.recheck(&ticket, true).await?;
         let role = self.tracker_caller(&Who::Fleet(ticket), "").await?.role;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use clankie_proto::mcphost::v1 as pb;
 use clankie_runtime::{ClankieError, ErrorCode};
-use clankie_tracker::vocabulary::{self, Role};
+use clankie_types::vocabulary::{self, Role};
 use serde_json::{Value, json};
 
 use crate::catalog::AccountTools;

@@ -10,7 +10,6 @@ pub mod clients;
 pub mod code;
 pub mod grpc;
 pub mod herdr;
-pub mod leads;
 pub mod limits;
 pub mod listener;
 pub mod main_kit;
@@ -26,7 +25,6 @@ pub mod shutdown;
 pub mod state;
 pub mod telemetry;
 pub mod uds;
-pub mod views;
 
 pub use code::{ClankieError, ErrorCode};
 pub use service::Service;

@@ -9,16 +9,16 @@
 //! writes, write receipts for idempotency keys, and optimistic concurrency
 //! through `ifUpdatedAt`.
 //!
-//! - [`vocabulary`]: the 61 Linear-compatible tools, their schemas and the
-//!   role profiles. Always built; it needs no storage.
-//! - [`store`] and [`tools`] (feature `store`, on by default): the SQLite
-//!   store and the dispatcher that runs a tool against it; [`service`], the
-//!   gRPC service the `clankie-tracker` binary serves on `run/tracker.sock`.
+//! - [`store`]: the SQLite store, by concern (schema, writes, issues,
+//!   history, planning, the work loop, reviews, identity).
+//! - [`tools`]: the dispatcher that runs one vocabulary tool against it.
+//! - [`service`]: the gRPC service the `clankie-tracker` binary serves on
+//!   `run/tracker.sock`, with its long poll.
+//! - [`vocabulary`]: the 61 Linear-compatible tools and role profiles, from
+//!   `clankie-types`, where the mcp-host reads them too.
 
-#[cfg(feature = "store")]
 pub mod service;
-#[cfg(feature = "store")]
 pub mod store;
-#[cfg(feature = "store")]
 pub mod tools;
-pub mod vocabulary;
+
+pub use clankie_types::vocabulary;

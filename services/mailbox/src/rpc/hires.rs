@@ -9,7 +9,8 @@ use clankie_proto::auto::v1 as aupb;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::sandbox;
-use clankie_runtime::{ClankieError, ErrorCode, leads};
+use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::leads;
 use tonic::{Request, Response, Status};
 
 use crate::convert::*;

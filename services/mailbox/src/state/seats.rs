@@ -24,6 +24,7 @@
 //!
 //! Saved in `mailbox/seats.json` by atomic rename after fsync.
 
+use clankie_types::PeerMessageState;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -116,7 +117,7 @@ pub struct PeerMessageRec {
     /// `None` once pruned.
     pub text: Option<String>,
     pub created_at_ms: i64,
-    pub state: String,
+    pub state: PeerMessageState,
     #[serde(default)]
     pub settled_at_ms: i64,
     #[serde(default)]
@@ -126,11 +127,11 @@ pub struct PeerMessageRec {
 
 impl PeerMessageRec {
     pub fn unresolved(&self) -> bool {
-        self.state == "unresolved"
+        self.state == PeerMessageState::Unresolved
     }
 
     pub fn outcome(&self) -> &'static str {
-        if self.state == "delivered" {
+        if self.state == PeerMessageState::Delivered {
             "confirmed"
         } else {
             "unconfirmed"
@@ -223,7 +224,7 @@ impl SeatBook {
             .iter_mut()
             .filter(|m| m.recipient_seat == seat_id && m.unresolved())
         {
-            m.state = "recipient_gone".into();
+            m.state = PeerMessageState::RecipientGone;
             m.settled_at_ms = now;
             withdrawn.push(m.delivery_id.clone());
         }
@@ -240,7 +241,7 @@ impl SeatBook {
             .iter_mut()
             .filter(|m| m.unresolved() && now - m.created_at_ms >= SUPERSEDE_AFTER_MS)
         {
-            m.state = "superseded".into();
+            m.state = PeerMessageState::Superseded;
             m.settled_at_ms = now;
             withdrawn.push(m.delivery_id.clone());
         }
@@ -291,7 +292,7 @@ impl SeatBook {
             .find(|m| {
                 m.sender_seat == sender.seat_id
                     && m.recipient_seat == recipient.seat_id
-                    && m.state == "superseded"
+                    && m.state == PeerMessageState::Superseded
             })
             .map(|m| m.id.clone())
             .unwrap_or_default();
@@ -315,7 +316,7 @@ impl SeatBook {
             fleet: sender.fleet.clone(),
             text: Some(text.to_string()),
             created_at_ms: now,
-            state: "unresolved".into(),
+            state: PeerMessageState::Unresolved,
             settled_at_ms: 0,
             follows,
             delivery_id,
@@ -402,7 +403,7 @@ impl SeatBook {
             .iter_mut()
             .find(|m| m.id == peer && m.unresolved())
         {
-            m.state = "delivered".into();
+            m.state = PeerMessageState::Delivered;
             m.settled_at_ms = now;
         }
         // Delivered bodies need not wait in the queue.
@@ -485,7 +486,7 @@ mod tests {
             send(&mut b, &a, &r, "r3", "third", later),
             SendOutcome::Sent(1)
         );
-        assert_eq!(b.peer_messages[0].state, "superseded");
+        assert_eq!(b.peer_messages[0].state, PeerMessageState::Superseded);
         assert_eq!(b.peer_messages[0].outcome(), "unconfirmed");
         assert_eq!(b.peer_messages[1].follows, "pm0");
         // The superseded original is withdrawn, never delivered later.
@@ -506,7 +507,7 @@ mod tests {
         assert_eq!(b.ack(&a, "d1", "c1", later + 1), None);
         assert_eq!(b.ack(&r, "d1", "c2", later + 1), None);
         assert_eq!(b.ack(&r, "d1", "c1", later + 1), Some(true));
-        assert_eq!(b.peer_messages[1].state, "delivered");
+        assert_eq!(b.peer_messages[1].state, PeerMessageState::Delivered);
         assert_eq!(b.ack(&r, "d1", "c1", later + 2), Some(false));
     }
 
@@ -520,7 +521,7 @@ mod tests {
         let newcomer = seat("%2", 3);
         assert_ne!(newcomer.seat_id, r.seat_id);
         b.upsert_seat(newcomer.clone(), 5);
-        assert_eq!(b.peer_messages[0].state, "recipient_gone");
+        assert_eq!(b.peer_messages[0].state, PeerMessageState::RecipientGone);
         assert!(
             b.pending(&newcomer).is_empty(),
             "never delivered to a later occupant"
@@ -552,5 +553,49 @@ mod tests {
             send(&mut b, &a, &r0, "r0", "body", 500),
             SendOutcome::Original(0)
         );
+    }
+
+    #[test]
+    fn a_seat_book_written_with_string_states_loads_and_saves_the_same_bytes() {
+        // `seats.json` as it was written when peer-message states were
+        // strings, byte for byte.
+        let before = r#"{
+  "version": 1,
+  "seats": [],
+  "deliveries": [],
+  "peerMessages": [
+    {
+      "id": "pm_1",
+      "receiptId": "r1",
+      "senderSeat": "a",
+      "recipientSeat": "b",
+      "fleet": "f",
+      "text": "hi",
+      "createdAtMs": 1,
+      "state": "delivered",
+      "settledAtMs": 2,
+      "follows": "",
+      "deliveryId": "d1"
+    },
+    {
+      "id": "pm_2",
+      "receiptId": "r2",
+      "senderSeat": "a",
+      "recipientSeat": "b",
+      "fleet": "f",
+      "text": null,
+      "createdAtMs": 3,
+      "state": "recipient_gone",
+      "settledAtMs": 4,
+      "follows": "pm_1",
+      "deliveryId": "d2"
+    }
+  ]
+}"#;
+        let book: SeatBook = serde_json::from_str(before).expect("loads");
+        assert_eq!(book.peer_messages[0].state, PeerMessageState::Delivered);
+        assert_eq!(book.peer_messages[1].state, PeerMessageState::RecipientGone);
+        let after = serde_json::to_vec_pretty(&book).expect("saves");
+        assert_eq!(String::from_utf8_lossy(&after), before);
     }
 }

@@ -102,7 +102,7 @@ impl McpHost {
         entry: &catalog::Entry,
         args: &Value,
     ) -> Result<Plan, ClankieError> {
-        let def = clankie_tracker::vocabulary::find(&entry.tool).ok_or_else(|| {
+        let def = clankie_types::vocabulary::find(&entry.tool).ok_or_else(|| {
             ErrorCode::UnknownTool.err(format!("{} is not a tracker tool", entry.qualified))
         })?;
         let repo = args.get("repo").and_then(Value::as_str).unwrap_or("");

@@ -1,0 +1,22 @@
+//! The shared language of the Clankie services.
+//!
+//! Pure data and rules, with no I/O: everything here depends on serde and
+//! the wire types of `clankie-proto` only, so a service can speak it without
+//! depending on another service.
+//!
+//! - [`role`]: a caller's tracker role.
+//! - [`vocabulary`]: the tracker's 61 Linear-compatible tools, their schemas
+//!   and the role profiles (one file per tool family).
+//! - [`peer`]: where a peer message stands.
+//! - [`leads`]: which lead conversation owns a project.
+//! - [`views`]: the JSON views of mailbox records that the gateway and the
+//!   CLI show.
+
+pub mod leads;
+pub mod peer;
+pub mod role;
+pub mod views;
+pub mod vocabulary;
+
+pub use peer::PeerMessageState;
+pub use role::Role;
