@@ -10,8 +10,8 @@ use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::mailbox_cmds::print_json;
 use crate::owner_cmds::{owner_meta, refused};
+use crate::terminal::print_json;
 
 #[derive(Subcommand)]
 pub enum AutoCommand {

@@ -6,11 +6,10 @@
 //! worker pane registers in its harness.
 
 mod auto_cmds;
-mod fleet_bridge;
+mod bridge;
 mod mailbox_cmds;
 mod owner_cmds;
 mod review;
-mod seat_channel;
 mod terminal;
 mod tracker_cmds;
 mod up;
@@ -55,7 +54,7 @@ enum Command {
         command: owner_cmds::FleetCommand,
     },
     /// Serve MCP on stdio for a harness.
-    Mcp(fleet_bridge::McpArgs),
+    Mcp(bridge::McpArgs),
     /// Projects: workspaces, caps, the owning lead.
     Project {
         #[command(subcommand)]
@@ -172,7 +171,7 @@ fn main() -> std::process::ExitCode {
             Command::Disconnect { name } => owner_cmds::disconnect(paths, name).await,
             Command::Accounts { json } => owner_cmds::accounts(paths, json).await,
             Command::Fleet { command } => owner_cmds::fleet(paths, command).await,
-            Command::Mcp(args) => fleet_bridge::run(paths, args).await,
+            Command::Mcp(args) => bridge::run(paths, args).await,
             Command::Project { command } => mailbox_cmds::project(paths, command).await,
             Command::Lead { command } => mailbox_cmds::lead(paths, command).await,
             Command::Hire(args) => mailbox_cmds::hire(paths, args).await,

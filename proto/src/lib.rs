@@ -1,6 +1,7 @@
 //! Every gRPC contract of the Clankie backbone.
 //!
-//! One package per service (`clankie.admission.v1`, `clankie.mcphost.v1`),
+//! One package per service (`clankie.admission.v1`, `clankie.mcphost.v1`,
+//! `clankie.mailbox.v1`, `clankie.tracker.v1`, `clankie.auto.v1`),
 //! shared messages in `clankie.common.v1`, and the census helper's pipe frames
 //! in `clankie.helper.v1`. Compiled by protox in `build.rs`; no protoc needed.
 //! This crate owns no logic.

@@ -1,10 +1,15 @@
 //! Shared plumbing for every Clankie process.
 //!
-//! Owns: where state lives and how it is written (atomic rename after fsync),
-//! Unix-socket bind/connect, the tonic server recipe (trace spans with the
-//! caller's trace context, tonic-health and reflection on every service,
-//! drain on shutdown), the one reason-code table mapped to gRPC and HTTP, the
-//! owner credential, and telemetry. It owns no business logic.
+//! Owns: the table of the stack's services ([`service`]) and the shared main
+//! ([`main_kit`]); where state lives and how it is written (atomic rename
+//! after fsync, [`state::Guarded`]); Unix-socket bind/connect and the
+//! accept-time caller check; the tonic recipe (trace spans with the caller's
+//! trace context, tonic-health and reflection, drain on shutdown) and the
+//! typed clients ([`clients`]); the one reason-code table mapped to gRPC and
+//! HTTP ([`code`]) and the one refusal path ([`refuse`]); readiness, limits,
+//! the owner credential, telemetry and the hire sandbox. It owns no business
+//! logic: the shared language is in `clankie-types`. See `README.md` and
+//! `docs/dev/recipe.md`.
 
 pub mod clients;
 pub mod code;

@@ -19,34 +19,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use clankie_runtime::ErrorCode;
 use clankie_runtime::paths::StatePaths;
 use clap::Args;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{
-    NotificationContext, Peer, RequestContext, RoleClient, RoleServer, RunningService,
-};
-use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, Notify, RwLock};
 
-/// How long initial discovery keeps trying.
-const DISCOVERY_WINDOW: Duration = Duration::from_secs(20);
-/// The total budget of one forwarded request.
-const REQUEST_BUDGET: Duration = Duration::from_secs(30);
+pub(crate) mod channel;
+pub(crate) mod submit;
+pub(crate) mod upstream;
 
-/// Reasons that mean nothing was forwarded.
-const PRE_FORWARD: &[&str] = &[
-    "fleet_credential_required",
-    "fleet_credential_invalid",
-    "fleet_admission_unavailable",
-    "fleet_admission_revoked",
-    "local_process_membership_required",
-    "payload_too_large",
-];
+use upstream::*;
 
 #[derive(Args)]
 pub struct McpArgs {
@@ -59,167 +48,6 @@ pub struct McpArgs {
     /// The fleet bearer token.
     #[arg(long, env = "CLANKIE_FLEET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-}
-
-struct UpstreamHandler {
-    relist: Arc<Notify>,
-}
-
-impl ClientHandler for UpstreamHandler {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        info.client_info.name = "clankie-fleet-bridge".into();
-        info.client_info.version = env!("CARGO_PKG_VERSION").into();
-        info
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relist.notify_one();
-    }
-}
-
-/// Where the gateway is reached.
-enum Route {
-    /// Streamable HTTP with a fleet bearer (remote links).
-    Bearer { url: String, token: String },
-    /// The gateway's local Unix socket: no token, the kernel proves the pane.
-    Local { socket: String },
-}
-
-pub(crate) struct Upstream {
-    route: Route,
-    conn: Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
-    /// The last verified tool list.
-    tools: RwLock<Option<Vec<Tool>>>,
-    last_error: RwLock<String>,
-    pub(crate) relist: Arc<Notify>,
-    pub(crate) downstream: Mutex<Option<Peer<RoleServer>>>,
-    /// Set by a definite non-member refusal; automatic requests stop.
-    quiet: std::sync::atomic::AtomicBool,
-}
-
-/// The refusal that silences automatic requests.
-const NOT_MEMBER: &str = "local_process_membership_required";
-
-impl Upstream {
-    /// Remembers whether the gateway last called this process a non-member.
-    pub(crate) fn note_outcome<T>(&self, result: &Result<T, String>) {
-        use std::sync::atomic::Ordering;
-        match result {
-            Err(e) if e.contains(NOT_MEMBER) => {
-                if !self.quiet.swap(true, Ordering::SeqCst) {
-                    tracing::warn!(
-                        "not admitted as a fleet member; automatic catalog refresh is quiet until the harness asks again"
-                    );
-                }
-            }
-            Ok(_) => self.quiet.store(false, Ordering::SeqCst),
-            Err(_) => {}
-        }
-    }
-
-    pub(crate) fn is_quiet(&self) -> bool {
-        self.quiet.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    async fn peer(&self) -> Result<Peer<RoleClient>, String> {
-        let mut conn = self.conn.lock().await;
-        if let Some(c) = conn.as_ref()
-            && !c.is_closed()
-        {
-            return Ok(c.peer().clone());
-        }
-        use rmcp::transport::StreamableHttpClientTransport;
-        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-        let handler = UpstreamHandler {
-            relist: self.relist.clone(),
-        };
-        let started = match &self.route {
-            Route::Bearer { url, token } => {
-                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .auth_header(token.clone())
-                    .reinit_on_expired_session(true);
-                let transport = StreamableHttpClientTransport::from_config(cfg);
-                tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
-            }
-            Route::Local { socket } => {
-                let cfg = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp")
-                    .reinit_on_expired_session(true);
-                let transport =
-                    StreamableHttpClientTransport::from_unix_socket_with_config(socket, cfg);
-                tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
-            }
-        };
-        let running = started
-            .map_err(|_| "the gateway did not answer initialize in 10 s".to_string())?
-            .map_err(|e| e.to_string())?;
-        let peer = running.peer().clone();
-        *conn = Some(running);
-        Ok(peer)
-    }
-
-    async fn drop_connection(&self) {
-        if let Some(c) = self.conn.lock().await.take() {
-            let _ = c.cancel().await;
-        }
-    }
-
-    /// Lists the gateway's tools; on success, remembers them and returns
-    /// whether they differ from the previous verified list.
-    async fn refresh(&self) -> Result<bool, String> {
-        let result = self.refresh_inner().await;
-        self.note_outcome(&result);
-        result
-    }
-
-    async fn refresh_inner(&self) -> Result<bool, String> {
-        let peer = self.peer().await?;
-        let listed = tokio::time::timeout(REQUEST_BUDGET, peer.list_all_tools()).await;
-        let tools = match listed {
-            Ok(Ok(t)) => t,
-            Ok(Err(e)) => {
-                let msg = e.to_string();
-                if matches!(e, rmcp::ServiceError::TransportClosed) || !is_refusal(&msg) {
-                    self.drop_connection().await;
-                }
-                return Err(msg);
-            }
-            Err(_) => {
-                self.drop_connection().await;
-                return Err("tools/list timed out".into());
-            }
-        };
-        let mut cache = self.tools.write().await;
-        let changed = cache.as_ref().map(|c| !same(c, &tools)).unwrap_or(true);
-        *cache = Some(tools);
-        self.last_error.write().await.clear();
-        Ok(changed)
-    }
-
-    async fn notify_downstream(&self) {
-        if let Some(peer) = self.downstream.lock().await.clone()
-            && let Err(e) = peer.notify_tool_list_changed().await
-        {
-            tracing::debug!(error = %e, "list_changed not delivered to the harness");
-        }
-    }
-}
-
-fn same(a: &[Tool], b: &[Tool]) -> bool {
-    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
-}
-
-fn hint(code: &str) -> &'static str {
-    if code == "fleet_admission_unavailable" {
-        "retry shortly; if it persists, ask the lead to inspect admission"
-    } else {
-        "ask the lead for fleet admission"
-    }
-}
-
-fn is_refusal(msg: &str) -> bool {
-    PRE_FORWARD.iter().any(|r| msg.contains(r))
 }
 
 #[derive(Clone)]
@@ -257,9 +85,9 @@ fn keep_receipt(mut result: CallToolResult, receipt_id: Option<&str>) -> CallToo
     }
 }
 
-fn refusal_result(code: &str, message: String) -> CallToolResult {
+fn refusal_result(code: ErrorCode, message: String) -> CallToolResult {
     CallToolResult::structured_error(json!({
-        "error": { "code": code, "message": message }
+        "error": { "code": code.as_str(), "message": message }
     }))
 }
 
@@ -270,11 +98,11 @@ impl FleetServer {
             let args = Value::Object(params.arguments.clone().unwrap_or_default());
             let (Route::Local { socket }, Some(pane)) = (&self.up.route, pane_id()) else {
                 return refusal_result(
-                    "native_seat_required",
+                    ErrorCode::NativeSeatRequired,
                     "submit_for_review needs a seat in a linked pane".into(),
                 );
             };
-            return match crate::review::submit(socket, &pane, &args).await {
+            return match submit::submit(socket, &pane, &args).await {
                 Ok(v) => CallToolResult::structured(v),
                 Err(v) => CallToolResult::structured_error(v),
             };
@@ -315,8 +143,8 @@ impl FleetServer {
                 Err(e) => {
                     // Nothing was sent: the connection itself failed, or the
                     // gateway refused it before any tool was reached.
-                    if let Some(code) = PRE_FORWARD.iter().find(|r| e.contains(**r)) {
-                        if *code == "fleet_admission_unavailable" && !retried {
+                    if let Some(code) = pre_forward(&e) {
+                        if code == ErrorCode::FleetAdmissionUnavailable && !retried {
                             retried = true;
                             tokio::time::sleep(Duration::from_millis(500)).await;
                             continue;
@@ -329,7 +157,7 @@ impl FleetServer {
                     }
                     return keep_receipt(
                         refusal_result(
-                            "fleet_admission_unavailable",
+                            ErrorCode::FleetAdmissionUnavailable,
                             format!(
                                 "the gateway is unreachable ({e}); nothing was forwarded, retry shortly"
                             ),
@@ -347,12 +175,12 @@ impl FleetServer {
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "no reply within 30 s".to_string(),
             };
-            if err.contains("fleet_admission_unavailable") && !retried {
+            if pre_forward(&err) == Some(ErrorCode::FleetAdmissionUnavailable) && !retried {
                 retried = true;
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
             }
-            if let Some(code) = PRE_FORWARD.iter().find(|r| err.contains(**r)) {
+            if let Some(code) = pre_forward(&err) {
                 self.up.note_outcome::<()>(&Err(err.clone()));
                 return keep_receipt(
                     refusal_result(code, format!("{err}; {}", hint(code))),
@@ -368,7 +196,7 @@ impl FleetServer {
                         "the reply was lost ({err}); the call may have applied: reconcile with clankie_call({{\"receiptId\": \"{id}\"}}), never repeat it"
                     ),
                 })),
-                None => refusal_result("service_unavailable", err),
+                None => refusal_result(ErrorCode::ServiceUnavailable, err),
             };
         }
     }
@@ -413,7 +241,8 @@ impl ServerHandler for FleetServer {
         if self.up.is_quiet() {
             return Err(ErrorData::invalid_request(
                 format!(
-                    "{NOT_MEMBER}: this process is not admitted to the fleet; {}",
+                    "{}: this process is not admitted to the fleet; {}",
+                    NOT_MEMBER.as_str(),
                     hint(NOT_MEMBER)
                 ),
                 None,
@@ -443,41 +272,6 @@ impl ServerHandler for FleetServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         *self.up.downstream.lock().await = Some(context.peer);
     }
-}
-
-/// One entry of the gateway's discovery file. A hire is told where the
-/// file is (`CLANKIE_GATEWAY_DISCOVERY`), never where the state folder is;
-/// `CLANKIE_MCP_SOCKET` names the local socket outright.
-pub(crate) fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    if key == "unix"
-        && let Some(socket) = env("CLANKIE_MCP_SOCKET")
-    {
-        return Ok(socket);
-    }
-    let file = env("CLANKIE_GATEWAY_DISCOVERY")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| paths.gateway_discovery());
-    let bytes = std::fs::read(&file).with_context(|| {
-        format!(
-            "no gateway discovery file at {}; pass --url or set CLANKIE_FLEET_URL",
-            file.display()
-        )
-    })?;
-    let v: Value =
-        serde_json::from_slice(&bytes).context("the gateway discovery file is unreadable")?;
-    v.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("the gateway discovery file names no {key}"))
-}
-
-/// The pane this process runs in, as the multiplexer told it.
-fn pane_id() -> Option<String> {
-    std::env::var("TMUX_PANE")
-        .ok()
-        .or_else(|| std::env::var("HERDR_PANE_ID").ok())
-        .filter(|p| !p.is_empty())
 }
 
 pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -550,7 +344,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     if let Route::Local { socket } = &up.route
         && let Some(pane) = pane_id()
     {
-        tokio::spawn(crate::seat_channel::run(up.clone(), socket.clone(), pane));
+        tokio::spawn(channel::run(up.clone(), socket.clone(), pane));
     }
     let server = FleetServer { up: up.clone() }
         .serve(rmcp::transport::stdio())

@@ -20,94 +20,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use clankie_runtime::ErrorCode;
 use rmcp::model::{CustomNotification, ServerNotification};
 use serde_json::{Value, json};
 
-use crate::fleet_bridge::Upstream;
+use super::upstream::{Http, Upstream, encode};
 
 /// The MCP notification method deliveries use.
 pub const CHANNEL_METHOD: &str = "notifications/claude/channel";
+
 const POLL_WAIT_MS: u64 = 25_000;
+
 const RETRY: Duration = Duration::from_secs(5);
+
 const NOT_A_SEAT_PAUSE: Duration = Duration::from_secs(300);
-
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
-
-/// A small HTTP/1.1 client on the gateway's local socket, keeping its
-/// connection (and so its proof) between requests.
-pub(crate) struct Http {
-    socket: String,
-    sender: Option<Sender>,
-}
-
-impl Http {
-    pub(crate) fn new(socket: String) -> Self {
-        Http {
-            socket,
-            sender: None,
-        }
-    }
-
-    async fn connect(&mut self) -> Result<&mut Sender, String> {
-        if self.sender.as_ref().is_some_and(|s| !s.is_closed()) {
-            return self.sender.as_mut().ok_or_else(|| "no connection".into());
-        }
-        let stream = tokio::net::UnixStream::connect(&self.socket)
-            .await
-            .map_err(|e| format!("cannot reach the gateway: {e}"))?;
-        let (sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(self.sender.insert(sender))
-    }
-
-    /// One request; returns the status and the JSON body.
-    pub(crate) async fn call(
-        &mut self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<(u16, Value), String> {
-        let sender = self.connect().await?;
-        sender.ready().await.map_err(|e| e.to_string())?;
-        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
-        let req = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header(http::header::HOST, "localhost")
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(bytes)))
-            .map_err(|e| e.to_string())?;
-        let resp = match sender.send_request(req).await {
-            Ok(r) => r,
-            Err(e) => {
-                self.sender = None;
-                return Err(e.to_string());
-            }
-        };
-        let status = resp.status().as_u16();
-        let collected = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok((
-            status,
-            serde_json::from_slice(&collected).unwrap_or(Value::Null),
-        ))
-    }
-}
-
-fn encode(pane: &str) -> String {
-    pane.replace('%', "%25")
-}
 
 /// Runs the seat channel until the process exits.
 pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
@@ -131,7 +57,7 @@ pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
         if status != 200 {
             let code = body["error"]["code"].as_str().unwrap_or("").to_string();
             up.note_outcome::<()>(&Err(code.clone()));
-            if code == "native_seat_required" {
+            if code == ErrorCode::NativeSeatRequired.as_str() {
                 tracing::info!(
                     "this bridge is not its pane's native seat; the seat channel pauses"
                 );

@@ -1,0 +1,315 @@
+//! The bridge's way to the gateway: discovery of its address (the local
+//! Unix socket, else loopback TCP, from `run/fleet/gateway.json`), the MCP
+//! client session it keeps (`Upstream`), and a small kept-alive HTTP client
+//! over the local socket (`Http`) for the seat channel and review
+//! submissions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clankie_runtime::ErrorCode;
+use clankie_runtime::paths::StatePaths;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use rmcp::model::{ClientConfig, ProtocolVersion, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::{Mutex, Notify, RwLock};
+
+/// How long initial discovery keeps trying.
+pub(crate) const DISCOVERY_WINDOW: Duration = Duration::from_secs(20);
+
+/// The total budget of one forwarded request.
+pub(crate) const REQUEST_BUDGET: Duration = Duration::from_secs(30);
+
+pub(crate) struct UpstreamHandler {
+    pub(crate) relist: Arc<Notify>,
+}
+
+impl ClientHandler for UpstreamHandler {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info.client_info.name = "clankie-fleet-bridge".into();
+        info.client_info.version = env!("CARGO_PKG_VERSION").into();
+        info
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relist.notify_one();
+    }
+}
+
+/// Where the gateway is reached.
+pub(crate) enum Route {
+    /// Streamable HTTP with a fleet bearer (remote links).
+    Bearer { url: String, token: String },
+    /// The gateway's local Unix socket: no token, the kernel proves the pane.
+    Local { socket: String },
+}
+
+pub(crate) struct Upstream {
+    pub(crate) route: Route,
+    pub(crate) conn: Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
+    /// The last verified tool list.
+    pub(crate) tools: RwLock<Option<Vec<Tool>>>,
+    pub(crate) last_error: RwLock<String>,
+    pub(crate) relist: Arc<Notify>,
+    pub(crate) downstream: Mutex<Option<Peer<RoleServer>>>,
+    /// Set by a definite non-member refusal; automatic requests stop.
+    pub(crate) quiet: std::sync::atomic::AtomicBool,
+}
+
+/// The refusal that silences automatic requests.
+pub(crate) const NOT_MEMBER: ErrorCode = ErrorCode::LocalProcessMembershipRequired;
+
+/// Reasons that mean nothing was forwarded: the only ones worth a retry.
+const PRE_FORWARD: [ErrorCode; 6] = [
+    ErrorCode::FleetCredentialRequired,
+    ErrorCode::FleetCredentialInvalid,
+    ErrorCode::FleetAdmissionUnavailable,
+    ErrorCode::FleetAdmissionRevoked,
+    ErrorCode::LocalProcessMembershipRequired,
+    ErrorCode::PayloadTooLarge,
+];
+
+/// The pre-forward refusal a gateway error names, if any. The HTTP client
+/// reports the gateway's refusal body in its error text, so the code is
+/// found there.
+pub(crate) fn pre_forward(msg: &str) -> Option<ErrorCode> {
+    PRE_FORWARD.into_iter().find(|c| msg.contains(c.as_str()))
+}
+
+pub(crate) fn is_refusal(msg: &str) -> bool {
+    pre_forward(msg).is_some()
+}
+
+/// One kept-alive HTTP/1.1 connection's sender.
+pub(crate) type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+impl Upstream {
+    /// Remembers whether the gateway last called this process a non-member.
+    pub(crate) fn note_outcome<T>(&self, result: &Result<T, String>) {
+        use std::sync::atomic::Ordering;
+        match result {
+            Err(e) if e.contains(NOT_MEMBER.as_str()) => {
+                if !self.quiet.swap(true, Ordering::SeqCst) {
+                    tracing::warn!(
+                        "not admitted as a fleet member; automatic catalog refresh is quiet until the harness asks again"
+                    );
+                }
+            }
+            Ok(_) => self.quiet.store(false, Ordering::SeqCst),
+            Err(_) => {}
+        }
+    }
+
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.quiet.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        let mut conn = self.conn.lock().await;
+        if let Some(c) = conn.as_ref()
+            && !c.is_closed()
+        {
+            return Ok(c.peer().clone());
+        }
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let handler = UpstreamHandler {
+            relist: self.relist.clone(),
+        };
+        let started = match &self.route {
+            Route::Bearer { url, token } => {
+                let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .auth_header(token.clone())
+                    .reinit_on_expired_session(true);
+                let transport = StreamableHttpClientTransport::from_config(cfg);
+                tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
+            }
+            Route::Local { socket } => {
+                let cfg = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp")
+                    .reinit_on_expired_session(true);
+                let transport =
+                    StreamableHttpClientTransport::from_unix_socket_with_config(socket, cfg);
+                tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
+            }
+        };
+        let running = started
+            .map_err(|_| "the gateway did not answer initialize in 10 s".to_string())?
+            .map_err(|e| e.to_string())?;
+        let peer = running.peer().clone();
+        *conn = Some(running);
+        Ok(peer)
+    }
+
+    pub(crate) async fn drop_connection(&self) {
+        if let Some(c) = self.conn.lock().await.take() {
+            let _ = c.cancel().await;
+        }
+    }
+
+    /// Lists the gateway's tools; on success, remembers them and returns
+    /// whether they differ from the previous verified list.
+    pub(crate) async fn refresh(&self) -> Result<bool, String> {
+        let result = self.refresh_inner().await;
+        self.note_outcome(&result);
+        result
+    }
+
+    pub(crate) async fn refresh_inner(&self) -> Result<bool, String> {
+        let peer = self.peer().await?;
+        let listed = tokio::time::timeout(REQUEST_BUDGET, peer.list_all_tools()).await;
+        let tools = match listed {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                let msg = e.to_string();
+                if matches!(e, rmcp::ServiceError::TransportClosed) || !is_refusal(&msg) {
+                    self.drop_connection().await;
+                }
+                return Err(msg);
+            }
+            Err(_) => {
+                self.drop_connection().await;
+                return Err("tools/list timed out".into());
+            }
+        };
+        let mut cache = self.tools.write().await;
+        let changed = cache.as_ref().map(|c| !same(c, &tools)).unwrap_or(true);
+        *cache = Some(tools);
+        self.last_error.write().await.clear();
+        Ok(changed)
+    }
+
+    pub(crate) async fn notify_downstream(&self) {
+        if let Some(peer) = self.downstream.lock().await.clone()
+            && let Err(e) = peer.notify_tool_list_changed().await
+        {
+            tracing::debug!(error = %e, "list_changed not delivered to the harness");
+        }
+    }
+}
+
+pub(crate) fn same(a: &[Tool], b: &[Tool]) -> bool {
+    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
+}
+
+pub(crate) fn hint(code: ErrorCode) -> &'static str {
+    if code == ErrorCode::FleetAdmissionUnavailable {
+        "retry shortly; if it persists, ask the lead to inspect admission"
+    } else {
+        "ask the lead for fleet admission"
+    }
+}
+
+/// One entry of the gateway's discovery file. A hire is told where the
+/// file is (`CLANKIE_GATEWAY_DISCOVERY`), never where the state folder is;
+/// `CLANKIE_MCP_SOCKET` names the local socket outright.
+pub(crate) fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if key == "unix"
+        && let Some(socket) = env("CLANKIE_MCP_SOCKET")
+    {
+        return Ok(socket);
+    }
+    let file = env("CLANKIE_GATEWAY_DISCOVERY")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| paths.gateway_discovery());
+    let bytes = std::fs::read(&file).with_context(|| {
+        format!(
+            "no gateway discovery file at {}; pass --url or set CLANKIE_FLEET_URL",
+            file.display()
+        )
+    })?;
+    let v: Value =
+        serde_json::from_slice(&bytes).context("the gateway discovery file is unreadable")?;
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .with_context(|| format!("the gateway discovery file names no {key}"))
+}
+
+/// The pane this process runs in, as the multiplexer told it.
+pub(crate) fn pane_id() -> Option<String> {
+    std::env::var("TMUX_PANE")
+        .ok()
+        .or_else(|| std::env::var("HERDR_PANE_ID").ok())
+        .filter(|p| !p.is_empty())
+}
+
+/// A small HTTP/1.1 client on the gateway's local socket, keeping its
+/// connection (and so its proof) between requests.
+pub(crate) struct Http {
+    pub(crate) socket: String,
+    pub(crate) sender: Option<Sender>,
+}
+
+impl Http {
+    pub(crate) fn new(socket: String) -> Self {
+        Http {
+            socket,
+            sender: None,
+        }
+    }
+
+    pub(crate) async fn connect(&mut self) -> Result<&mut Sender, String> {
+        if self.sender.as_ref().is_some_and(|s| !s.is_closed()) {
+            return self.sender.as_mut().ok_or_else(|| "no connection".into());
+        }
+        let stream = tokio::net::UnixStream::connect(&self.socket)
+            .await
+            .map_err(|e| format!("cannot reach the gateway: {e}"))?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("handshake: {e}"))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(self.sender.insert(sender))
+    }
+
+    /// One request; returns the status and the JSON body.
+    pub(crate) async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), String> {
+        let sender = self.connect().await?;
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::HOST, "localhost")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(bytes)))
+            .map_err(|e| e.to_string())?;
+        let resp = match sender.send_request(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.sender = None;
+                return Err(e.to_string());
+            }
+        };
+        let status = resp.status().as_u16();
+        let collected = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((
+            status,
+            serde_json::from_slice(&collected).unwrap_or(Value::Null),
+        ))
+    }
+}
+
+pub(crate) fn encode(pane: &str) -> String {
+    pane.replace('%', "%25")
+}
