@@ -36,13 +36,13 @@ use clankie_proto::tracker::v1 as tpb;
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
+use clankie_runtime::refuse::auto as refuse;
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use crate::files::{Autonomy, Cadence, JournalLine, SelfWake};
-use clankie_runtime::refuse::auto as refuse;
 
 /// The fleet-round cadence: 30 minutes.
 pub const ROUND_MS: u64 = 30 * 60 * 1000;

@@ -1,0 +1,291 @@
+//! The gRPC surface: admission of bearers and local connections, the
+//! recheck before every effect, seat observation (the gateway only), and the
+//! owner's links, status and settings.
+
+use super::*;
+
+pub(super) type SettingsStream =
+    Pin<Box<dyn Stream<Item = Result<pb::FleetSettings, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::admission_server::Admission for AdmissionService {
+    async fn admit(
+        &self,
+        request: Request<pb::AdmitRequest>,
+    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        let bearer = request.into_inner().bearer;
+        let (link_id, principal) = self.admit_bearer(&bearer).map_err(refused)?;
+        let ticket = self.issue_ticket(link_id, principal.clone(), None);
+        let settings = self.inner.settings.borrow().to_pb();
+        Ok(Response::new(pb::AdmitResponse {
+            ticket,
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
+    async fn recheck(
+        &self,
+        request: Request<pb::RecheckRequest>,
+    ) -> Result<Response<pb::RecheckResponse>, Status> {
+        let (principal, settings) = self
+            .recheck(&request.into_inner().ticket)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(pb::RecheckResponse {
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
+    async fn create_fleet_token(
+        &self,
+        request: Request<pb::CreateFleetTokenRequest>,
+    ) -> Result<Response<pb::CreateFleetTokenResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        check_fleet_name(&req.fleet)?;
+        let token = owner::random_token("clkf");
+        let record = LinkRecord {
+            link_id: format!("link-{}", &owner::random_token("x")[2..14]),
+            fleet: req.fleet,
+            kind: "bearer".into(),
+            label: req.label,
+            token_sha256: owner::token_hash(&token),
+            created_at_ms: now_ms(),
+            socket: String::new(),
+            session: String::new(),
+        };
+        {
+            let mut guard = lock(&self.inner.links);
+            self.add_link(&mut guard, record.clone())?;
+        }
+        tracing::info!(fleet = %record.fleet, link = %record.link_id, "fleet bearer link created");
+        Ok(Response::new(pb::CreateFleetTokenResponse {
+            token,
+            link: Some(link_pb(&record)),
+        }))
+    }
+
+    async fn revoke_fleet_link(
+        &self,
+        request: Request<pb::RevokeFleetLinkRequest>,
+    ) -> Result<Response<pb::RevokeFleetLinkResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let link_id = request.into_inner().link_id;
+        let revoked = {
+            let mut guard = lock(&self.inner.links);
+            if guard.unreadable().is_some() {
+                return Err(save_refusal(GuardError::Unreadable));
+            }
+            let found = guard.links.iter().any(|l| l.link_id == link_id);
+            if found {
+                guard
+                    .update(|next| next.links.retain(|l| l.link_id != link_id))
+                    .map_err(save_refusal)?;
+            }
+            found
+        };
+        if revoked {
+            lock(&self.inner.tickets).retain(|_, t| t.link_id != link_id);
+        }
+        Ok(Response::new(pb::RevokeFleetLinkResponse { revoked }))
+    }
+
+    async fn fleet_status(
+        &self,
+        request: Request<pb::FleetStatusRequest>,
+    ) -> Result<Response<pb::FleetStatusResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        Ok(Response::new(self.status()))
+    }
+
+    async fn set_fleet_settings(
+        &self,
+        request: Request<pb::SetFleetSettingsRequest>,
+    ) -> Result<Response<pb::FleetStatusResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        let current = self.inner.settings.borrow().clone();
+        let tools = match FleetTools::try_from(req.tools) {
+            Ok(FleetTools::Connected) => ToolsSetting::Connected,
+            Ok(FleetTools::Off) => ToolsSetting::Off,
+            Ok(FleetTools::Unspecified)
+                if req.peer_messages.is_some() || req.worker_sandbox.is_some() =>
+            {
+                current.file.tools
+            }
+            _ => {
+                return Err(ErrorCode::InvalidArgument
+                    .err("tools must be connected or off")
+                    .into());
+            }
+        };
+        let peer_messages = req.peer_messages.unwrap_or(current.file.peer_messages);
+        let worker_sandbox = req.worker_sandbox.unwrap_or(current.file.worker_sandbox);
+        if current.unreadable
+            && (tools == ToolsSetting::Connected || peer_messages || !worker_sandbox)
+        {
+            // Turning tools on over an unreadable file would discard it; the
+            // owner must inspect it first. Turning off is always safe.
+            return Err(ErrorCode::Internal
+                .err("fleet settings file is unreadable; move it aside before turning tools or peer messages on or the worker sandbox off")
+                .into());
+        }
+        if current.unreadable
+            || current.file.tools != tools
+            || current.file.peer_messages != peer_messages
+            || current.file.worker_sandbox != worker_sandbox
+        {
+            let file = SettingsFile {
+                tools,
+                revision: current.file.revision + 1,
+                peer_messages,
+                worker_sandbox,
+            };
+            if current.unreadable {
+                let _ = state::move_aside(&self.inner.settings_path);
+            }
+            state::save_json(&self.inner.settings_path, &file).map_err(|e| {
+                ErrorCode::Internal.err(format!("could not save fleet settings: {e}"))
+            })?;
+            tracing::info!(tools = ?tools, peer_messages, worker_sandbox, "fleet settings changed");
+            self.inner.settings.send_replace(Settings {
+                file,
+                unreadable: false,
+            });
+        }
+        Ok(Response::new(self.status()))
+    }
+
+    async fn create_local_link(
+        &self,
+        request: Request<pb::CreateLocalLinkRequest>,
+    ) -> Result<Response<pb::FleetLink>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        check_fleet_name(&req.fleet)?;
+        if req.kind != "tmux" && req.kind != "herdr" {
+            return Err(ErrorCode::InvalidArgument
+                .err("a local link is tmux or herdr")
+                .into());
+        }
+        if !req.socket.starts_with('/') {
+            return Err(ErrorCode::InvalidArgument
+                .err("give the multiplexer's socket as an absolute path")
+                .into());
+        }
+        let record = LinkRecord {
+            link_id: format!("link-{}", &owner::random_token("x")[2..14]),
+            fleet: req.fleet,
+            kind: req.kind,
+            label: String::new(),
+            token_sha256: String::new(),
+            created_at_ms: now_ms(),
+            socket: req.socket,
+            session: req.session,
+        };
+        {
+            let mut guard = lock(&self.inner.links);
+            self.add_link(&mut guard, record.clone())?;
+        }
+        tracing::info!(fleet = %record.fleet, link = %record.link_id, kind = %record.kind, "fleet local link created");
+        Ok(Response::new(link_pb(&record)))
+    }
+
+    async fn prove_local(
+        &self,
+        request: Request<pb::ProveLocalRequest>,
+    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        // The pid is named by the kernel to the gateway; nobody else may name one.
+        listener::require_service(&request, "gateway")?;
+        let peer = local::Peer::from_request(&request.into_inner());
+        let (link, proof) = self.prove_peer(&peer).await?;
+        let principal = Principal {
+            fleet_id: proof.fleet.clone(),
+            pane_id: proof.pane_id.clone(),
+            mode: AdmissionMode::Local as i32,
+            link_id: proof.link_id.clone(),
+        };
+        let ticket = self.issue_ticket(
+            proof.link_id.clone(),
+            principal.clone(),
+            Some((link, proof)),
+        );
+        let settings = self.inner.settings.borrow().to_pb();
+        Ok(Response::new(pb::AdmitResponse {
+            ticket,
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
+    async fn observe_ticket_seat(
+        &self,
+        request: Request<pb::RecheckRequest>,
+    ) -> Result<Response<pb::SeatIdentity>, Status> {
+        let ticket = request.into_inner().ticket;
+        // The ticket's proof is rechecked first: a stale proof is no seat.
+        let (_, settings) = self.recheck(&ticket).await.map_err(refused)?;
+        let local = lock(&self.inner.tickets)
+            .get(&ticket)
+            .and_then(|t| t.local.clone());
+        let Some((link, proof)) = local else {
+            return Err(refused(ErrorCode::LocalProcessMembershipRequired.err(
+                "a native seat needs a proven pane process; bearer links have none",
+            )));
+        };
+        let mut seat = local::observe_seat(&self.inner.helper, &link, &proof)
+            .await
+            .map_err(|r| {
+                self.count_refusal(r.reason);
+                Status::from(r.error)
+            })?;
+        seat.settings = Some(settings);
+        Ok(Response::new(seat))
+    }
+
+    async fn seat_status(
+        &self,
+        request: Request<pb::RecheckRequest>,
+    ) -> Result<Response<pb::SeatStatusResponse>, Status> {
+        let ticket = request.into_inner().ticket;
+        let local = lock(&self.inner.tickets)
+            .get(&ticket)
+            .and_then(|t| t.local.clone());
+        let Some((link, proof)) = local else {
+            return Ok(Response::new(pb::SeatStatusResponse::default()));
+        };
+        let agent_status = local::agent_status(&link, &proof.pane_id)
+            .await
+            .map_err(|r| Status::from(r.error))?;
+        Ok(Response::new(pb::SeatStatusResponse { agent_status }))
+    }
+
+    async fn observe_seat(
+        &self,
+        request: Request<pb::ProveLocalRequest>,
+    ) -> Result<Response<pb::SeatIdentity>, Status> {
+        listener::require_service(&request, "gateway")?;
+        let peer = local::Peer::from_request(&request.into_inner());
+        let (link, proof) = self.prove_peer(&peer).await?;
+        let seat = local::observe_seat(&self.inner.helper, &link, &proof)
+            .await
+            .map_err(|r| {
+                self.count_refusal(r.reason);
+                Status::from(r.error)
+            })?;
+        Ok(Response::new(seat))
+    }
+
+    type WatchSettingsStream = SettingsStream;
+
+    async fn watch_settings(
+        &self,
+        _request: Request<pb::WatchSettingsRequest>,
+    ) -> Result<Response<Self::WatchSettingsStream>, Status> {
+        let rx = self.inner.settings.subscribe();
+        let stream = tokio_stream::wrappers::WatchStream::new(rx).map(|s| Ok(s.to_pb()));
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
