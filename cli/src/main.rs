@@ -5,19 +5,15 @@
 //! sockets with the owner credential; `mcp --fleet` is the stdio MCP bridge a
 //! worker pane registers in its harness.
 
-mod auto_cmds;
 mod bridge;
-mod mailbox_cmds;
-mod owner_cmds;
-mod review;
-mod terminal;
-mod tracker_cmds;
-mod up;
+mod commands;
+mod support;
 
 use std::path::PathBuf;
 
 use clankie_runtime::paths::StatePaths;
 use clap::{Parser, Subcommand};
+use commands::*;
 
 #[derive(Parser)]
 #[command(name = "clankie", version, about = "The Clankie fleet backbone")]
@@ -40,7 +36,7 @@ enum Command {
         json: bool,
     },
     /// Connect an MCP account: `connect NAME -- CMD ARGS...` or `connect NAME --url URL`.
-    Connect(owner_cmds::ConnectArgs),
+    Connect(connect::ConnectArgs),
     /// Remove a connected account.
     Disconnect { name: String },
     /// List connected accounts with verification state and identity.
@@ -51,22 +47,22 @@ enum Command {
     /// Fleet links and switches.
     Fleet {
         #[command(subcommand)]
-        command: owner_cmds::FleetCommand,
+        command: fleet::FleetCommand,
     },
     /// Serve MCP on stdio for a harness.
     Mcp(bridge::McpArgs),
     /// Projects: workspaces, caps, the owning lead.
     Project {
         #[command(subcommand)]
-        command: mailbox_cmds::ProjectCommand,
+        command: project::ProjectCommand,
     },
     /// Lead conversations (the global head always exists).
     Lead {
         #[command(subcommand)]
-        command: mailbox_cmds::LeadCommand,
+        command: lead::LeadCommand,
     },
     /// Hire a worker or reviewer into a new pane of a linked session.
-    Hire(mailbox_cmds::HireArgs),
+    Hire(hire::HireArgs),
     /// Close a hire (only its owning conversation may).
     Close {
         hire_id: String,
@@ -88,12 +84,12 @@ enum Command {
     /// The built-in tracker on the owner's route: calls, teams, imports, profiles, budgets.
     Tracker {
         #[command(subcommand)]
-        command: tracker_cmds::TrackerCommand,
+        command: tracker::TrackerCommand,
     },
     /// Projects on Auto: the master switch, the saved level, the scheduler's status.
     Auto {
         #[command(subcommand)]
-        command: auto_cmds::AutoCommand,
+        command: auto::AutoCommand,
     },
     /// Check every service, the receipt store and the tracker budgets.
     Doctor {
@@ -103,7 +99,7 @@ enum Command {
     /// The fleet's work: open hires and tracker budgets.
     Work {
         #[command(subcommand)]
-        command: tracker_cmds::WorkCommand,
+        command: work::WorkCommand,
     },
     /// Herdr-style views of the roster.
     Herdr {
@@ -166,41 +162,41 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Up(args) => up::run(paths, args).await,
-            Command::Status { json } => up::status(paths, json).await,
-            Command::Connect(args) => owner_cmds::connect(paths, args).await,
-            Command::Disconnect { name } => owner_cmds::disconnect(paths, name).await,
-            Command::Accounts { json } => owner_cmds::accounts(paths, json).await,
-            Command::Fleet { command } => owner_cmds::fleet(paths, command).await,
+            Command::Status { json } => status::status(paths, json).await,
+            Command::Connect(args) => connect::connect(paths, args).await,
+            Command::Disconnect { name } => connect::disconnect(paths, name).await,
+            Command::Accounts { json } => accounts::accounts(paths, json).await,
+            Command::Fleet { command } => fleet::fleet(paths, command).await,
             Command::Mcp(args) => bridge::run(paths, args).await,
-            Command::Project { command } => mailbox_cmds::project(paths, command).await,
-            Command::Lead { command } => mailbox_cmds::lead(paths, command).await,
-            Command::Hire(args) => mailbox_cmds::hire(paths, args).await,
+            Command::Project { command } => project::project(paths, command).await,
+            Command::Lead { command } => lead::lead(paths, command).await,
+            Command::Hire(args) => hire::hire(paths, args).await,
             Command::Close {
                 hire_id,
                 conversation,
-            } => mailbox_cmds::close(paths, hire_id, conversation).await,
+            } => hire::close(paths, hire_id, conversation).await,
             Command::Message {
                 hire_id,
                 text,
                 conversation,
-            } => mailbox_cmds::message(paths, hire_id, text, conversation).await,
+            } => message::message(paths, hire_id, text, conversation).await,
             Command::Review { command } => review::run(paths, command).await,
-            Command::Tracker { command } => tracker_cmds::run(paths, command).await,
-            Command::Auto { command } => auto_cmds::run(paths, command).await,
-            Command::Doctor { json } => tracker_cmds::doctor(paths, json).await,
-            Command::Work { command } => tracker_cmds::work(paths, command).await,
+            Command::Tracker { command } => tracker::run(paths, command).await,
+            Command::Auto { command } => auto::run(paths, command).await,
+            Command::Doctor { json } => doctor::doctor(paths, json).await,
+            Command::Work { command } => work::work(paths, command).await,
             Command::Herdr {
                 command:
                     HerdrCommand::Agent {
                         command: AgentCommand::List { json },
                     },
-            } => mailbox_cmds::agent_list(paths, json).await,
-            Command::Roster { json } => mailbox_cmds::roster(paths, json).await,
+            } => roster::agent_list(paths, json).await,
+            Command::Roster { json } => roster::roster(paths, json).await,
             Command::Transcript {
                 conversation,
                 after,
                 wait,
-            } => mailbox_cmds::transcript(paths, conversation, after, wait).await,
+            } => transcript::transcript(paths, conversation, after, wait).await,
         }
     });
     match result {

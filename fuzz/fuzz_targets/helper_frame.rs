@@ -6,14 +6,14 @@ use clankie_proto::helper::v1 as pb;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = clankie_helper::frame::decode_len(data);
+    let _ = clankie_types::helper::decode_len(data);
     let mut input = data;
     for _ in 0..64 {
-        match clankie_helper::frame::read_frame::<pb::Request>(&mut input, 1 << 16) {
+        match clankie_types::helper::read_frame::<pb::Request>(&mut input, 1 << 16) {
             Ok(Some(req)) => {
                 let mut out = Vec::new();
-                clankie_helper::frame::write_frame(&mut out, &req).expect("encode");
-                let back = clankie_helper::frame::read_frame::<pb::Request>(&mut &out[..], 1 << 16)
+                clankie_types::helper::write_frame(&mut out, &req).expect("encode");
+                let back = clankie_types::helper::read_frame::<pb::Request>(&mut &out[..], 1 << 16)
                     .expect("re-read")
                     .expect("a frame");
                 assert_eq!(back, req);

@@ -2,7 +2,7 @@
 //! Herdr answer lines, from any bytes.
 #![no_main]
 
-use clankie_admission::panes::{BlockReader, herdr_pane, parse_tmux};
+use clankie_panes::{BlockReader, herdr_pane, parse_tmux};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(p.pane_id.starts_with('%'));
         }
         let _ = block.feed(line.to_string());
-        if let Ok(v) = clankie_runtime::herdr::parse_answer(line, "clankie_1") {
+        if let Ok(v) = clankie_panes::herdr::socket::parse_answer(line, "clankie_1") {
             let _ = herdr_pane("%1", String::new(), &v);
         }
     }

@@ -140,17 +140,15 @@ impl Options {
 }
 
 impl Gateway {
-    /// Writes `run/gateway.json` so bridges and the CLI find the gateway:
+    /// Writes `run/fleet/gateway.json` so bridges and the CLI find the gateway:
     /// the bearer listener, the local Unix socket and the local loopback
     /// TCP listener.
     pub fn write_discovery(&self, addr: SocketAddr, local_tcp: SocketAddr) -> std::io::Result<()> {
-        let body = json!({
-            "url": format!("http://{addr}"),
-            "mcp": format!("http://{addr}/mcp"),
-            "unix": self.shared.paths.local_mcp_socket(),
-            "localMcp": format!("http://{local_tcp}/mcp"),
-            "pid": std::process::id(),
-        });
+        let body = clankie_types::discovery::GatewayDiscovery::new(
+            addr,
+            self.shared.paths.local_mcp_socket(),
+            local_tcp,
+        );
         clankie_runtime::state::save_json(&self.shared.paths.gateway_discovery(), &body)
     }
 

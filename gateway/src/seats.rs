@@ -19,7 +19,8 @@ use std::time::Duration;
 use axum::extract::{Extension, Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use clankie_runtime::clients::Call;
+use clankie_runtime::{ClankieError, ErrorCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -59,10 +60,10 @@ fn check_pane(a: &Admitted, pane: &str) -> Result<(), ClankieError> {
 }
 
 fn request<T>(shared: &Shared, a: &Admitted, msg: T, extra: Duration) -> tonic::Request<T> {
-    let mut req = tonic::Request::new(msg);
-    req.set_timeout(shared.request_budget + extra);
-    grpc::set_ticket(&mut req, &a.ticket);
-    req
+    Call::new(msg)
+        .timeout(shared.request_budget + extra)
+        .ticket(&a.ticket)
+        .request()
 }
 
 fn failed(s: tonic::Status) -> Response {

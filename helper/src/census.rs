@@ -12,6 +12,7 @@
 //! counted apart as privileged: the same ptrace rule hides it from every
 //! process of the user, so it stands outside what the user controls.
 
+use clankie_proto::helper::v1::Reason;
 use std::time::{Duration, Instant};
 
 const SCAN_BUDGET: Duration = Duration::from_millis(200);
@@ -46,7 +47,7 @@ enum Scan {
 }
 
 /// Finds every process holding socket `inode`.
-pub fn socket_holders(inode: u64, uid: Option<u32>) -> Result<Holders, &'static str> {
+pub fn socket_holders(inode: u64, uid: Option<u32>) -> Result<Holders, Reason> {
     let job = Instant::now();
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -63,15 +64,10 @@ pub fn socket_holders(inode: u64, uid: Option<u32>) -> Result<Holders, &'static 
             Scan::Restart => continue,
         }
     }
-    Err("census_timeout")
+    Err(Reason::CensusTimeout)
 }
 
-fn scan(
-    target: &str,
-    uid: Option<u32>,
-    jitter: &mut Jitter,
-    job: Instant,
-) -> Result<Scan, &'static str> {
+fn scan(target: &str, uid: Option<u32>, jitter: &mut Jitter, job: Instant) -> Result<Scan, Reason> {
     use rustix::fs::{AtFlags, Dir, Mode, OFlags, openat, statat};
     let started = Instant::now();
     let mut holders = Vec::new();
@@ -84,8 +80,8 @@ fn scan(
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|_| "proc_unreadable")?;
-    let mut entries = Dir::read_from(&proc_dir).map_err(|_| "proc_unreadable")?;
+    .map_err(|_| Reason::ProcUnreadable)?;
+    let mut entries = Dir::read_from(&proc_dir).map_err(|_| Reason::ProcUnreadable)?;
     let mut link = vec![0u8; 64];
     while let Some(entry) = entries.read() {
         let Ok(entry) = entry else {
@@ -105,7 +101,7 @@ fn scan(
                 Ok(st) if st.st_uid != want => continue,
                 Ok(_) => {}
                 Err(rustix::io::Errno::NOENT | rustix::io::Errno::SRCH) => continue,
-                Err(_) => return Err("census_unknown_owner"),
+                Err(_) => return Err(Reason::CensusUnknownOwner),
             }
         }
         let mut tries = 0;
@@ -138,7 +134,7 @@ fn scan(
                         churn_after_match = true;
                     }
                     if tries >= MAX_ATTEMPTS {
-                        return Err("census_unstable");
+                        return Err(Reason::CensusUnstable);
                     }
                     std::thread::sleep(Duration::from_millis(jitter.next_ms()));
                 }

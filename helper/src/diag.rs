@@ -34,12 +34,13 @@ pub enum DiagError {
 }
 
 impl DiagError {
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> clankie_proto::helper::v1::Reason {
+        use clankie_proto::helper::v1::Reason;
         match self {
-            DiagError::NotFound => "socket_not_found",
-            DiagError::NotLoopback => "not_loopback",
-            DiagError::Io(_) => "sock_diag_failed",
-            DiagError::Malformed => "sock_diag_malformed",
+            DiagError::NotFound => Reason::SocketNotFound,
+            DiagError::NotLoopback => Reason::NotLoopback,
+            DiagError::Io(_) => Reason::SockDiagFailed,
+            DiagError::Malformed => Reason::SockDiagMalformed,
         }
     }
 }

@@ -1,6 +1,6 @@
-//! The census helper's library: the pipe frame codec shared with the
-//! admission service, the job handlers, and the `sys` module that reads
-//! kernel facts.
+//! The census helper's library: the job handlers, and the `sys`, `census`
+//! and `diag` modules that read kernel facts. The pipe's frame codec and
+//! bounds are in `clankie_types::helper`, shared with admission.
 //!
 //! Owns: fresh observations of processes and socket holders, one job at a
 //! time, with no state carried between jobs. Does not own: any admission
@@ -17,15 +17,11 @@ compile_error!(
 
 pub mod census;
 pub mod diag;
-pub mod frame;
 pub mod sys;
 
 use clankie_proto::helper::v1 as pb;
-
-/// Largest request frame the helper reads.
-pub const MAX_REQUEST: usize = 64 << 10;
-/// Largest reply frame the helper writes; larger answers become an error.
-pub const MAX_REPLY: usize = 1 << 20;
+use clankie_types::helper::MAX_REPLY;
+use pb::Reason;
 
 /// Answers one request with fresh observations.
 pub fn handle(req: pb::Request) -> pb::Reply {
@@ -41,25 +37,19 @@ pub fn handle(req: pb::Request) -> pb::Reply {
             Err(reason) => error(reason, 0),
         },
         Some(Job::LoopbackHolders(l)) => loopback(&l),
-        None => R::Error(pb::HelperError {
-            reason: "unknown_job".into(),
-            errno: 0,
-        }),
+        None => error(Reason::UnknownJob, 0),
     };
     let mut reply = pb::Reply {
         id: req.id,
         result: Some(result),
     };
     if prost::Message::encoded_len(&reply) > MAX_REPLY {
-        reply.result = Some(R::Error(pb::HelperError {
-            reason: "reply_too_large".into(),
-            errno: 0,
-        }));
+        reply.result = Some(error(Reason::ReplyTooLarge, 0));
     }
     reply
 }
 
-fn error(reason: &str, errno: i32) -> pb::reply::Result {
+fn error(reason: Reason, errno: i32) -> pb::reply::Result {
     pb::reply::Result::Error(pb::HelperError {
         reason: reason.into(),
         errno,
@@ -88,7 +78,7 @@ fn loopback(l: &pb::FindLoopbackHolders) -> pb::reply::Result {
         end(&l.client_ip, l.client_port),
         end(&l.server_ip, l.server_port),
     ) else {
-        return error("bad_address", 0);
+        return error(Reason::BadAddress, 0);
     };
     let socket = match diag::tcp_client_socket(client, server) {
         Ok(s) => s,
@@ -110,10 +100,7 @@ fn loopback(l: &pb::FindLoopbackHolders) -> pb::reply::Result {
 fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {
     use pb::reply::Result as R;
     if o.pids.len() > 256 {
-        return R::Error(pb::HelperError {
-            reason: "too_many_pids".into(),
-            errno: 0,
-        });
+        return error(Reason::TooManyPids, 0);
     }
     let mut facts = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -137,10 +124,7 @@ fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {
                         ..Default::default()
                     });
                     if !matches!(e, sys::ObsError::Gone) {
-                        return R::Error(pb::HelperError {
-                            reason: e.reason().into(),
-                            errno: e.errno(),
-                        });
+                        return error(e.reason(), e.errno());
                     }
                     break;
                 }

@@ -4,8 +4,9 @@
 use std::io::{BufReader, BufWriter};
 use std::process::ExitCode;
 
-use clankie_helper::{MAX_REQUEST, frame, handle};
+use clankie_helper::handle;
 use clankie_proto::helper::v1 as pb;
+use clankie_types::helper::{self as frame, MAX_REQUEST};
 
 fn main() -> ExitCode {
     let stdin = std::io::stdin();

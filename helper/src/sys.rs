@@ -22,11 +22,12 @@ pub enum ObsError {
 
 impl ObsError {
     /// A fixed reason, never a PID or path.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> clankie_proto::helper::v1::Reason {
+        use clankie_proto::helper::v1::Reason;
         match self {
-            ObsError::Gone => "process_gone",
-            ObsError::Denied => "observation_denied",
-            ObsError::Io(_) => "observation_failed",
+            ObsError::Gone => Reason::ProcessGone,
+            ObsError::Denied => Reason::ObservationDenied,
+            ObsError::Io(_) => Reason::ObservationFailed,
         }
     }
 

@@ -10,16 +10,17 @@ import os
 import sys
 import time
 
-from local_socket import UnixHTTP
-from seatfiles import write_json as write
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import discovery  # noqa: E402
+from harness.seat_files import write_json as write  # noqa: E402
+from harness.unix_http import UnixHTTP  # noqa: E402
 
 state, go, out, pane = sys.argv[1:5]
 
 
 while not os.path.exists(go):
     time.sleep(0.05)
-with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
-    conn = UnixHTTP(json.load(f)["unix"])
+conn = UnixHTTP(discovery.gateway(state)["unix"])
 base = f"/v1/fleet/seats/{pane}/tool-catalog"
 conn.request("GET", base + "?wait=0")
 r = conn.getresponse()

@@ -10,7 +10,10 @@ import sys
 
 import anyio
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import bridge  # noqa: E402
 
 
 async def main() -> None:
@@ -23,11 +26,7 @@ async def main() -> None:
             seen["list_changed"] += 1
             changed.set()
 
-    params = StdioServerParameters(
-        command=clankie,
-        args=["mcp", "--fleet"],
-        env=dict(os.environ),
-    )
+    params = bridge.fleet(clankie)
     out = {}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, message_handler=on_message) as s:

@@ -3,16 +3,18 @@
 
 Usage: python hold_tcp.py STATE_DIR OUT
 """
-import json
 import os
 import socket
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import discovery  # noqa: E402
+from harness.seat_files import write_json  # noqa: E402
+
 state, out = sys.argv[1], sys.argv[2]
-with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
-    host, port = json.load(f)["localMcp"].split("//")[1].split("/")[0].rsplit(":", 1)
-s = socket.create_connection((host, int(port)))
+host, port = discovery.local_tcp(discovery.gateway(state))
+s = socket.create_connection((host, port))
 with open(out + ".tmp", "w") as f:
     f.write(f"{s.getsockname()[1]} {port}")
 os.rename(out + ".tmp", out)

@@ -3,12 +3,14 @@ its tools and calls mcp-server-time through it; writes what it saw to OUT.
 
 Usage: python local_call.py CLANKIE_BIN OUT
 """
-import json
 import os
 import sys
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.seat_files import write_json  # noqa: E402
 
 
 async def main() -> None:
@@ -30,9 +32,7 @@ async def main() -> None:
             )
             seen["call"] = r.structured_content
             seen["isError"] = r.is_error
-    with open(out + ".tmp", "w") as f:
-        json.dump(seen, f)
-    os.rename(out + ".tmp", out)
+    write_json(out, seen)
 
 
 anyio.run(main)

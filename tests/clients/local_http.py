@@ -25,16 +25,10 @@ import os
 import sys
 import time
 
-from local_socket import UnixHTTP
-from seatfiles import write_json as write
-
-
-def discovery():
-    path = os.environ.get("CLANKIE_GATEWAY_DISCOVERY") or os.path.join(
-        os.environ["CLANKIE_STATE"], "run", "fleet", "gateway.json"
-    )
-    with open(path) as f:
-        return json.load(f)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import discovery  # noqa: E402
+from harness.seat_files import write_json as write  # noqa: E402
+from harness.unix_http import UnixHTTP  # noqa: E402
 
 
 def get(conn, target):
@@ -49,15 +43,15 @@ def get(conn, target):
     return {"status": r.status, "code": code}
 
 
-found = discovery()
+found = discovery.gateway()
 sock = found["unix"]
 tcp = sys.argv[-1] == "tcp"
-tcp_host, tcp_port = found["localMcp"].split("//")[1].split("/")[0].rsplit(":", 1)
+tcp_host, tcp_port = discovery.local_tcp(found)
 
 
 def connection():
     if tcp:
-        return http.client.HTTPConnection(tcp_host, int(tcp_port), timeout=60)
+        return http.client.HTTPConnection(tcp_host, tcp_port, timeout=60)
     return UnixHTTP(sock)
 
 

@@ -14,11 +14,14 @@ import os
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from local_socket import UnixHTTP
-from seatfiles import SeatFiles, write_json
+from mcp import ClientSession, stdio_client
 from mcp.client.extension import NotificationBinding
 from pydantic import BaseModel, ConfigDict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import bridge, discovery  # noqa: E402
+from harness.seat_files import SeatFiles  # noqa: E402
+from harness.unix_http import UnixHTTP, pane_target, request_json  # noqa: E402
 
 
 class Channel(BaseModel):
@@ -30,30 +33,22 @@ class Channel(BaseModel):
 clankie, folder, name = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
-path = SeatFiles(folder, name).path
-write = write_json
+files = SeatFiles(folder, name)
 
 
 def do_http(method: str, target: str, body) -> dict:
     # A hire is told where the discovery file is, not where the state is.
-    with open(os.environ["CLANKIE_GATEWAY_DISCOVERY"]) as f:
-        sock_path = json.load(f)["unix"]
-    conn = UnixHTTP(sock_path)
-    pane = os.environ["TMUX_PANE"].replace("%", "%25")
-    data = json.dumps(body) if body is not None else None
-    conn.request(method, target.replace("{pane}", pane), body=data,
-                 headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    return {"status": r.status, "body": json.loads(r.read() or b"null")}
+    conn = UnixHTTP(discovery.gateway()["unix"])
+    return request_json(conn, method, pane_target(target), body)
 
 
 async def on_channel(params: Channel) -> None:
-    with open(path("inbox"), "a") as f:
+    with open(files.path("inbox"), "a") as f:
         f.write(json.dumps({"content": params.content, "meta": params.meta}) + "\n")
 
 
 async def main() -> None:
-    params = StdioServerParameters(command=clankie, args=["mcp", "--fleet"], env=dict(os.environ))
+    params = bridge.fleet(clankie)
     binding = NotificationBinding(
         method="notifications/claude/channel", params_type=Channel, handler=on_channel
     )
@@ -65,30 +60,20 @@ async def main() -> None:
                 r = await s.call_tool("list_fleet_seats", {})
                 me = (r.structured_content or {}).get("self") or {}
                 if not r.is_error and me.get("reachable"):
-                    write(path("seat"), me)
+                    files.write("seat", me)
                     break
                 # Not a seat (yet): what it was told, for tests that expect a refusal.
-                write(path("last"), {"isError": bool(r.is_error), "result": r.structured_content})
+                files.write("last", bridge.outcome(r))
                 await anyio.sleep(0.2)
-            n = 0
-            while True:
-                cmd = path(f"cmd.{n}")
-                if not os.path.exists(cmd):
-                    await anyio.sleep(0.05)
-                    continue
-                with open(cmd) as f:
-                    c = json.load(f)
+            async def answer(_n: int, c: dict) -> dict:
                 if c.get("list"):
                     tools = await s.list_tools()
-                    out = {"tools": sorted(t.name for t in tools.tools)}
-                elif "http" in c:
+                    return {"tools": sorted(t.name for t in tools.tools)}
+                if "http" in c:
                     method, target, body = c["http"]
-                    out = await anyio.to_thread.run_sync(do_http, method, target, body)
-                else:
-                    r = await s.call_tool(c["tool"], c.get("args", {}))
-                    out = {"isError": bool(r.is_error), "result": r.structured_content}
-                write(path(f"res.{n}"), out)
-                n += 1
+                    return await anyio.to_thread.run_sync(do_http, method, target, body)
+                return bridge.outcome(await s.call_tool(c["tool"], c.get("args", {})))
 
+            await files.serve(answer)
 
 anyio.run(main)

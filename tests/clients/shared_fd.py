@@ -18,7 +18,9 @@ import socket
 import sys
 import time
 
-from seatfiles import write_json
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import discovery  # noqa: E402
+from harness.seat_files import write_json  # noqa: E402
 
 # A notification with no session: admitted, the MCP service answers it with a
 # plain JSON client error; refused, admission answers 403 or 503 first.
@@ -58,14 +60,12 @@ def request(sock: socket.socket) -> dict:
 
 
 def connect(mode: str, state: str) -> socket.socket:
-    with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
-        disc = json.load(f)
+    disc = discovery.gateway(state)
     if mode == "unix":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(disc["unix"])
     else:
-        host, port = disc["localMcp"].split("//")[1].split("/")[0].rsplit(":", 1)
-        s = socket.create_connection((host, int(port)))
+        s = socket.create_connection(discovery.local_tcp(disc))
     return s
 
 

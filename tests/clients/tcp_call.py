@@ -15,6 +15,10 @@ import anyio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import discovery  # noqa: E402
+from harness.seat_files import write_json  # noqa: E402
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -61,8 +65,7 @@ def probe_once(url: str) -> dict:
 
 async def main() -> None:
     state, out = sys.argv[1], sys.argv[2]
-    with open(os.path.join(state, "run", "fleet", "gateway.json")) as f:
-        url = json.load(f)["localMcp"]
+    url = discovery.gateway(state)["localMcp"]
     seen = {"probe": probe(url)}
     if seen["probe"]["status"] == 200:
         async with streamable_http_client(url) as (read, write, *_):
@@ -75,9 +78,7 @@ async def main() -> None:
                     {"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}},
                 )
                 seen["call"] = r.structured_content
-    with open(out + ".tmp", "w") as f:
-        json.dump(seen, f)
-    os.rename(out + ".tmp", out)
+    write_json(out, seen)
 
 
 anyio.run(main)

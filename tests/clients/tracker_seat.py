@@ -21,14 +21,16 @@ import sys
 import time
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from seatfiles import SeatFiles, write_json
+from mcp import ClientSession, stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import bridge  # noqa: E402
+from harness.seat_files import SeatFiles  # noqa: E402
 
 clankie, folder, name = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
-path = SeatFiles(folder, name).path
-write = write_json
+files = SeatFiles(folder, name)
 
 
 async def one(s: ClientSession, c: dict) -> dict:
@@ -38,34 +40,26 @@ async def one(s: ClientSession, c: dict) -> dict:
     t0 = time.monotonic()
     r = await s.call_tool("clankie_call", args)
     ms = (time.monotonic() - t0) * 1000
-    return {"isError": bool(r.is_error), "result": r.structured_content, "ms": ms}
+    return {**bridge.outcome(r), "ms": ms}
 
 
 async def main() -> None:
-    params = StdioServerParameters(command=clankie, args=["mcp", "--fleet"], env=dict(os.environ))
+    params = bridge.fleet(clankie)
     async with stdio_client(params) as (read, write_stream):
         async with ClientSession(read, write_stream) as s:
             await s.initialize()
             while True:
                 r = await s.call_tool("clankie_tools", {"query": "linear issue"})
                 if not r.is_error:
-                    write(path("ready"), r.structured_content)
+                    files.write("ready", r.structured_content)
                     break
                 await anyio.sleep(0.2)
-            n = 0
-            while True:
-                cmd = path(f"cmd.{n}")
-                if not os.path.exists(cmd):
-                    await anyio.sleep(0.02)
-                    continue
-                with open(cmd) as f:
-                    c = json.load(f)
+            async def answer(n: int, c: dict):
                 if c.get("mark"):
-                    write(path(f"started.{n}"), {"at": time.time()})
+                    files.write(f"started.{n}", {"at": time.time()})
                 if "tools" in c:
-                    r = await s.call_tool("clankie_tools", c["tools"])
-                    out = {"isError": bool(r.is_error), "result": r.structured_content}
-                elif "batch" in c:
+                    return bridge.outcome(await s.call_tool("clankie_tools", c["tools"]))
+                if "batch" in c:
                     results = [None] * len(c["batch"])
 
                     async def run(i: int, call: dict) -> None:
@@ -74,11 +68,9 @@ async def main() -> None:
                     async with anyio.create_task_group() as tg:
                         for i, call in enumerate(c["batch"]):
                             tg.start_soon(run, i, call)
-                    out = results
-                else:
-                    out = await one(s, c)
-                write(path(f"res.{n}"), out)
-                n += 1
+                    return results
+                return await one(s, c)
 
+            await files.serve(answer, poll=0.02)
 
 anyio.run(main)

@@ -5,13 +5,16 @@ receipt id, records what it saw and its environment, then stays open.
 Usage: python worker_report.py CLANKIE_BIN OUT TEXT [GO_FILE]
 With GO_FILE, waits for that file to exist before reporting.
 """
-import json
 import os
 import sys
 import time
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import bridge  # noqa: E402
+from harness.seat_files import write_json  # noqa: E402
 
 
 async def main() -> None:
@@ -27,7 +30,7 @@ async def main() -> None:
     while go and not os.path.exists(go):
         await anyio.sleep(0.1)
     receipt = "rpt-test-" + os.environ.get("TMUX_PANE", "%0").lstrip("%")
-    params = StdioServerParameters(command=clankie, args=["mcp", "--fleet"], env=dict(os.environ))
+    params = bridge.fleet(clankie)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:
             await s.initialize()
@@ -37,9 +40,7 @@ async def main() -> None:
                 r = await s.call_tool("message_clankie", {"text": text, "receiptId": receipt})
                 seen[key] = r.structured_content
                 seen[key + "_error"] = r.is_error
-    with open(out + ".tmp", "w") as f:
-        json.dump(seen, f)
-    os.rename(out + ".tmp", out)
+    write_json(out, seen)
 
 
 anyio.run(main)

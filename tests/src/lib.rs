@@ -150,11 +150,11 @@ impl Stack {
         {
             bail!("clankie up did not come up: {:?}", self.lines());
         }
-        let discovery: Value = serde_json::from_slice(&std::fs::read(
-            self.state.path().join("run/fleet/gateway.json"),
-        )?)?;
-        self.url = discovery["url"].as_str().unwrap_or_default().to_string();
-        self.mcp_url = discovery["mcp"].as_str().unwrap_or_default().to_string();
+        let discovery: clankie_types::discovery::GatewayDiscovery = serde_json::from_slice(
+            &std::fs::read(self.state.path().join("run/fleet/gateway.json"))?,
+        )?;
+        self.url = discovery.url;
+        self.mcp_url = discovery.mcp;
         Ok(())
     }
 
@@ -170,16 +170,11 @@ impl Stack {
 
     /// Waits until at least `count` lines contain `needle`.
     pub async fn wait_lines(&self, needle: &str, count: usize, timeout: Duration) -> bool {
-        let end = Instant::now() + timeout;
-        loop {
-            if self.lines().iter().filter(|l| l.contains(needle)).count() >= count {
-                return true;
-            }
-            if Instant::now() > end {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let seen = async || {
+            let n = self.lines().iter().filter(|l| l.contains(needle)).count();
+            (n >= count).then_some(())
+        };
+        eventually(timeout, seen).await.is_some()
     }
 
     /// Runs the `clankie` CLI against this stack.
@@ -598,26 +593,14 @@ pub async fn wait_tool(client: &RunningService<RoleClient, ()>, tool: &str) {
 
 /// Waits until a file holds the line `line`.
 pub async fn wait_file_line(path: &Path, line: &str, timeout: Duration) -> bool {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if file_lines(path).iter().any(|l| l == line) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    let seen = async || file_lines(path).iter().any(|l| l == line).then_some(());
+    eventually(timeout, seen).await.is_some()
 }
 
 /// Waits until a file holds at least `count` lines.
 pub async fn wait_file_lines(path: &Path, count: usize, timeout: Duration) -> bool {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if file_lines(path).len() >= count {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    let seen = async || (file_lines(path).len() >= count).then_some(());
+    eventually(timeout, seen).await.is_some()
 }
 
 /// Lines of a file (missing: none).
@@ -686,17 +669,33 @@ pub fn http_response(
 
 /// Waits until `path` holds a JSON document, or `timeout` passes.
 pub async fn wait_json(path: &Path, timeout: Duration) -> Option<Value> {
-    let end = Instant::now() + timeout;
+    eventually(timeout, async || {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    })
+    .await
+}
+
+/// How often [`eventually`] asks again.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The one poll of the scenarios: asks `probe` until it answers `Some`,
+/// every 50 ms, for at most `within` (asked once more at the end). A
+/// timeout is a patience, never a measurement: tests assert what happened,
+/// not how fast.
+pub async fn eventually<T>(
+    within: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> Option<T> {
+    let end = Instant::now() + within;
     loop {
-        if let Ok(bytes) = std::fs::read(path)
-            && let Ok(v) = serde_json::from_slice(&bytes)
-        {
+        let last = Instant::now() >= end;
+        if let Some(v) = probe().await {
             return Some(v);
         }
-        if Instant::now() > end {
+        if last {
             return None;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(POLL).await;
     }
 }
 
@@ -732,12 +731,10 @@ impl HerdrFixture {
             cmd.env("HERDR_FIXTURE_STATUS_FILE", f);
         }
         let child = cmd.spawn().expect("herdr fixture");
-        for _ in 0..100 {
-            if socket.exists() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually(Duration::from_secs(5), async || {
+            socket.exists().then_some(())
+        })
+        .await;
         HerdrFixture {
             dir,
             socket,

@@ -1,5 +1,6 @@
-//! A hired seat driven through files: the shared harness of the seat
-//! scenarios (peer messages, reviews, the trust boundary).
+//! A hired seat driven through files: the one seat fixture of the
+//! scenarios (peer messages, reviews, the trust boundary, the tracker's
+//! roles, Auto's wakes).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,13 +11,45 @@ use serde_json::{Value, json};
 
 use crate::{Stack, TmuxServer};
 
+/// Which Python harness runs in a seat's pane (both from `tests/clients/`,
+/// both speaking the file protocol of `tests/harness/seat_files.py`).
+#[derive(Clone, Copy, Debug)]
+pub enum Harness {
+    /// `peer_seat.py`: records channel deliveries in NAME.inbox and runs
+    /// tool calls and local-socket requests; up once NAME.seat exists.
+    Peer,
+    /// `tracker_seat.py`: `clankie_tools` and (batches of) `clankie_call`;
+    /// up once NAME.ready exists.
+    Tracker,
+}
+
+impl Harness {
+    fn script(self) -> &'static str {
+        match self {
+            Harness::Peer => "peer_seat.py",
+            Harness::Tracker => "tracker_seat.py",
+        }
+    }
+
+    /// The file the harness writes once its bridge answers.
+    fn ready_file(self) -> &'static str {
+        match self {
+            Harness::Peer => "seat",
+            Harness::Tracker => "ready",
+        }
+    }
+}
+
 /// A hired seat in a real pane of a linked tmux session, running the real
-/// bridge under `tests/clients/peer_seat.py`, driven through files.
-pub struct PeerSeat {
+/// bridge under a Python harness, driven through files: the one seat
+/// fixture of the scenario tests.
+pub struct Seat {
     pub dir: PathBuf,
     pub name: String,
     /// The hire record `clankie hire` printed.
     pub hire: Value,
+    /// What the harness wrote once it was up.
+    pub ready: Value,
     next: AtomicUsize,
 }
 
@@ -25,6 +58,7 @@ pub fn json_of(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
 }
 
+/// Waits for a JSON file.
 pub async fn try_wait_json(path: &std::path::Path, timeout: Duration) -> Option<Value> {
     crate::wait_json(path, timeout).await
 }
@@ -36,8 +70,33 @@ pub async fn must_wait_json(path: &std::path::Path, timeout: Duration) -> Value 
         .unwrap_or_else(|| panic!("timed out waiting for {}", path.display()))
 }
 
-impl PeerSeat {
-    pub async fn hire(stack: &Stack, dir: &std::path::Path, name: &str, lead: &str) -> PeerSeat {
+impl Seat {
+    /// Hires `harness` with these `clankie hire` flags and waits until it is up.
+    pub async fn start(
+        stack: &Stack,
+        dir: &std::path::Path,
+        name: &str,
+        harness: Harness,
+        flags: &[&str],
+    ) -> Seat {
+        let hire = stack.hire_harness(flags, harness.script(), dir, name);
+        let ready = dir.join(format!("{name}.{}", harness.ready_file()));
+        let Some(ready) = try_wait_json(&ready, Duration::from_secs(60)).await else {
+            let logs =
+                stack.log_tails(&["gateway", "mailbox", "admission", "mcp-host", "auto"], 20);
+            panic!("seat {name} never came up\n{logs}");
+        };
+        Seat {
+            dir: dir.to_path_buf(),
+            name: name.into(),
+            hire,
+            ready,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// A worker of project `alpha` under conversation `lead`.
+    pub async fn hire(stack: &Stack, dir: &std::path::Path, name: &str, lead: &str) -> Seat {
         Self::hire_as(stack, dir, name, lead, "worker").await
     }
 
@@ -47,7 +106,7 @@ impl PeerSeat {
         name: &str,
         lead: &str,
         role: &str,
-    ) -> PeerSeat {
+    ) -> Seat {
         Self::hire_with(stack, dir, name, lead, role, "").await
     }
 
@@ -59,36 +118,18 @@ impl PeerSeat {
         lead: &str,
         role: &str,
         link: &str,
-    ) -> PeerSeat {
-        let hire = stack.hire_harness(
-            &[
-                "--project",
-                "alpha",
-                "--conversation",
-                lead,
-                "--role",
-                role,
-                "--link",
-                link,
-            ],
-            "peer_seat.py",
-            dir,
-            name,
-        );
-        let seat = PeerSeat {
-            dir: dir.to_path_buf(),
-            name: name.into(),
-            hire,
-            next: AtomicUsize::new(0),
-        };
-        if try_wait_json(&seat.file("seat"), Duration::from_secs(60))
-            .await
-            .is_none()
-        {
-            let logs = stack.log_tails(&["gateway", "mailbox", "admission"], 30);
-            panic!("seat {name} never came up\n{logs}");
-        }
-        seat
+    ) -> Seat {
+        let flags = [
+            "--project",
+            "alpha",
+            "--conversation",
+            lead,
+            "--role",
+            role,
+            "--link",
+            link,
+        ];
+        Self::start(stack, dir, name, Harness::Peer, &flags).await
     }
 
     pub fn file(&self, suffix: &str) -> PathBuf {
@@ -101,12 +142,23 @@ impl PeerSeat {
         v["seatId"].as_str().expect("seat id").to_string()
     }
 
-    pub async fn run(&self, cmd: Value) -> Value {
+    /// Drops command N (written whole) and returns N.
+    pub fn send(&self, cmd: Value) -> usize {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let tmp = self.file(&format!("cmd.{n}.tmp"));
         std::fs::write(&tmp, cmd.to_string()).expect("cmd");
         std::fs::rename(&tmp, self.file(&format!("cmd.{n}"))).expect("rename");
-        must_wait_json(&self.file(&format!("res.{n}")), Duration::from_secs(60)).await
+        n
+    }
+
+    /// The answer to command N.
+    pub async fn result(&self, n: usize) -> Value {
+        must_wait_json(&self.file(&format!("res.{n}")), Duration::from_secs(90)).await
+    }
+
+    pub async fn run(&self, cmd: Value) -> Value {
+        let n = self.send(cmd);
+        self.result(n).await
     }
 
     pub async fn call(&self, tool: &str, args: Value) -> Value {
@@ -126,36 +178,39 @@ impl PeerSeat {
             .collect()
     }
 
+    /// Whether a delivery whose content contains `needle` arrives within
+    /// `within`.
+    pub async fn inbox_contains(&self, needle: &str, within: Duration) -> bool {
+        let has = |m: &Value| m["content"].as_str().is_some_and(|c| c.contains(needle));
+        crate::eventually(within, async || self.inbox().iter().any(has).then_some(()))
+            .await
+            .is_some()
+    }
+
     pub async fn wait_inbox_containing(&self, needle: &str) {
-        for _ in 0..600 {
-            if self
-                .inbox()
-                .iter()
-                .any(|m| m["content"].as_str().is_some_and(|c| c.contains(needle)))
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if !self.inbox_contains(needle, Duration::from_secs(30)).await {
+            panic!(
+                "{} never received {needle:?}: {:?}",
+                self.name,
+                self.inbox()
+            );
         }
-        panic!(
-            "{} never received {needle:?}: {:?}",
-            self.name,
-            self.inbox()
-        );
     }
 
     pub async fn wait_inbox(&self, content: &str) {
-        for _ in 0..600 {
-            if self.inbox().iter().any(|m| m["content"] == content) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let has = |m: &Value| m["content"] == content;
+        if crate::eventually(Duration::from_secs(30), async || {
+            self.inbox().iter().any(has).then_some(())
+        })
+        .await
+        .is_none()
+        {
+            panic!(
+                "{} never received {content:?}: {:?}",
+                self.name,
+                self.inbox()
+            );
         }
-        panic!(
-            "{} never received {content:?}: {:?}",
-            self.name,
-            self.inbox()
-        );
     }
 
     /// The seat's bridge process (the harness's `clankie mcp --fleet` child).

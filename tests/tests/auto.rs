@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use clankie_tests::{Stack, StackOptions};
+use clankie_tests::seat::{Harness, Seat};
+use clankie_tests::{Stack, StackOptions, eventually};
 use serde_json::{Value, json};
 
 const TICK: u64 = 1_000;
@@ -64,20 +65,19 @@ async fn wait_wakes(
     n: usize,
     within: Duration,
 ) -> Vec<(String, String)> {
-    let end = Instant::now() + within;
-    loop {
+    let enough = eventually(within, async || {
         let w = wakes(stack, conversation);
-        if w.len() >= n {
-            return w;
-        }
-        assert!(
-            Instant::now() < end,
+        (w.len() >= n).then_some(w)
+    })
+    .await;
+    enough.unwrap_or_else(|| {
+        let w = wakes(stack, conversation);
+        panic!(
             "{conversation} has {} wakes, wanted {n}: {w:?}\n{}",
             w.len(),
             stack.log_tails(&["auto"], 30)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        )
+    })
 }
 
 fn status(stack: &Stack) -> Value {
@@ -282,19 +282,13 @@ fn auto_pid(stack: &Stack) -> i32 {
 }
 
 async fn restarted(stack: &Stack, old: i32) -> i32 {
-    for _ in 0..200 {
-        if let Some(p) = stack.service_pid("auto")
-            && p != old
-            && stack
-                .clankie(&["auto", "status", "--json"])
-                .status
-                .success()
-        {
-            return p;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the scheduler did not come back");
+    eventually(Duration::from_secs(10), async || {
+        let p = stack.service_pid("auto").filter(|p| *p != old)?;
+        let status = stack.clankie(&["auto", "status", "--json"]).status;
+        status.success().then_some(p)
+    })
+    .await
+    .expect("the scheduler did not come back")
 }
 
 fn cadence(stack: &Stack) -> Value {
@@ -586,72 +580,6 @@ async fn rounds_and_hires_follow_explicit_ownership_and_staffing_asks_full_auton
     drop(tmux);
 }
 
-/// A seat in a pane running `tests/clients/peer_seat.py`: it records every
-/// channel notification and runs tool calls dropped as files.
-struct Seat {
-    dir: std::path::PathBuf,
-    name: String,
-    next: std::sync::atomic::AtomicUsize,
-}
-
-impl Seat {
-    async fn hire(stack: &Stack, dir: &Path, name: &str, flags: &[&str]) -> Seat {
-        let py = clankie_tests::python().display().to_string();
-        let script = clankie_tests::repo_root()
-            .join("tests/clients/peer_seat.py")
-            .display()
-            .to_string();
-        let clankie = clankie_tests::bin_dir()
-            .join("clankie")
-            .display()
-            .to_string();
-        let folder = dir.display().to_string();
-        let mut args = vec!["hire"];
-        args.extend_from_slice(flags);
-        args.extend_from_slice(&["--", &py, &script, &clankie, &folder, name]);
-        stack.clankie_ok(&args);
-        let seat = Seat {
-            dir: dir.to_path_buf(),
-            name: name.into(),
-            next: std::sync::atomic::AtomicUsize::new(0),
-        };
-        assert!(
-            clankie_tests::wait_json(&seat.file("seat"), Duration::from_secs(60))
-                .await
-                .is_some(),
-            "seat {name} never came up\n{}",
-            stack.log_tails(&["gateway", "mailbox", "auto"], 20)
-        );
-        seat
-    }
-
-    fn file(&self, suffix: &str) -> std::path::PathBuf {
-        self.dir.join(format!("{}.{suffix}", self.name))
-    }
-
-    async fn run(&self, cmd: Value) -> Value {
-        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let tmp = self.file(&format!("cmd.{n}.tmp"));
-        std::fs::write(&tmp, cmd.to_string()).expect("cmd");
-        std::fs::rename(&tmp, self.file(&format!("cmd.{n}"))).expect("rename");
-        clankie_tests::wait_json(&self.file(&format!("res.{n}")), Duration::from_secs(60))
-            .await
-            .expect("answer")
-    }
-
-    async fn inbox_containing(&self, needle: &str, within: Duration) -> bool {
-        let end = Instant::now() + within;
-        while Instant::now() < end {
-            let inbox = std::fs::read_to_string(self.file("inbox")).unwrap_or_default();
-            if inbox.contains(needle) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        false
-    }
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -665,10 +593,11 @@ async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stop
     let _tmux = stack.link_tmux("work");
     let (_ws, conv) = alpha_on_auto(&stack);
     let dir = tempfile::tempdir().expect("dir");
-    let seat = Seat::hire(
+    let seat = Seat::start(
         &stack,
         dir.path(),
         "lead",
+        Harness::Peer,
         &[
             "--role",
             "lead",
@@ -679,7 +608,14 @@ async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stop
         ],
     )
     .await;
-    let worker = Seat::hire(&stack, dir.path(), "worker", &["--project", "alpha"]).await;
+    let worker = Seat::start(
+        &stack,
+        dir.path(),
+        "worker",
+        Harness::Peer,
+        &["--project", "alpha"],
+    )
+    .await;
     let tools = seat.run(json!({ "list": true })).await;
     let names = tools["tools"].to_string();
     assert!(
@@ -702,7 +638,7 @@ async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stop
     let w = wait_wakes(&stack, &conv, 1, Duration::from_secs(10)).await;
     assert!(w[0].1.contains("Auto round"));
     assert!(
-        seat.inbox_containing("Auto round", Duration::from_secs(20))
+        seat.inbox_contains("Auto round", Duration::from_secs(20))
             .await,
         "the lead seat heard the wake"
     );
@@ -721,7 +657,7 @@ async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stop
         .await;
     assert_eq!(s["isError"], false, "{s}");
     assert!(
-        seat.inbox_containing("Self-wake: check the CI run", Duration::from_secs(15))
+        seat.inbox_contains("Self-wake: check the CI run", Duration::from_secs(15))
             .await,
         "the self-wake arrived"
     );
@@ -749,7 +685,7 @@ async fn a_lead_seat_hears_its_wakes_and_schedules_its_own_until_the_switch_stop
     );
     stack.clankie_ok(&["auto", "on"]);
     assert!(
-        seat.inbox_containing("Self-wake: held", Duration::from_secs(15))
+        seat.inbox_contains("Self-wake: held", Duration::from_secs(15))
             .await,
         "held until the switch came back on"
     );

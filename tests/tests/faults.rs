@@ -103,13 +103,16 @@ type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
 /// Connects, retrying while the stack restarts a service.
 async fn connect(stack_url: &str, token: &str) -> Client {
+    // Not `eventually`: this runs inside `tokio::spawn`, and a future that
+    // awaits an `AsyncFnMut` probe is not `Send` for every lifetime (a
+    // compiler limitation), so the retry is spelled out.
     for _ in 0..300 {
         if let Ok(c) = clankie_tests::mcp_client(stack_url, token).await {
             return c;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the gateway never came back");
+    panic!("the gateway never came back")
 }
 
 /// The first answer a call got: its structured body, or the transport error.
@@ -608,13 +611,14 @@ async fn a_hung_upstream_and_a_crashing_one_with_its_backoff() {
         .await
         .expect("client");
     for tool in ["edge_hang", "time_get_current_time"] {
-        for _ in 0..300 {
+        clankie_tests::eventually(Duration::from_secs(30), async || {
             let r = call_with(&client, "clankie_tools", json!({"names": [tool]})).await;
-            if r["tools"].as_array().is_some_and(|t| !t.is_empty()) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            r["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty())
+                .then_some(())
+        })
+        .await;
     }
     let mut tally = Tally::default();
 

@@ -293,15 +293,11 @@ mod proof {
 
     /// Waits for a pid written to `path`.
     async fn pid_file(path: &std::path::Path) -> i32 {
-        for _ in 0..300 {
-            if let Ok(text) = std::fs::read_to_string(path)
-                && let Ok(pid) = text.trim().parse()
-            {
-                return pid;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("no pid in {}", path.display());
+        clankie_tests::eventually(Duration::from_secs(30), async || {
+            std::fs::read_to_string(path).ok()?.trim().parse().ok()
+        })
+        .await
+        .unwrap_or_else(|| panic!("no pid in {}", path.display()))
     }
 
     /// A new pane running an interactive shell (job control on); returns
@@ -373,20 +369,16 @@ mod proof {
         let bg = format!("{} {} &", client_env(&stack), seat_client("b"));
         tmux.run(&["send-keys", "-t", &pane2, &bg, "Enter"]);
         tmux.run(&["send-keys", "-t", &pane2, "sleep 301", "Enter"]);
-        let mut refused = None;
-        for _ in 0..300 {
+        let counted = clankie_tests::eventually(Duration::from_secs(30), async || {
             let status = fleet_status(&stack);
-            if status["localProofs"]["refusals"]["foreground_mismatch"]
-                .as_u64()
-                .unwrap_or(0)
-                >= 1
-            {
-                refused = wait_file(&dir.path().join("b.last"), Duration::from_secs(10)).await;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let refused = refused.expect("the background process was refused a seat");
+            let refusals = &status["localProofs"]["refusals"]["foreground_mismatch"];
+            (refusals.as_u64().unwrap_or(0) >= 1).then_some(())
+        })
+        .await;
+        assert!(counted.is_some(), "no foreground_mismatch refusal counted");
+        let refused = wait_file(&dir.path().join("b.last"), Duration::from_secs(10))
+            .await
+            .expect("the background process was refused a seat");
         assert_eq!(refused["isError"], true, "{refused}");
         assert!(
             !dir.path().join("b.seat").exists(),
@@ -422,14 +414,11 @@ mod proof {
                 script.display()
             ),
         ]);
-        let mut seen = String::new();
-        for _ in 0..300 {
-            if let Ok(t) = std::fs::read_to_string(&out) {
-                seen = t;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let seen = clankie_tests::eventually(Duration::from_secs(30), async || {
+            std::fs::read_to_string(&out).ok()
+        })
+        .await
+        .unwrap_or_default();
         assert_eq!(
             seen, "PermissionError",
             "another uid is stopped by the folder"

@@ -1,6 +1,6 @@
 //! Pane hosts against the real multiplexer: a private tmux server.
 
-use clankie_admission::panes::{PaneError, PaneHost, Tmux};
+use clankie_panes::{PaneError, PaneHost, Tmux};
 use clankie_tests::{TmuxServer, ppid};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -64,7 +64,7 @@ async fn tmux_reports_each_panes_shell_and_forgets_closed_panes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_herdr_client_speaks_the_schema_and_reads_shell_pids() {
-    use clankie_admission::panes::Herdr;
+    use clankie_panes::Herdr;
     let me = std::process::id() as i32;
     let mut herdr =
         clankie_tests::HerdrFixture::start(&format!(r#"{{"w1:p1": {me}, "w1:p2": 1}}"#), None)

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use clankie_tests::{Stack, TmuxServer, structured};
+use clankie_tests::{Stack, TmuxServer, eventually, structured};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use clankie_tests::seat::{PeerSeat as Seat, json_of};
+use clankie_tests::seat::{Seat, json_of};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn seats_message_each_other_with_honest_receipts() {
@@ -63,14 +63,15 @@ async fn seats_message_each_other_with_honest_receipts() {
     let got = b.inbox();
     assert_eq!(got[0]["meta"]["source"], "peer");
     assert_eq!(got[0]["meta"]["from"], format!("seat:{a_id}"));
-    let mut receipt = json!(null);
-    for _ in 0..100 {
-        receipt = a.receipt(&first_id).await;
-        if receipt["body"]["state"] == "delivered" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let delivered = eventually(Duration::from_secs(5), async || {
+        let r = a.receipt(&first_id).await;
+        (r["body"]["state"] == "delivered").then_some(r)
+    })
+    .await;
+    let receipt = match delivered {
+        Some(r) => r,
+        None => a.receipt(&first_id).await,
+    };
     assert_eq!(receipt["body"]["state"], "delivered", "{receipt}");
     assert_eq!(receipt["body"]["outcome"], "confirmed");
     // The same receipt id reads the original and sends nothing.
@@ -128,12 +129,10 @@ async fn seats_message_each_other_with_honest_receipts() {
     assert_eq!(read["body"]["state"], "unresolved", "{read}");
     kill(b_bridge, Signal::SIGCONT).expect("continue b");
     b.wait_inbox("second").await;
-    for _ in 0..200 {
-        if a.receipt(&second_id).await["body"]["state"] == "delivered" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(Duration::from_secs(20), async || {
+        (a.receipt(&second_id).await["body"]["state"] == "delivered").then_some(())
+    })
+    .await;
     assert_eq!(a.receipt(&second_id).await["body"]["state"], "delivered");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let inbox = b.inbox();
@@ -222,17 +221,16 @@ async fn seats_message_each_other_with_honest_receipts() {
     // Peer messages off: both tools hidden, sends refused (a stale catalog
     // included), receipt reads still allowed.
     stack.clankie_ok(&["fleet", "set", "--peer-messages", "off"]);
-    let mut listed = json!(null);
-    for _ in 0..100 {
-        listed = a.run(json!({ "list": true })).await;
-        if !listed["tools"]
-            .as_array()
-            .is_some_and(|t| t.contains(&json!("message_peer")))
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let withdrawn = eventually(Duration::from_secs(10), async || {
+        let listed = a.run(json!({ "list": true })).await;
+        let tools = listed["tools"].as_array();
+        (!tools.is_some_and(|t| t.contains(&json!("message_peer")))).then_some(listed)
+    })
+    .await;
+    let listed = match withdrawn {
+        Some(l) => l,
+        None => a.run(json!({ "list": true })).await,
+    };
     let tools = listed["tools"].as_array().cloned().unwrap_or_default();
     assert!(
         !tools.contains(&json!("message_peer")) && !tools.contains(&json!("list_fleet_seats")),
@@ -307,166 +305,4 @@ async fn seats_message_each_other_with_honest_receipts() {
         !audit.contains("hello b") && audit.contains(&first_id),
         "{audit}"
     );
-}
-
-use clankie_tests::git::{commit, git, patch_id, work_repo};
-
-#[tokio::test(flavor = "multi_thread")]
-async fn landing_review_routes_the_exact_change_to_the_reviewer() {
-    let stack = Stack::start().await.expect("stack");
-    let tmux = TmuxServer::start("work");
-    let socket = tmux.socket.display().to_string();
-    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-    // A real repository with a bare origin; the work is one commit ahead.
-    let repos = tempfile::tempdir().expect("repos");
-    let (work, base) = work_repo(repos.path(), "work");
-    let head = commit(
-        &work,
-        &[
-            ("src/feature.txt", b"the feature\n"),
-            ("src/blob.bin", &[0u8, 159, 146, 150, 255]),
-        ],
-        "feature",
-    );
-    let expected_patch_id = patch_id(&work, &base);
-
-    stack.clankie_ok(&[
-        "project",
-        "add",
-        "alpha",
-        "--workspace",
-        &work.display().to_string(),
-        "--reviewer",
-    ]);
-    let lead = stack.add_lead("Lead");
-    let dir = tempfile::tempdir().expect("dir");
-    let author = Seat::hire(&stack, dir.path(), "author", &lead).await;
-    let reviewer = Seat::hire_as(&stack, dir.path(), "reviewer", &lead, "reviewer").await;
-    let tools = author.run(json!({ "list": true })).await;
-    for t in ["submit_for_review", "review_candidate", "review_verdict"] {
-        assert!(
-            tools["tools"]
-                .as_array()
-                .is_some_and(|l| l.contains(&json!(t))),
-            "{tools}"
-        );
-    }
-
-    // Refused with nothing stored: relative, missing and non-git checkouts.
-    let not_git = tempfile::tempdir().expect("plain");
-    for checkout in [
-        "work".to_string(),
-        repos.path().join("missing").display().to_string(),
-        not_git.path().display().to_string(),
-    ] {
-        let r = author
-            .call(
-                "submit_for_review",
-                json!({ "checkout": checkout, "summary": "x" }),
-            )
-            .await;
-        assert_eq!(r["isError"], true, "{r}");
-        assert_eq!(r["result"]["error"]["code"], "invalid_argument", "{r}");
-    }
-    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
-    assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(0));
-
-    // A folder inside the checkout resolves to its work-tree root.
-    let sub = work.join("src").display().to_string();
-    let r = author
-        .call(
-            "submit_for_review",
-            json!({ "checkout": sub, "summary": "add the feature", "issue": "LOCAL-1" }),
-        )
-        .await;
-    assert_eq!(r["isError"], false, "{r}");
-    let c = &r["result"];
-    assert_eq!(c["checkout"], work.display().to_string());
-    assert_eq!(c["head"], head.as_str());
-    assert_eq!(c["base"], base.as_str());
-    assert_eq!(c["patchId"], expected_patch_id.as_str());
-    assert_eq!(c["reviewerSeat"], reviewer.seat_id().as_str());
-    let first = c["candidateId"].as_str().expect("id").to_string();
-    reviewer.wait_inbox_containing(&first).await;
-
-    // The reviewer reads the exact patch; the author cannot decide; the
-    // verdict must name the patch read; CHANGES needs a finding.
-    let read = reviewer
-        .call("review_candidate", json!({ "candidateId": first }))
-        .await;
-    assert!(
-        read["result"]["patch"]
-            .as_str()
-            .unwrap_or("")
-            .contains("the feature"),
-        "{read}"
-    );
-    assert!(
-        read["result"]["patch"]
-            .as_str()
-            .unwrap_or("")
-            .contains("GIT binary patch"),
-        "{read}"
-    );
-    let own = author
-        .call(
-            "review_verdict",
-            json!({ "candidateId": first, "patchId": expected_patch_id, "verdict": "approve" }),
-        )
-        .await;
-    assert_eq!(own["result"]["error"]["code"], "not_reviewer", "{own}");
-    let wrong = reviewer
-        .call(
-            "review_verdict",
-            json!({ "candidateId": first, "patchId": "0".repeat(40), "verdict": "approve" }),
-        )
-        .await;
-    assert_eq!(
-        wrong["result"]["error"]["code"], "patch_mismatch",
-        "{wrong}"
-    );
-    let bare = reviewer
-        .call(
-            "review_verdict",
-            json!({ "candidateId": first, "patchId": expected_patch_id, "verdict": "changes" }),
-        )
-        .await;
-    assert_eq!(
-        bare["result"]["error"]["code"], "invalid_argument",
-        "{bare}"
-    );
-    let changes = reviewer
-        .call(
-            "review_verdict",
-            json!({
-                "candidateId": first, "patchId": expected_patch_id, "verdict": "changes",
-                "findings": [{ "text": "feature.txt lacks a trailing summary", "file": "src/feature.txt", "line": 1 }]
-            }),
-        )
-        .await;
-    assert_eq!(changes["result"]["state"], "changes", "{changes}");
-    author.wait_inbox_containing("changes").await;
-
-    // A new commit for the same issue links to the candidate that got CHANGES.
-    std::fs::write(work.join("src/feature.txt"), "the feature\nsummary\n").expect("write");
-    git(&work, &["commit", "-q", "-am", "address review"]);
-    let second_patch = patch_id(&work, &base);
-    let r = author
-        .call(
-            "submit_for_review",
-            json!({ "checkout": work.display().to_string(), "summary": "again", "issue": "LOCAL-1" }),
-        )
-        .await;
-    assert_eq!(r["result"]["previous"], first.as_str(), "{r}");
-    let second = r["result"]["candidateId"].as_str().expect("id").to_string();
-    let ok = reviewer
-        .call(
-            "review_verdict",
-            json!({ "candidateId": second, "patchId": second_patch, "verdict": "approve" }),
-        )
-        .await;
-    assert_eq!(ok["result"]["state"], "approved", "{ok}");
-    let shown = json_of(&stack.clankie_ok(&["review", "show", &second]));
-    assert_eq!(shown["state"], "approved");
-    assert!(shown["patch"].as_str().unwrap_or("").contains("summary"));
 }

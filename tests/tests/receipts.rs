@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use clankie_tests::{Stack, StackOptions, call, file_lines, structured};
+use clankie_tests::{Stack, StackOptions, call, eventually, file_lines, structured};
 use serde_json::json;
 
 fn count(log: &std::path::Path, tag: &str) -> usize {
@@ -35,20 +35,16 @@ async fn a_deadline_after_dispatch_is_uncertain_and_reconciles_to_the_settled_re
     let receipt = body["receiptId"].as_str().expect("receipt").to_string();
 
     // Later, reconciling by receipt shows the settled result.
-    let mut settled = None;
-    for _ in 0..100 {
+    let settled = eventually(Duration::from_secs(10), async || {
         let r = call(&client, "clankie_call", json!({"receiptId": receipt}))
             .await
             .expect("reconcile");
         let b = structured(&r);
         assert_eq!(b["fromReceipt"], true);
-        if b["outcome"] == "ok" {
-            settled = Some(b);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let settled = settled.expect("the receipt settles");
+        (b["outcome"] == "ok").then_some(b)
+    })
+    .await
+    .expect("the receipt settles");
     assert!(settled["result"].to_string().contains("slow-1"));
 
     // Repeating the same call with the same receipt id reads the original.
@@ -126,18 +122,14 @@ async fn kill_9_of_the_host_mid_calls_loses_and_replays_nothing() {
 
     let client = stack.client(&token).await.expect("new client");
     // Wait for the edge account to verify again.
-    for _ in 0..100 {
+    eventually(Duration::from_secs(10), async || {
         let r = call(&client, "clankie_tools", json!({"names": ["edge_slow"]}))
             .await
             .expect("describe");
-        if structured(&r)["tools"]
-            .as_array()
-            .is_some_and(|t| !t.is_empty())
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        let tools = structured(&r)["tools"].as_array().cloned();
+        tools.is_some_and(|t| !t.is_empty()).then_some(())
+    })
+    .await;
 
     let mut found = 0;
     for id in &ids {
@@ -265,21 +257,22 @@ async fn settled(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
     receipt: &str,
 ) -> serde_json::Value {
-    for _ in 0..200 {
+    eventually(Duration::from_secs(20), async || {
         let r = call(client, "clankie_call", json!({"receiptId": receipt}))
             .await
             .expect("reconcile");
         let b = structured(&r);
         if b["outcome"] == "ok" || b["outcome"] == "error" {
-            return b;
+            return Some(b);
         }
         assert!(
             b["outcome"] == "uncertain" || b["error"]["retryable"] == true,
             "reconciling {receipt}: {b}"
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{receipt} never settled");
+        None
+    })
+    .await
+    .unwrap_or_else(|| panic!("{receipt} never settled"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

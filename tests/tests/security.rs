@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use clankie_tests::git::{commit, diff, patch_id, patch_id_of, work_repo};
-use clankie_tests::seat::{PeerSeat, json_of};
+use clankie_tests::seat::{Seat, json_of};
 use clankie_tests::{
-    Stack, StackOptions, TmuxServer, bin_dir, http_response, peer_path, python, repo_root,
-    wait_json,
+    Stack, StackOptions, TmuxServer, bin_dir, eventually, http_response, peer_path, python,
+    repo_root, wait_json,
 };
 use serde_json::{Value, json};
 
@@ -63,7 +63,7 @@ async fn another_panes_pid_named_to_any_internal_socket_gets_nothing() {
     let (stack, tmux, _workspace, conversation) = seat_stack().await;
     stack.clankie_ok(&["tracker", "team", "ENG", "--name", "Engineering"]);
     let dir = tempfile::tempdir().expect("dir");
-    let victim = PeerSeat::hire(&stack, dir.path(), "victim", &conversation).await;
+    let victim = Seat::hire(&stack, dir.path(), "victim", &conversation).await;
     let victim_pid = pane_pid(&tmux, victim.hire["paneId"].as_str().expect("pane"));
     let probe = bin_dir().join("clankie-probe");
     let state = stack.state.path().display().to_string();
@@ -304,8 +304,8 @@ async fn with_the_sandbox_on_a_hire_sees_only_the_fleet_folder_and_still_works()
 
     // The pane-lineage proof holds inside: the bridge reaches a connected
     // tool with no token, and seats message each other.
-    let a = PeerSeat::hire(&stack, dir.path(), "a", &conversation).await;
-    let b = PeerSeat::hire(&stack, dir.path(), "b", &conversation).await;
+    let a = Seat::hire(&stack, dir.path(), "a", &conversation).await;
+    let b = Seat::hire(&stack, dir.path(), "b", &conversation).await;
     assert_eq!(a.hire["sandboxed"], true);
     let r = a
         .call(
@@ -436,8 +436,8 @@ async fn a_receipt_read_from_another_pane_is_not_found() {
     let (stack, _tmux, _workspace, conversation) = seat_stack().await;
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
     let dir = tempfile::tempdir().expect("dir");
-    let a = PeerSeat::hire(&stack, dir.path(), "a", &conversation).await;
-    let b = PeerSeat::hire(&stack, dir.path(), "b", &conversation).await;
+    let a = Seat::hire(&stack, dir.path(), "a", &conversation).await;
+    let b = Seat::hire(&stack, dir.path(), "b", &conversation).await;
     let call = json!({
         "name": "time_get_current_time",
         "arguments": { "timezone": "Etc/UTC" },
@@ -503,9 +503,8 @@ async fn a_review_holds_only_what_its_bytes_say_from_inside_the_workspaces() {
     ]);
     let conversation = stack.add_lead("Lead");
     let dir = tempfile::tempdir().expect("dir");
-    let author = PeerSeat::hire(&stack, dir.path(), "author", &conversation).await;
-    let _reviewer =
-        PeerSeat::hire_as(&stack, dir.path(), "reviewer", &conversation, "reviewer").await;
+    let author = Seat::hire(&stack, dir.path(), "author", &conversation).await;
+    let _reviewer = Seat::hire_as(&stack, dir.path(), "reviewer", &conversation, "reviewer").await;
     let submit = |checkout: &Path, head: &str, base: &str, patch: &[u8], patch_id: &str| {
         json!({ "http": ["POST", "/v1/fleet/seats/{pane}/review-candidates", {
             "checkout": checkout.display().to_string(),
@@ -638,19 +637,12 @@ async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
     ]));
     let pane = hired["paneId"].as_str().expect("pane").to_string();
     // The pane closes once its command has run (or failed to start).
-    let mut gone = false;
-    for _ in 0..300 {
-        if !tmux
-            .run(&["list-panes", "-a", "-F", "#{pane_id}"])
-            .lines()
-            .any(|p| p == pane)
-        {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "the hired pane's command never ended");
+    let gone = eventually(Duration::from_secs(30), async || {
+        let panes = tmux.run(&["list-panes", "-a", "-F", "#{pane_id}"]);
+        (!panes.lines().any(|p| p == pane)).then_some(())
+    })
+    .await;
+    assert!(gone.is_some(), "the hired pane's command never ended");
     assert!(!a.exists() && !b.exists(), "the shell ran the words");
 
     // A control character in a word is refused: typed into a Herdr pane,
@@ -677,7 +669,7 @@ async fn hire_words_are_never_shell_interpreted_and_names_and_text_are_inert() {
         "{listed:?}"
     );
     let dir = tempfile::tempdir().expect("dir");
-    let seat = PeerSeat::hire(&stack, dir.path(), "w", &conversation).await;
+    let seat = Seat::hire(&stack, dir.path(), "w", &conversation).await;
     let r = seat
         .call(
             "message_clankie",
@@ -778,14 +770,11 @@ async fn descriptors_sent_along_to_the_local_socket_are_closed_not_kept() {
         let _ = std::io::Read::read_to_end(&mut &s, &mut answer);
     }
     // The gateway closes each connection on its own time: wait for it.
-    let mut after = open_fds();
-    for _ in 0..100 {
-        if after <= before + 4 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        after = open_fds();
-    }
+    eventually(Duration::from_secs(10), async || {
+        (open_fds() <= before + 4).then_some(())
+    })
+    .await;
+    let after = open_fds();
     assert!(
         after <= before + 4,
         "the gateway kept {} of the 640 descriptors sent",

@@ -3,10 +3,10 @@
 //! the `linear_*` vocabulary through `clankie_call`; the gateway, mcp-host,
 //! mailbox and tracker are the real binaries. The owner's route is the CLI.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::time::Duration;
 
+use clankie_tests::seat::{Harness, Seat};
 use clankie_tests::{Stack, TmuxServer, bin_dir, python, repo_root};
 use serde_json::{Value, json};
 
@@ -20,74 +20,28 @@ async fn wait_json(path: &Path, timeout: Duration) -> Value {
         .unwrap_or_else(|| panic!("timed out waiting for {}", path.display()))
 }
 
-/// One hired seat running `tests/clients/tracker_seat.py`.
-struct Seat {
-    dir: PathBuf,
-    name: String,
-    /// The hire record `clankie hire` printed.
-    hire: Value,
-    ready: Value,
-    next: AtomicUsize,
+/// A seat hired with the tracker harness (`tests/clients/tracker_seat.py`).
+async fn tracker_seat(stack: &Stack, dir: &Path, name: &str, project: &str, role: &str) -> Seat {
+    let flags = ["--project", project, "--role", role];
+    Seat::start(stack, dir, name, Harness::Tracker, &flags).await
 }
 
-impl Seat {
-    async fn hire(stack: &Stack, dir: &Path, name: &str, project: &str, role: &str) -> Seat {
-        let hire = stack.hire_harness(
-            &["--project", project, "--role", role],
-            "tracker_seat.py",
-            dir,
-            name,
-        );
-        let ready = match clankie_tests::wait_json(
-            &dir.join(format!("{name}.ready")),
-            Duration::from_secs(60),
-        )
-        .await
-        {
-            Some(v) => v,
-            None => {
-                let logs = stack.log_tails(&["gateway", "mailbox", "mcp-host", "admission"], 20);
-                panic!("seat {name} never came up\n{logs}");
-            }
-        };
-        Seat {
-            dir: dir.to_path_buf(),
-            name: name.into(),
-            hire,
-            ready,
-            next: AtomicUsize::new(0),
-        }
-    }
-
-    fn file(&self, suffix: &str) -> PathBuf {
-        self.dir.join(format!("{}.{suffix}", self.name))
-    }
-
-    fn send(&self, cmd: Value) -> usize {
-        let n = self.next.fetch_add(1, Ordering::SeqCst);
-        let tmp = self.file(&format!("cmd.{n}.tmp"));
-        std::fs::write(&tmp, cmd.to_string()).expect("cmd");
-        std::fs::rename(&tmp, self.file(&format!("cmd.{n}"))).expect("rename");
-        n
-    }
-
-    async fn result(&self, n: usize) -> Value {
-        wait_json(&self.file(&format!("res.{n}")), Duration::from_secs(90)).await
-    }
-
-    async fn run(&self, cmd: Value) -> Value {
-        let n = self.send(cmd);
-        self.result(n).await
-    }
-
+/// The tracker's tools through a seat's `clankie_call`.
+trait Linear {
     /// One `clankie_call` of `linear_<tool>`.
-    async fn call(&self, tool: &str, args: Value) -> Value {
+    async fn linear(&self, tool: &str, args: Value) -> Value;
+    /// The same, which must succeed: its structured answer.
+    async fn linear_ok(&self, tool: &str, args: Value) -> Value;
+}
+
+impl Linear for Seat {
+    async fn linear(&self, tool: &str, args: Value) -> Value {
         self.run(json!({ "call": format!("linear_{tool}"), "args": args }))
             .await
     }
 
-    async fn ok(&self, tool: &str, args: Value) -> Value {
-        let r = self.call(tool, args.clone()).await;
+    async fn linear_ok(&self, tool: &str, args: Value) -> Value {
+        let r = self.linear(tool, args.clone()).await;
         assert_eq!(
             r["isError"], false,
             "{} linear_{tool}({args}) failed: {r}",
@@ -209,7 +163,7 @@ const HIDDEN: &[&str] = &[
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
     let w = world().await;
-    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let worker = tracker_seat(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
 
     // Discovery: the worker's catalog never shows the hidden verbs.
     for query in [
@@ -256,7 +210,7 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
 
     // The worker's everyday writes.
     let created = worker
-        .ok(
+        .linear_ok(
             "save_issue",
             json!({ "team": "ENG", "title": "Fix the flaky test", "idempotencyKey": "create-1" }),
         )
@@ -267,7 +221,7 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
         .to_string();
     assert_eq!(id, "ENG-1");
     let again = worker
-        .ok(
+        .linear_ok(
             "save_issue",
             json!({ "team": "ENG", "title": "Fix the flaky test", "idempotencyKey": "create-1" }),
         )
@@ -275,13 +229,13 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
     assert_eq!(again["issue"]["identifier"], "ENG-1");
     assert_eq!(again["replayed"], true);
     worker
-        .ok(
+        .linear_ok(
             "save_comment",
             json!({ "issueId": id, "body": "Looking into it." }),
         )
         .await;
     let lease = worker
-        .ok("save_lease", json!({ "issueId": id, "ttlMs": 600000 }))
+        .linear_ok("save_lease", json!({ "issueId": id, "ttlMs": 600000 }))
         .await;
     assert!(
         lease["lease"]["holder"]
@@ -290,34 +244,34 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
         "{lease}"
     );
     worker
-        .ok(
+        .linear_ok(
             "post_issue_event",
             json!({ "issueId": id, "stage": "started", "body": "on it" }),
         )
         .await;
     worker
-        .ok("save_issue", json!({ "id": id, "state": "In Review" }))
+        .linear_ok("save_issue", json!({ "id": id, "state": "In Review" }))
         .await;
 
     // It cannot complete the issue, by argument or by the hidden verb.
     let refused = [
         worker
-            .call("save_issue", json!({ "id": id, "state": "Done" }))
+            .linear("save_issue", json!({ "id": id, "state": "Done" }))
             .await,
         worker
-            .call("save_issue", json!({ "id": id, "cycle": "c1" }))
+            .linear("save_issue", json!({ "id": id, "cycle": "c1" }))
             .await,
         worker
-            .call("save_issue_status", json!({ "id": id, "state": "Done" }))
+            .linear("save_issue_status", json!({ "id": id, "state": "Done" }))
             .await,
         worker
-            .call(
+            .linear(
                 "post_issue_event",
                 json!({ "issueId": id, "stage": "owner-verified" }),
             )
             .await,
         worker
-            .call(
+            .linear(
                 "post_run_control",
                 json!({ "runId": "r1", "action": "cancel" }),
             )
@@ -343,18 +297,18 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
         .expect("ops id")
         .to_string();
     let outside = worker
-        .call("save_issue", json!({ "team": "OPS", "title": "stray" }))
+        .linear("save_issue", json!({ "team": "OPS", "title": "stray" }))
         .await;
     assert_eq!(code(&outside), "tracker_out_of_scope", "{outside}");
     let outside = worker
-        .call(
+        .linear(
             "save_comment",
             json!({ "issueId": ops_id, "body": "stray" }),
         )
         .await;
     assert_eq!(code(&outside), "tracker_out_of_scope", "{outside}");
     // Reads are not scoped.
-    worker.ok("get_issue", json!({ "id": ops_id })).await;
+    worker.linear_ok("get_issue", json!({ "id": ops_id })).await;
     let ops_comments = owner_call(&w.stack, "list_comments", json!({ "issueId": ops_id }));
     assert_eq!(ops_comments["comments"].as_array().expect("c").len(), 0);
     let issue = owner_call(&w.stack, "get_issue", json!({ "id": id }));
@@ -369,10 +323,12 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
     );
 
     // A reviewer hire is the reviewer; a lead hire is the lead and completes.
-    let reviewer = Seat::hire(&w.stack, w.dir.path(), "reviewer", "alpha", "reviewer").await;
-    reviewer.ok("list_issues", json!({ "team": "ENG" })).await;
+    let reviewer = tracker_seat(&w.stack, w.dir.path(), "reviewer", "alpha", "reviewer").await;
+    reviewer
+        .linear_ok("list_issues", json!({ "team": "ENG" }))
+        .await;
     let refused = reviewer
-        .call("save_issue_status", json!({ "id": id, "state": "Done" }))
+        .linear("save_issue_status", json!({ "id": id, "state": "Done" }))
         .await;
     assert_eq!(
         host_refusal(&refused),
@@ -382,7 +338,7 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
     actor_budget(&b, "reviewer", "interactive");
     actor_budget(&b, "worker", "interactive");
 
-    let lead = Seat::hire(&w.stack, w.dir.path(), "lead", "alpha", "lead").await;
+    let lead = tracker_seat(&w.stack, w.dir.path(), "lead", "alpha", "lead").await;
     let tools: Vec<&str> = lead.ready["tools"]
         .as_array()
         .expect("tools")
@@ -398,9 +354,9 @@ async fn a_worker_tracks_work_but_only_the_lead_completes_it() {
         2,
         "{shown}"
     );
-    lead.ok("save_issue_status", json!({ "id": id, "state": "Done" }))
+    lead.linear_ok("save_issue_status", json!({ "id": id, "state": "Done" }))
         .await;
-    lead.ok(
+    lead.linear_ok(
         "post_issue_event",
         json!({ "issueId": id, "stage": "owner-verified" }),
     )
@@ -433,7 +389,7 @@ async fn sixty_writes_a_minute_exactly_under_concurrency() {
         .as_str()
         .expect("id")
         .to_string();
-    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let worker = tracker_seat(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
     let batch: Vec<Value> = (0..64)
         .map(|i| json!({ "call": "linear_save_comment", "args": { "issueId": id, "body": format!("note {i}") } }))
         .collect();
@@ -471,7 +427,7 @@ async fn sixty_writes_a_minute_exactly_under_concurrency() {
     );
     assert_eq!(comments["comments"].as_array().expect("comments").len(), 60);
     // Reads still pass; the background class has its own budget.
-    worker.ok("get_issue", json!({ "id": id })).await;
+    worker.linear_ok("get_issue", json!({ "id": id })).await;
     let bg: Vec<Value> = (0..5)
         .map(|i| json!({ "call": "linear_save_comment", "args": { "issueId": id, "body": format!("bg {i}") }, "background": true }))
         .collect();
@@ -484,7 +440,7 @@ async fn sixty_writes_a_minute_exactly_under_concurrency() {
         "{bg}"
     );
     let still = worker
-        .call("save_comment", json!({ "issueId": id, "body": "one more" }))
+        .linear("save_comment", json!({ "issueId": id, "body": "one more" }))
         .await;
     assert_eq!(code(&still), "tracker_request_budget");
     let b = budgets(&w.stack);
@@ -526,13 +482,13 @@ async fn list_changes_wakes_within_the_poll_on_a_commit() {
         json!({ "team": "ENG", "title": "one" }),
     );
     assert_eq!(first["issue"]["identifier"], "ENG-1");
-    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
-    let now = worker.ok("list_changes", json!({})).await;
+    let worker = tracker_seat(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let now = worker.linear_ok("list_changes", json!({})).await;
     let cursor = now["cursor"].as_i64().expect("cursor");
     assert!(cursor > 0);
     // An empty poll waits its time out and costs one request.
     let empty = worker
-        .ok("list_changes", json!({ "cursor": cursor, "waitMs": 300 }))
+        .linear_ok("list_changes", json!({ "cursor": cursor, "waitMs": 300 }))
         .await;
     assert_eq!(empty["changes"].as_array().expect("changes").len(), 0);
     let n = worker.send(json!({
@@ -626,20 +582,18 @@ async fn the_tracker_survives_kill_9_mid_write() {
         .filter_map(|v| v["result"]["issue"]["title"].as_str().map(str::to_string))
         .collect();
     // The supervisor restarts the tracker; the database opens cleanly.
-    let mut back = false;
-    for _ in 0..200 {
-        if stack.service_pid("tracker").is_some_and(|p| p != pid)
-            && stack
+    let back = clankie_tests::eventually(Duration::from_secs(20), async || {
+        let restarted = stack.service_pid("tracker").is_some_and(|p| p != pid);
+        let answers = || {
+            stack
                 .clankie(&["tracker", "call", "list_teams", "{}"])
                 .status
                 .success()
-        {
-            back = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(back, "the tracker came back");
+        };
+        (restarted && answers()).then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "the tracker came back");
     // Every acknowledged write is there; retrying every key writes the rest
     // exactly once.
     for i in 0..40 {
@@ -743,21 +697,21 @@ async fn linear_calls_route_by_repo_item_and_hire() {
         &format!("{delta_ws}=linear"),
     ]);
 
-    let beta = Seat::hire(stack, w.dir.path(), "beta", "beta", "worker").await;
+    let beta = tracker_seat(stack, w.dir.path(), "beta", "beta", "worker").await;
     // Follows the hire: a Linear project reaches Linear.
     let made = beta
-        .ok(
+        .linear_ok(
             "save_issue",
             json!({ "team": "ENG", "title": "for linear" }),
         )
         .await;
     assert_eq!(made["source"], "linear-standin", "{made}");
     // An item of the cut-over team goes to the built-in store whatever the hire.
-    let imported = beta.ok("get_issue", json!({ "id": "VUH-12" })).await;
+    let imported = beta.linear_ok("get_issue", json!({ "id": "VUH-12" })).await;
     assert_eq!(imported["issue"]["title"], "imported", "{imported}");
-    let by_uuid = beta.ok("get_issue", json!({ "id": uuid })).await;
+    let by_uuid = beta.linear_ok("get_issue", json!({ "id": uuid })).await;
     assert_eq!(by_uuid["issue"]["identifier"], "VUH-12", "{by_uuid}");
-    beta.ok(
+    beta.linear_ok(
         "save_comment",
         json!({ "issueId": "LOCAL-VUH-1", "body": "from a linear hire" }),
     )
@@ -766,7 +720,7 @@ async fn linear_calls_route_by_repo_item_and_hire() {
     assert_eq!(comments["comments"].as_array().expect("c").len(), 1);
     // linearHistory reads the frozen copy, marked as history.
     let history = beta
-        .ok(
+        .linear_ok(
             "get_issue",
             json!({ "id": "VUH-12", "linearHistory": true }),
         )
@@ -784,27 +738,29 @@ async fn linear_calls_route_by_repo_item_and_hire() {
     );
     // An explicit repo wins over the hire.
     let eng = beta
-        .ok("get_issue", json!({ "id": "ENG-1", "repo": "alpha" }))
+        .linear_ok("get_issue", json!({ "id": "ENG-1", "repo": "alpha" }))
         .await;
     assert_eq!(eng["issue"]["title"], "eng work", "{eng}");
     let unknown = beta
-        .call("get_issue", json!({ "id": "ENG-1", "repo": "nowhere" }))
+        .linear("get_issue", json!({ "id": "ENG-1", "repo": "nowhere" }))
         .await;
     assert_eq!(code(&unknown), "tracker_route_unavailable", "{unknown}");
 
     // A built-in project's hire cannot reach Linear's own tools.
-    let alpha = Seat::hire(stack, w.dir.path(), "alpha", "alpha", "worker").await;
+    let alpha = tracker_seat(stack, w.dir.path(), "alpha", "alpha", "worker").await;
     let graphql = alpha
         .run(json!({ "call": "linear_graphql", "args": { "query": "{ viewer { id } }" } }))
         .await;
     assert_eq!(code(&graphql), "tracker_cut_over", "{graphql}");
-    let eng_list = alpha.ok("list_issues", json!({ "team": "ENG" })).await;
+    let eng_list = alpha
+        .linear_ok("list_issues", json!({ "team": "ENG" }))
+        .await;
     assert!(eng_list["issues"].is_array(), "{eng_list}");
 
     // No binding and no linear conventions: refused.
-    let gamma = Seat::hire(stack, w.dir.path(), "gamma", "gamma", "worker").await;
+    let gamma = tracker_seat(stack, w.dir.path(), "gamma", "gamma", "worker").await;
     let refused = gamma
-        .call("save_issue", json!({ "team": "ENG", "title": "lost" }))
+        .linear("save_issue", json!({ "team": "ENG", "title": "lost" }))
         .await;
     assert_eq!(code(&refused), "tracker_route_unavailable", "{refused}");
     assert!(
@@ -812,8 +768,8 @@ async fn linear_calls_route_by_repo_item_and_hire() {
         "points at the fix: {refused}"
     );
     // All workspaces' conventions linear: Linear.
-    let delta = Seat::hire(stack, w.dir.path(), "delta", "delta", "worker").await;
-    let d = delta.ok("list_issues", json!({})).await;
+    let delta = tracker_seat(stack, w.dir.path(), "delta", "delta", "worker").await;
+    let d = delta.linear_ok("list_issues", json!({})).await;
     assert_eq!(d["source"], "linear-standin", "{d}");
     // What reached the stand-in never carried the routing arguments.
     let seen = std::fs::read_to_string(&standin_log).unwrap_or_default();
@@ -839,9 +795,9 @@ async fn a_retired_hire_releases_its_leases_and_leaves_the_state_alone() {
         .as_str()
         .expect("id")
         .to_string();
-    let worker = Seat::hire(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    let worker = tracker_seat(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
     let lease = worker
-        .ok("save_lease", json!({ "issueId": id, "ttlMs": 3600000 }))
+        .linear_ok("save_lease", json!({ "issueId": id, "ttlMs": 3600000 }))
         .await;
     let holder = lease["lease"]["holder"]
         .as_str()

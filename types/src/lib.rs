@@ -9,14 +9,22 @@
 //!   and the role profiles (one file per tool family).
 //! - [`peer`]: where a peer message stands.
 //! - [`leads`]: which lead conversation owns a project.
+//! - [`binding`]: a project's tracker binding and a fleet link's kind.
+//! - [`helper`]: the census helper's pipe frames, their bounds and its
+//!   refusal reasons.
+//! - [`discovery`]: `gateway.json`, where a running gateway listens.
 //! - [`views`]: the JSON views of mailbox records that the gateway and the
 //!   CLI show.
 
+pub mod binding;
+pub mod discovery;
+pub mod helper;
 pub mod leads;
 pub mod peer;
 pub mod role;
 pub mod views;
 pub mod vocabulary;
 
+pub use binding::{LinkKind, TrackerBinding};
 pub use peer::PeerMessageState;
 pub use role::Role;

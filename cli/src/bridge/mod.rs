@@ -37,6 +37,8 @@ pub(crate) mod upstream;
 
 use upstream::*;
 
+use crate::support::discovery;
+
 #[derive(Args)]
 pub struct McpArgs {
     /// Serve the fleet bridge (clankie_tools and clankie_call).
@@ -285,12 +287,12 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         Some(token) => Route::Bearer {
             url: match args.url {
                 Some(u) => u,
-                None => discovery(&paths, "mcp")?,
+                None => discovery::read(&paths)?.mcp,
             },
             token,
         },
         None => Route::Local {
-            socket: discovery(&paths, "unix")?,
+            socket: discovery::local_socket(&paths)?,
         },
     };
     let up = Arc::new(Upstream {

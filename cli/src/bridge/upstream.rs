@@ -1,15 +1,11 @@
-//! The bridge's way to the gateway: discovery of its address (the local
-//! Unix socket, else loopback TCP, from `run/fleet/gateway.json`), the MCP
-//! client session it keeps (`Upstream`), and a small kept-alive HTTP client
-//! over the local socket (`Http`) for the seat channel and review
-//! submissions.
+//! The bridge's way to the gateway: the MCP client session it keeps
+//! (`Upstream`), and a small kept-alive HTTP client over the local socket
+//! (`Http`) for the seat channel and review submissions.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clankie_runtime::ErrorCode;
-use clankie_runtime::paths::StatePaths;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use rmcp::model::{ClientConfig, ProtocolVersion, Tool};
@@ -203,33 +199,6 @@ pub(crate) fn hint(code: ErrorCode) -> &'static str {
     } else {
         "ask the lead for fleet admission"
     }
-}
-
-/// One entry of the gateway's discovery file. A hire is told where the
-/// file is (`CLANKIE_GATEWAY_DISCOVERY`), never where the state folder is;
-/// `CLANKIE_MCP_SOCKET` names the local socket outright.
-pub(crate) fn discovery(paths: &StatePaths, key: &str) -> anyhow::Result<String> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    if key == "unix"
-        && let Some(socket) = env("CLANKIE_MCP_SOCKET")
-    {
-        return Ok(socket);
-    }
-    let file = env("CLANKIE_GATEWAY_DISCOVERY")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| paths.gateway_discovery());
-    let bytes = std::fs::read(&file).with_context(|| {
-        format!(
-            "no gateway discovery file at {}; pass --url or set CLANKIE_FLEET_URL",
-            file.display()
-        )
-    })?;
-    let v: Value =
-        serde_json::from_slice(&bytes).context("the gateway discovery file is unreadable")?;
-    v.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("the gateway discovery file names no {key}"))
 }
 
 /// The pane this process runs in, as the multiplexer told it.

@@ -3,6 +3,8 @@
 //! and the remaining budget, and the answer shaped for the member. Once a
 //! call is forwarded, a lost verdict is `uncertain` with its receipt.
 
+use clankie_runtime::clients::Call;
+
 use super::*;
 
 pub(super) fn refused(e: &ClankieError) -> CallToolResult {
@@ -74,10 +76,7 @@ impl Budget {
         if left < Duration::from_millis(50) {
             return Err(ErrorCode::DeadlineExceeded.err("the request's budget is spent"));
         }
-        let mut req = tonic::Request::new(msg);
-        req.set_timeout(left);
-        grpc::set_ticket(&mut req, ticket);
-        Ok(req)
+        Ok(Call::new(msg).timeout(left).ticket(ticket).request())
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clankie_proto::mcphost::v1 as mpb;
-use clankie_runtime::{ClankieError, ErrorCode, grpc};
+use clankie_runtime::{ClankieError, ErrorCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,

@@ -49,7 +49,7 @@ impl pb::admission_server::Admission for AdmissionService {
         let record = LinkRecord {
             link_id: format!("link-{}", &owner::random_token("x")[2..14]),
             fleet: req.fleet,
-            kind: "bearer".into(),
+            kind: LinkKind::Bearer,
             label: req.label,
             token_sha256: owner::token_hash(&token),
             created_at_ms: now_ms(),
@@ -165,11 +165,11 @@ impl pb::admission_server::Admission for AdmissionService {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
         check_fleet_name(&req.fleet)?;
-        if req.kind != "tmux" && req.kind != "herdr" {
+        let Some(kind) = LinkKind::parse(&req.kind).filter(|k| k.is_pane_host()) else {
             return Err(ErrorCode::InvalidArgument
                 .err("a local link is tmux or herdr")
                 .into());
-        }
+        };
         if !req.socket.starts_with('/') {
             return Err(ErrorCode::InvalidArgument
                 .err("give the multiplexer's socket as an absolute path")
@@ -178,7 +178,7 @@ impl pb::admission_server::Admission for AdmissionService {
         let record = LinkRecord {
             link_id: format!("link-{}", &owner::random_token("x")[2..14]),
             fleet: req.fleet,
-            kind: req.kind,
+            kind,
             label: String::new(),
             token_sha256: String::new(),
             created_at_ms: now_ms(),

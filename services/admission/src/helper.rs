@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_proto::helper::v1 as pb;
+use clankie_types::helper as frame;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -32,8 +33,8 @@ pub const MAX_QUEUE: usize = 128;
 pub const ACTIVE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Timeout of a fresh helper's first reply (it pays for its start).
 pub const FIRST_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Largest reply accepted from the helper.
-pub const MAX_REPLY: usize = 1 << 20;
+/// Largest reply accepted from the helper (the pipe's own bound).
+pub use clankie_types::helper::MAX_REPLY;
 
 /// Why a job got no observation. Fixed vocabulary: no PIDs, paths or argv.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,29 +147,15 @@ fn spawn(command: &[String]) -> Option<Live> {
 }
 
 async fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<pb::Reply, Failure> {
-    let mut prefix = Vec::with_capacity(10);
+    let mut prefix = Vec::with_capacity(frame::MAX_PREFIX);
     let len = loop {
         let b = stdout.read_u8().await.map_err(|_| Failure::Exited)?;
         prefix.push(b);
-        let mut value: u64 = 0;
-        let mut done = None;
-        for (i, &b) in prefix.iter().enumerate() {
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                done = Some(value as usize);
-                break;
-            }
-        }
-        if let Some(len) = done {
+        if let Some(len) = frame::decode_len(&prefix).map_err(|_| Failure::Malformed)? {
             break len;
         }
-        if prefix.len() >= 10 {
-            return Err(Failure::Malformed);
-        }
     };
-    if len > MAX_REPLY {
-        return Err(Failure::Malformed);
-    }
+    frame::check_len(len, MAX_REPLY).map_err(|_| Failure::Malformed)?;
     let mut body = vec![0u8; len];
     stdout
         .read_exact(&mut body)

@@ -15,7 +15,6 @@
 mod grpc;
 pub mod helper;
 pub mod local;
-pub mod panes;
 
 use clankie_proto::admission::v1 as pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
@@ -24,6 +23,7 @@ use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::state::{self, GuardError, Guarded, Loaded};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
+use clankie_types::LinkKind;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -61,7 +61,7 @@ fn check_fleet_name(name: &str) -> Result<(), ClankieError> {
 struct LinkRecord {
     link_id: String,
     fleet: String,
-    kind: String,
+    kind: LinkKind,
     #[serde(default)]
     label: String,
     /// Bearer links only.
@@ -77,15 +77,15 @@ struct LinkRecord {
 
 impl LinkRecord {
     fn local(&self) -> Option<local::LocalLink> {
-        let host = match self.kind.as_str() {
-            "tmux" => local::Host::Tmux(panes::Tmux::new(
+        let host = match self.kind {
+            LinkKind::Tmux => local::Host::Tmux(clankie_panes::Tmux::new(
                 self.socket.clone(),
                 (!self.session.is_empty()).then(|| self.session.clone()),
             )),
-            "herdr" => local::Host::Herdr(panes::Herdr {
+            LinkKind::Herdr => local::Host::Herdr(clankie_panes::Herdr {
                 socket: self.socket.clone().into(),
             }),
-            _ => return None,
+            LinkKind::Bearer => return None,
         };
         Some(local::LocalLink {
             link_id: self.link_id.clone(),
@@ -316,7 +316,7 @@ impl AdmissionService {
         let link = links
             .links
             .iter()
-            .filter(|l| l.kind == "bearer")
+            .filter(|l| l.kind == LinkKind::Bearer)
             .find(|l| owner::constant_time_eq(l.token_sha256.as_bytes(), hash.as_bytes()))
             .ok_or_else(|| {
                 ErrorCode::FleetCredentialInvalid
@@ -501,7 +501,7 @@ fn link_pb(l: &LinkRecord) -> pb::FleetLink {
     pb::FleetLink {
         link_id: l.link_id.clone(),
         fleet: l.fleet.clone(),
-        kind: l.kind.clone(),
+        kind: l.kind.as_str().into(),
         label: l.label.clone(),
         created_at_ms: l.created_at_ms,
         socket: l.socket.clone(),
@@ -534,13 +534,33 @@ mod tests {
         (dir, svc)
     }
 
+    /// A links file written when the kind was a bare string still loads,
+    /// and writes the same strings back.
+    #[test]
+    fn a_links_file_written_before_the_kind_enum_still_loads() {
+        let old = serde_json::json!({"version": 1, "links": [
+            {"linkId": "l1", "fleet": "alpha", "kind": "bearer", "tokenSha256": "ab", "createdAtMs": 1},
+            {"linkId": "l2", "fleet": "alpha", "kind": "tmux", "createdAtMs": 2,
+             "socket": "/tmp/t", "session": "work"},
+            {"linkId": "l3", "fleet": "alpha", "kind": "herdr", "createdAtMs": 3, "socket": "/tmp/h"}
+        ]});
+        let file: LinksFile = serde_json::from_value(old.clone()).expect("loads");
+        let kinds: Vec<_> = file.links.iter().map(|l| l.kind).collect();
+        assert_eq!(kinds, [LinkKind::Bearer, LinkKind::Tmux, LinkKind::Herdr]);
+        assert!(file.links[0].local().is_none() && file.links[1].local().is_some());
+        let back = serde_json::to_value(&file).expect("writes");
+        for (i, kind) in ["bearer", "tmux", "herdr"].iter().enumerate() {
+            assert_eq!(back["links"][i]["kind"], *kind);
+        }
+    }
+
     fn add_link(svc: &AdmissionService, token: &str) -> String {
         let mut guard = lock(&svc.inner.links);
         let id = format!("link-{}", guard.links.len());
         guard.links.push(LinkRecord {
             link_id: id.clone(),
             fleet: "alpha".into(),
-            kind: "bearer".into(),
+            kind: LinkKind::Bearer,
             label: String::new(),
             token_sha256: owner::token_hash(token),
             created_at_ms: 0,

@@ -22,7 +22,7 @@ use clankie_proto::helper::v1 as hpb;
 use clankie_runtime::{ClankieError, ErrorCode};
 
 use crate::helper::HelperClient;
-use crate::panes::{Herdr, Pane, PaneError, PaneHost, Tmux};
+use clankie_panes::{Herdr, Pane, PaneError, PaneHost, Tmux};
 
 /// One observed process identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +111,31 @@ fn unavailable(reason: &'static str, stage: &'static str) -> Refusal {
     refuse(ErrorCode::FleetAdmissionUnavailable, reason, stage)
 }
 
+/// What the helper's refusal of a loopback census means for the caller:
+/// not a member when the kernel says the connection is not a pane
+/// process's, unavailable when it could not tell. Every reason is named, so
+/// a new one must be placed here before admission builds.
+fn census_refusal(reason: hpb::Reason) -> Refusal {
+    use clankie_types::helper::reason_name;
+    use hpb::Reason as R;
+    match reason {
+        R::SocketNotFound | R::NotLoopback => not_member(reason_name(reason), "census"),
+        R::CensusUnstable | R::CensusTimeout => unavailable(reason_name(reason), "census"),
+        R::Unspecified
+        | R::UnknownJob
+        | R::ReplyTooLarge
+        | R::TooManyPids
+        | R::BadAddress
+        | R::ProcessGone
+        | R::ObservationDenied
+        | R::ObservationFailed
+        | R::SockDiagFailed
+        | R::SockDiagMalformed
+        | R::CensusUnknownOwner
+        | R::ProcUnreadable => unavailable("census_failed", "census"),
+    }
+}
+
 async fn observe(
     helper: &HelperClient,
     pids: Vec<i32>,
@@ -179,15 +204,7 @@ async fn loopback_owner(helper: &HelperClient, ends: &apb::TcpEnds) -> Result<(i
         .map_err(|f| unavailable(f.reason(), "census"))?;
     let found = match reply.result {
         Some(hpb::reply::Result::Loopback(l)) => l,
-        Some(hpb::reply::Result::Error(e)) => {
-            return Err(match e.reason.as_str() {
-                "socket_not_found" => not_member("socket_not_found", "census"),
-                "not_loopback" => not_member("not_loopback", "census"),
-                "census_unstable" => unavailable("census_unstable", "census"),
-                "census_timeout" => unavailable("census_timeout", "census"),
-                _ => unavailable("census_failed", "census"),
-            });
-        }
+        Some(hpb::reply::Result::Error(e)) => return Err(census_refusal(e.reason())),
         _ => return Err(unavailable("helper_malformed_reply", "census")),
     };
     if found.uid != nix::unistd::getuid().as_raw() {

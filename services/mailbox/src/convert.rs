@@ -17,7 +17,7 @@ pub(crate) fn project_pb(p: &ProjectRec) -> pb::Project {
                 path: w.path.clone(),
                 machine: w.machine.clone(),
                 platform: w.platform.clone(),
-                convention: w.convention.clone(),
+                convention: w.convention.as_str().into(),
             })
             .collect(),
         lead_conversation_id: p.lead_conversation_id.clone(),
@@ -25,7 +25,7 @@ pub(crate) fn project_pb(p: &ProjectRec) -> pb::Project {
         standing_reviewer: p.standing_reviewer,
         revision: p.revision,
         created_at_ms: p.created_at_ms,
-        tracker: p.tracker.clone(),
+        tracker: p.tracker.as_str().into(),
         tracker_team: p.tracker_team.clone(),
         linear_project_id: p.linear_project_id.clone(),
         auto: p.auto,

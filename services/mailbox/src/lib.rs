@@ -21,7 +21,6 @@
 
 mod convert;
 mod grpc;
-mod panes;
 mod rpc;
 pub mod state;
 

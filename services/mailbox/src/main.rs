@@ -2,22 +2,12 @@
 //! reports over gRPC on its Unix socket.
 
 use clankie_runtime::Service;
-use clankie_runtime::main_kit::{self, CommonArgs};
-use clap::Parser;
+use clankie_runtime::main_kit;
 
-/// Serves the mailbox over gRPC on a Unix socket.
-#[derive(Parser)]
-#[command(version)]
-struct Args {
-    #[command(flatten)]
-    common: CommonArgs,
-}
-
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    main_kit::run(Service::Mailbox, &args.common, |paths, shutdown| {
-        clankie_mailbox::Options::new(paths).build(shutdown)
-    })
-    .await
+fn main() -> anyhow::Result<()> {
+    main_kit::main(
+        Service::Mailbox,
+        "Serves the mailbox over gRPC on a Unix socket.",
+        |paths, shutdown| clankie_mailbox::Options::new(paths).build(shutdown),
+    )
 }

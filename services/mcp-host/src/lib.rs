@@ -274,13 +274,10 @@ impl McpHost {
     }
 
     pub(crate) fn owner_request<T>(&self, msg: T, timeout: Duration) -> Request<T> {
-        let mut req = Request::new(msg);
-        req.set_timeout(timeout);
-        if let Ok(v) = format!("Bearer {}", self.inner.owner_token).parse() {
-            req.metadata_mut()
-                .insert(clankie_runtime::owner::AUTHORIZATION, v);
-        }
-        req
+        clankie_runtime::clients::Call::new(msg)
+            .timeout(timeout)
+            .owner(&self.inner.owner_token)
+            .request()
     }
 
     pub(crate) fn replay(

@@ -87,6 +87,18 @@ impl<T> Call<T> {
         self
     }
 
+    /// The owner credential, for a service calling another on the owner's
+    /// behalf (a token that is not header-safe is left off, and the callee
+    /// then refuses the call).
+    pub fn owner(mut self, token: &str) -> Self {
+        if let Ok(v) = format!("Bearer {token}").parse() {
+            self.request
+                .metadata_mut()
+                .insert(crate::owner::AUTHORIZATION, v);
+        }
+        self
+    }
+
     /// The finished request, for the generated client method.
     pub fn request(self) -> Request<T> {
         self.request

@@ -14,7 +14,6 @@
 pub mod clients;
 pub mod code;
 pub mod grpc;
-pub mod herdr;
 pub mod limits;
 pub mod listener;
 pub mod main_kit;

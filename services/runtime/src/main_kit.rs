@@ -32,6 +32,35 @@ impl CommonArgs {
     }
 }
 
+/// The options of a service that takes only the common ones.
+#[derive(clap::Parser, Debug)]
+#[command(version)]
+struct OnlyCommon {
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// The whole `main` of a service that takes only the common options:
+/// parses them (with `about` as its help), then [`run`]s the service on a
+/// multi-threaded runtime.
+pub fn main<S, F, Fut>(service: Service, about: &'static str, build: F) -> anyhow::Result<()>
+where
+    S: Served,
+    F: FnOnce(StatePaths, CancellationToken) -> Fut,
+    Fut: Future<Output = anyhow::Result<S>>,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = OnlyCommon::command()
+        .name(service.binary())
+        .about(about)
+        .get_matches();
+    let args = OnlyCommon::from_arg_matches(&matches)?;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(service, &args.common, build))
+}
+
 /// What a built service gives the shared main.
 pub trait Served: Send + 'static {
     /// Its tonic routes.

@@ -143,11 +143,6 @@ impl<T: Serialize + DeserializeOwned> Guarded<T> {
         &self.value
     }
 
-    /// The value to change in place; [`Guarded::save`] makes it durable.
-    pub fn value_mut(&mut self) -> &mut T {
-        &mut self.value
-    }
-
     /// Writes the value (atomic rename after fsync), unless the file was
     /// unreadable.
     pub fn save(&self) -> Result<(), GuardError> {

@@ -15,9 +15,11 @@ use tonic::{Request, Response, Status};
 
 use crate::convert::*;
 use crate::rpc::{conversations::*, projects::*};
+use crate::store;
+use crate::store::TrackerBinding;
 use crate::store::{HireRec, ProjectRec, now_ms};
 use crate::{MailboxService, internal, short_id};
-use crate::{panes, store};
+use clankie_types::LinkKind;
 
 /// The project a hire goes to. A configured lead (one that owns projects)
 /// hires only into its own projects and must name one when it owns
@@ -84,32 +86,46 @@ pub(crate) async fn open_pane(
     cwd: &str,
     env: &[(&str, String)],
     command: &[String],
-) -> Result<String, panes::TmuxError> {
-    if link.kind == "herdr" {
-        return panes::herdr::open(
-            std::path::Path::new(&link.socket),
-            &link.session,
-            cwd,
-            env,
-            command,
-        )
-        .await;
+) -> Result<String, clankie_panes::ActError> {
+    match LinkKind::parse(&link.kind) {
+        Some(LinkKind::Herdr) => {
+            let socket = std::path::Path::new(&link.socket);
+            clankie_panes::herdr::open(socket, &link.session, cwd, env, command).await
+        }
+        Some(LinkKind::Tmux) => {
+            let session = clankie_panes::tmux::session(&link.socket, &link.session).await?;
+            clankie_panes::tmux::open(&link.socket, &session, cwd, env, command).await
+        }
+        Some(LinkKind::Bearer) | None => Err(not_local()),
     }
-    let session = panes::session(&link.socket, &link.session).await?;
-    panes::open(&link.socket, &session, cwd, env, command).await
 }
-pub(crate) async fn close_pane(link: &apb::FleetLink, pane: &str) -> Result<(), panes::TmuxError> {
-    if link.kind == "herdr" {
-        return panes::herdr::close(std::path::Path::new(&link.socket), pane).await;
+
+fn not_local() -> clankie_panes::ActError {
+    clankie_panes::ActError("not a local link".into())
+}
+
+pub(crate) async fn close_pane(
+    link: &apb::FleetLink,
+    pane: &str,
+) -> Result<(), clankie_panes::ActError> {
+    match LinkKind::parse(&link.kind) {
+        Some(LinkKind::Herdr) => {
+            clankie_panes::herdr::close(std::path::Path::new(&link.socket), pane).await
+        }
+        Some(LinkKind::Tmux) => clankie_panes::tmux::close(&link.socket, pane).await,
+        Some(LinkKind::Bearer) | None => Err(not_local()),
     }
-    panes::close(&link.socket, pane).await
 }
 /// Live panes of a linked session; links that are not local have none.
-pub(crate) async fn live_panes_of(link: &apb::FleetLink) -> Result<Vec<String>, panes::TmuxError> {
-    match link.kind.as_str() {
-        "tmux" => panes::live(&link.socket).await,
-        "herdr" => panes::herdr::live(std::path::Path::new(&link.socket)).await,
-        _ => Err(panes::TmuxError("not a local link".into())),
+pub(crate) async fn live_panes_of(
+    link: &apb::FleetLink,
+) -> Result<Vec<String>, clankie_panes::ActError> {
+    match LinkKind::parse(&link.kind) {
+        Some(LinkKind::Tmux) => clankie_panes::tmux::live(&link.socket).await,
+        Some(LinkKind::Herdr) => {
+            clankie_panes::herdr::live(std::path::Path::new(&link.socket)).await
+        }
+        Some(LinkKind::Bearer) | None => Err(not_local()),
     }
 }
 /// How one hire starts: the link, a working bubblewrap when the worker
@@ -127,7 +143,7 @@ impl MailboxService {
     /// built in here, or is gone, gets no issue effects (logged).
     pub(crate) async fn retire(&self, hire: &HireRec, project: Option<&ProjectRec>) {
         let team = match project {
-            Some(p) if p.tracker == "builtin" && !p.tracker_team.is_empty() => {
+            Some(p) if p.tracker == TrackerBinding::Builtin && !p.tracker_team.is_empty() => {
                 p.tracker_team.clone()
             }
             Some(p) => {
@@ -204,7 +220,7 @@ impl MailboxService {
         let sockets = status
             .links
             .iter()
-            .filter(|l| l.kind == "tmux" || l.kind == "herdr")
+            .filter(|l| LinkKind::parse(&l.kind).is_some_and(LinkKind::is_pane_host))
             .map(|l| std::path::PathBuf::from(&l.socket))
             .collect();
         Ok(Launch {
@@ -223,7 +239,8 @@ impl MailboxService {
         link_id: &str,
     ) -> Result<apb::FleetLink, ClankieError> {
         let mut local = links.into_iter().filter(|l| {
-            (l.kind == "tmux" || l.kind == "herdr") && (link_id.is_empty() || l.link_id == link_id)
+            LinkKind::parse(&l.kind).is_some_and(LinkKind::is_pane_host)
+                && (link_id.is_empty() || l.link_id == link_id)
         });
         let first = local.next().ok_or_else(|| {
             ErrorCode::NoLinkedSession

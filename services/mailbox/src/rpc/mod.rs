@@ -9,3 +9,6 @@ pub(crate) mod reports;
 pub(crate) mod reviews;
 pub(crate) mod seats;
 pub(crate) mod wakes;
+
+#[cfg(test)]
+mod tests;

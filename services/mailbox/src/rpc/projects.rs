@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use crate::convert::*;
 use crate::rpc::conversations::*;
 use crate::store;
-use crate::store::{ProjectRec, WorkspaceRec, now_ms};
+use crate::store::{ProjectRec, TrackerBinding, WorkspaceRec, now_ms};
 use crate::{DEFAULT_WORKER_CAP, MAX_FOCUS, OVERRIDES};
 use crate::{MailboxService, internal, short_id};
 
@@ -72,10 +72,15 @@ pub(crate) fn project_at<'a>(
 /// Where a project's unpinned tracker calls go: `(route, team, linear
 /// project)`, or why they cannot go anywhere.
 pub(crate) fn tracker_route(p: &ProjectRec) -> Result<(&'static str, String, String), String> {
-    match p.tracker.as_str() {
-        "builtin" => Ok(("builtin", p.tracker_team.clone(), String::new())),
-        "linear" => Ok(("linear", String::new(), p.linear_project_id.clone())),
-        _ if !p.workspaces.is_empty() && p.workspaces.iter().all(|w| w.convention == "linear") => {
+    match p.tracker {
+        TrackerBinding::Builtin => Ok(("builtin", p.tracker_team.clone(), String::new())),
+        TrackerBinding::Linear => Ok(("linear", String::new(), p.linear_project_id.clone())),
+        TrackerBinding::Unbound
+            if !p.workspaces.is_empty()
+                && p.workspaces
+                    .iter()
+                    .all(|w| w.convention == TrackerBinding::Linear) =>
+        {
             Ok(("linear", String::new(), p.linear_project_id.clone()))
         }
         _ => Err(format!(
@@ -117,7 +122,7 @@ impl MailboxService {
             path: req.workspace.clone(),
             machine: req.machine,
             platform: req.platform,
-            convention: String::new(),
+            convention: TrackerBinding::Unbound,
         };
         let project = match store.state.projects.iter_mut().find(|p| p.name == name) {
             // Adding to an existing project adds a workspace.
@@ -146,7 +151,7 @@ impl MailboxService {
                     standing_reviewer: req.standing_reviewer,
                     revision: 1,
                     created_at_ms: now_ms(),
-                    tracker: String::new(),
+                    tracker: TrackerBinding::Unbound,
                     tracker_team: String::new(),
                     linear_project_id: String::new(),
                     auto: false,
@@ -222,7 +227,7 @@ impl MailboxService {
         let project =
             project_at(&mut store.state, &req.project, req.expected_revision).map_err(refuse)?;
         let mut next = project.clone();
-        if let Some(t) = req.tracker {
+        if let Some(t) = req.tracker.as_deref().and_then(TrackerBinding::parse) {
             next.tracker = t;
         }
         if let Some(t) = req.tracker_team {
@@ -242,7 +247,7 @@ impl MailboxService {
                             .err(format!("the project has no workspace {which}")),
                     )
                 })?;
-            ws.convention = convention.clone();
+            ws.convention = TrackerBinding::parse(convention).unwrap_or_default();
         }
         if let Some(a) = req.auto {
             next.auto = a;
@@ -253,7 +258,7 @@ impl MailboxService {
         for (k, v) in req.overrides {
             next.overrides.insert(k, v);
         }
-        if next.tracker == "builtin" && next.tracker_team.is_empty() {
+        if next.tracker == TrackerBinding::Builtin && next.tracker_team.is_empty() {
             return Err(refuse(ErrorCode::InvalidArgument.err(
                 "a builtin binding names the tracker team its issues live in (--team KEY)",
             )));

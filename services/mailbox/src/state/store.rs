@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use clankie_runtime::state::{self, Loaded};
 use serde::{Deserialize, Serialize};
 
+pub use clankie_types::TrackerBinding;
+
 /// The id of the global head conversation, which always exists.
 pub const HEAD: &str = "global";
 
@@ -29,9 +31,9 @@ pub struct WorkspaceRec {
     pub machine: String,
     #[serde(default)]
     pub platform: String,
-    /// The workspace's saved tracker convention: "builtin", "linear" or "".
+    /// The workspace's saved tracker convention.
     #[serde(default)]
-    pub convention: String,
+    pub convention: TrackerBinding,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,9 +49,9 @@ pub struct ProjectRec {
     pub standing_reviewer: bool,
     pub revision: u64,
     pub created_at_ms: i64,
-    /// The tracker binding: "builtin", "linear" or "" (unbound).
+    /// The tracker binding.
     #[serde(default)]
-    pub tracker: String,
+    pub tracker: TrackerBinding,
     #[serde(default)]
     pub tracker_team: String,
     #[serde(default)]
@@ -404,5 +406,39 @@ mod tests {
             std::fs::read(root.join("state.json")).expect("read"),
             b"{not json"
         );
+    }
+
+    /// Projects written before the tracker binding was an enum still load,
+    /// and are written back with the same strings.
+    #[test]
+    fn a_state_file_written_before_the_binding_enum_still_loads() {
+        let old = serde_json::json!({
+            "version": 1,
+            "projects": [
+                {"projectId": "p1", "name": "alpha", "leadConversationId": "", "workerCap": 4,
+                 "revision": 3, "createdAtMs": 1, "tracker": "builtin", "trackerTeam": "ENG",
+                 "workspaces": [{"workspaceId": "w1", "path": "/a", "convention": "linear"}]},
+                {"projectId": "p2", "name": "beta", "workerCap": 4, "revision": 1,
+                 "createdAtMs": 2, "tracker": "",
+                 "workspaces": [{"workspaceId": "w2", "path": "/b"}]}
+            ],
+            "conversations": [],
+            "hires": []
+        });
+        let state: StateFile = serde_json::from_value(old).expect("loads");
+        assert_eq!(state.projects[0].tracker, TrackerBinding::Builtin);
+        assert_eq!(
+            state.projects[0].workspaces[0].convention,
+            TrackerBinding::Linear
+        );
+        assert_eq!(state.projects[1].tracker, TrackerBinding::Unbound);
+        assert_eq!(
+            state.projects[1].workspaces[0].convention,
+            TrackerBinding::Unbound
+        );
+        let back = serde_json::to_value(&state).expect("writes");
+        assert_eq!(back["projects"][0]["tracker"], "builtin");
+        assert_eq!(back["projects"][0]["workspaces"][0]["convention"], "linear");
+        assert_eq!(back["projects"][1]["tracker"], "");
     }
 }

@@ -6,12 +6,7 @@ use super::*;
 fn an_ask_lands_in_the_inbox_and_the_lead_answers_it() {
     let mut f = fx();
     let st = &mut f.store;
-    ok(
-        st,
-        &f.w1,
-        "save_issue",
-        json!({"team": "ENG", "title": "t"}),
-    );
+    issue(st, &f.w1);
     let ask = ok(
         st,
         &f.w1,

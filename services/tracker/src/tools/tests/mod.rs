@@ -58,6 +58,17 @@ fn ok(store: &mut Store, caller: &Caller, tool: &str, args: Value) -> Value {
         .unwrap_or_else(|e| panic!("{tool} {args} as {}: {e}", caller.actor))
 }
 
+/// Files an ENG issue titled "t" as `caller`; returns its id.
+fn issue(store: &mut Store, caller: &Caller) -> String {
+    let created = ok(
+        store,
+        caller,
+        "save_issue",
+        json!({"team": "ENG", "title": "t"}),
+    );
+    s(&created["issue"]["id"])
+}
+
 fn s(v: &Value) -> String {
     v.as_str().expect("a string").to_string()
 }

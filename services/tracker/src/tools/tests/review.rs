@@ -6,12 +6,7 @@ use super::*;
 fn a_guided_review_is_drafted_submitted_walked_and_retired() {
     let mut f = fx();
     let st = &mut f.store;
-    ok(
-        st,
-        &f.w1,
-        "save_issue",
-        json!({"team": "ENG", "title": "t"}),
-    );
+    issue(st, &f.w1);
     let b = ok(
         st,
         &f.w1,

@@ -126,12 +126,7 @@ fn leases_conflict_until_they_expire() {
 fn events_evidence_and_checks() {
     let mut f = fx();
     let st = &mut f.store;
-    ok(
-        st,
-        &f.w1,
-        "save_issue",
-        json!({"team": "ENG", "title": "t"}),
-    );
+    issue(st, &f.w1);
     ok(
         st,
         &f.w1,
@@ -220,12 +215,7 @@ fn events_evidence_and_checks() {
 fn runs_and_run_control() {
     let mut f = fx();
     let st = &mut f.store;
-    ok(
-        st,
-        &f.w1,
-        "save_issue",
-        json!({"team": "ENG", "title": "t"}),
-    );
+    issue(st, &f.w1);
     let run = ok(
         st,
         &f.w1,

@@ -1,4 +1,4 @@
-//! `clankie up` and `clankie status`.
+//! `clankie up`: the supervisor of the whole stack.
 //!
 //! `up` starts the admission service, the mcp-host and the gateway as
 //! separate processes (their own binaries), each in its own process group so
@@ -7,11 +7,11 @@
 //! dies is restarted with exponential backoff and the supervisor says so.
 //! Each service's log goes to `$CLANKIE_STATE/logs/<service>.log`.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::support::{clients, discovery};
 use anyhow::{Context, bail};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::{Service, grpc, owner, state};
@@ -35,13 +35,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A service up this long has its backoff reset.
 const STABLE: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(10);
-
-/// A service as `status` and `doctor` show it: `serving` (live and ready),
-/// `not_ready` (live, but its state is unreadable or still loading; see its
-/// log) or `down`.
-pub async fn service_state(paths: &StatePaths, service: Service, meta: grpc::Meta) -> &'static str {
-    grpc::service_state(paths, service, meta).await.as_str()
-}
 
 /// Finds the service binaries: `--bin-dir`, else beside this executable.
 /// From a source checkout, missing binaries are built first.
@@ -142,7 +135,7 @@ async fn wait_healthy(
     child: &mut Child,
 ) -> anyhow::Result<()> {
     // The supervisor is not one of the stack's services: it asks as the owner.
-    let owner = crate::owner_cmds::owner_meta(paths)?;
+    let owner = clients::owner_meta(paths)?;
     let name = service.name();
     let socket = service.socket(paths);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -178,7 +171,7 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     if grpc::health(
         &Service::Admission.socket(&paths),
         Service::Admission.health_name(),
-        crate::owner_cmds::owner_meta(&paths)?,
+        clients::owner_meta(&paths)?,
     )
     .await
     .unwrap_or(false)
@@ -210,7 +203,7 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
             restart_at: None,
         });
     }
-    let gateway = read_gateway(&paths).unwrap_or_default();
+    let gateway = discovery::read(&paths).map(|d| d.url).unwrap_or_default();
     // A restarted gateway keeps the address bridges already know, even when
     // the first one picked a free port.
     if let Some(addr) = gateway.strip_prefix("http://") {
@@ -289,48 +282,4 @@ async fn stop(child: &mut Child) {
         signal(child, Signal::SIGKILL);
         let _ = child.wait().await;
     }
-}
-
-fn read_gateway(paths: &StatePaths) -> Option<String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(paths.gateway_discovery()).ok()?).ok()?;
-    v.get("url")?.as_str().map(str::to_string)
-}
-
-pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
-    let mut health = HashMap::new();
-    let mut all = true;
-    for service in Service::START_ORDER {
-        let meta = crate::owner_cmds::owner_meta(&paths).unwrap_or_default();
-        let state = service_state(&paths, service, meta).await;
-        all &= state == "serving";
-        health.insert(service.name(), state);
-    }
-    let gateway = read_gateway(&paths);
-    if json {
-        let services: serde_json::Map<_, _> = Service::START_ORDER
-            .iter()
-            .map(|s| (s.name().to_string(), serde_json::json!(health[s.name()])))
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({
-                "state": paths.root(),
-                "gateway": gateway,
-                "services": services,
-                "healthy": all,
-            })
-        );
-    } else {
-        println!("state:   {}", paths.root().display());
-        println!("gateway: {}", gateway.as_deref().unwrap_or("(not running)"));
-        for s in Service::START_ORDER {
-            println!("  {:<10} {}", s.name(), health[s.name()].replace('_', " "));
-        }
-    }
-    Ok(if all {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
 }

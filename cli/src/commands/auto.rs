@@ -1,17 +1,15 @@
-//! The owner's Auto commands: the master switch (`clankie auto on|off`),
-//! the saved autonomy level, the scheduler's status, and the projects
-//! status line (`clankie project status`).
+//! `clankie auto`: Projects on Auto: the master switch, the saved level and
+//! the scheduler's status.
 
 use std::process::ExitCode;
 
 use clankie_proto::auto::v1 as pb;
-use clankie_runtime::grpc::Client;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::owner_cmds::{owner_meta, refused};
-use crate::terminal::print_json;
+use crate::support::clients::{self, refused};
+use crate::support::output::print_json;
 
 #[derive(Subcommand)]
 pub enum AutoCommand {
@@ -31,10 +29,6 @@ pub enum AutoCommand {
     },
 }
 
-fn client(paths: &StatePaths) -> anyhow::Result<pb::auto_client::AutoClient<Client>> {
-    Ok(clankie_runtime::clients::auto(paths, owner_meta(paths)?))
-}
-
 fn autonomy_json(a: &pb::Autonomy) -> serde_json::Value {
     json!({
         "on": a.on,
@@ -48,7 +42,7 @@ fn autonomy_json(a: &pb::Autonomy) -> serde_json::Value {
 }
 
 pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<ExitCode> {
-    let mut c = client(&paths)?;
+    let mut c = clients::auto(&paths)?;
     let req = match command {
         AutoCommand::On => Some((Some(true), None)),
         AutoCommand::Off => Some((Some(false), None)),
@@ -135,48 +129,6 @@ pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<Exit
                 );
             }
         }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `clankie project status`: agents working, landed today, needs you.
-pub async fn project_status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
-    let r = client(paths)?
-        .project_status(pb::ProjectStatusRequest {})
-        .await
-        .map_err(refused)?
-        .into_inner();
-    if json {
-        print_json(&json!({
-            "needsYouTotal": r.needs_you_total,
-            "projects": r.projects.iter().map(|p| json!({
-                "projectId": p.project_id,
-                "name": p.name,
-                "auto": p.auto,
-                "focus": p.focus,
-                "agentsWorking": p.agents_working,
-                "landedToday": p.landed_today,
-                "needsYou": p.needs_you,
-                "leadConversationId": p.lead_conversation_id,
-            })).collect::<Vec<_>>(),
-        }));
-    } else {
-        for p in &r.projects {
-            println!(
-                "{:<20} {:<4} {} working · {} landed today · {} need you{}",
-                p.name,
-                if p.auto { "Auto" } else { "" },
-                p.agents_working,
-                p.landed_today,
-                p.needs_you,
-                if p.focus.is_empty() {
-                    String::new()
-                } else {
-                    format!(" · {}", p.focus)
-                }
-            );
-        }
-        println!("owner questions pending in all: {}", r.needs_you_total);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,9 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use crate::bridge::submit::submit;
-use crate::owner_cmds::{owner_meta, refused};
+use crate::support::clients::{self, refused};
+use crate::support::discovery;
+use crate::support::output::print_json;
 
 #[derive(Subcommand)]
 pub enum ReviewCommand {
@@ -44,7 +46,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             evidence,
             base,
         } => {
-            let socket = crate::bridge::upstream::discovery(&paths, "unix")?;
+            let socket = discovery::local_socket(&paths)?;
             let pane = std::env::var("TMUX_PANE")
                 .or_else(|_| std::env::var("HERDR_PANE_ID"))
                 .map_err(|_| {
@@ -56,7 +58,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             });
             match submit(&socket, &pane, &args).await {
                 Ok(v) => {
-                    crate::terminal::print_json(&v);
+                    print_json(&v);
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(v) => {
@@ -74,7 +76,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                 ReviewCommand::Show { candidate_id } => candidate_id.clone(),
                 _ => String::new(),
             };
-            let mut client = clankie_runtime::clients::mailbox(&paths, owner_meta(&paths)?);
+            let mut client = clients::mailbox(&paths)?;
             let all = client
                 .list_reviews(pb::ListReviewsRequest {
                     candidate_id: id.clone(),
@@ -88,13 +90,13 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                     .iter()
                     .map(|c| clankie_types::views::candidate(c, false))
                     .collect();
-                crate::terminal::print_json(&json!({ "candidates": list }));
+                print_json(&json!({ "candidates": list }));
             } else {
                 let c = all
                     .first()
                     .ok_or_else(|| anyhow::anyhow!("no candidate {id}"))?;
                 let v = clankie_types::views::candidate(c, true);
-                crate::terminal::print_json(&v);
+                print_json(&v);
             }
             Ok(ExitCode::SUCCESS)
         }

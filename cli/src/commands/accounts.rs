@@ -1,0 +1,77 @@
+//! `clankie accounts`: every connected account with its verification
+//! state, recorded identity and last error.
+
+use std::process::ExitCode;
+
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::paths::StatePaths;
+
+use crate::support::clients::{self, refused};
+use crate::support::output::{field, print_json};
+
+fn state_name(s: i32) -> &'static str {
+    match mpb::AccountState::try_from(s) {
+        Ok(mpb::AccountState::Verified) => "verified",
+        Ok(mpb::AccountState::Verifying) => "verifying",
+        Ok(mpb::AccountState::Unavailable) => "unavailable",
+        _ => "unknown",
+    }
+}
+
+fn account_json(a: &mpb::Account) -> serde_json::Value {
+    serde_json::json!({
+        "name": a.name,
+        "transport": a.transport,
+        "target": a.target,
+        "state": state_name(a.state),
+        "identity": { "name": a.identity_name, "version": a.identity_version },
+        "protocolVersion": a.protocol_version,
+        "tools": a.tool_count,
+        "lastError": a.last_error,
+        "generation": a.generation,
+        "restarts": a.restarts,
+    })
+}
+
+pub fn print_account(a: &mpb::Account) {
+    let identity = if a.identity_name.is_empty() {
+        "-".to_string()
+    } else {
+        // Named by the upstream server: never raw on the terminal.
+        field(&format!("{} {}", a.identity_name, a.identity_version)).into_owned()
+    };
+    println!(
+        "{:<20} {:<12} {:<5} tools={:<4} identity={} target={}{}",
+        a.name,
+        state_name(a.state),
+        a.transport,
+        a.tool_count,
+        identity,
+        a.target,
+        if a.last_error.is_empty() {
+            String::new()
+        } else {
+            format!(" error={}", field(&a.last_error))
+        }
+    );
+}
+
+pub async fn accounts(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
+    let resp = clients::mcp_host(&paths)?
+        .list_accounts(mpb::ListAccountsRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner();
+    if json {
+        let list: Vec<_> = resp.accounts.iter().map(account_json).collect();
+        print_json(&serde_json::json!({ "revision": resp.revision.to_string(), "accounts": list }));
+    } else if resp.accounts.is_empty() {
+        println!("no connected accounts (add one with `clankie connect NAME -- CMD ARGS...`)");
+    } else {
+        for a in &resp.accounts {
+            print_account(a);
+        }
+        println!("catalog revision {}", resp.revision);
+    }
+    Ok(ExitCode::SUCCESS)
+}

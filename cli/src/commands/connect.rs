@@ -1,0 +1,110 @@
+//! `clankie connect` and `clankie disconnect`: the owner adds or removes an
+//! MCP account (a stdio command or an HTTPS URL) in the mcp-host.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::paths::StatePaths;
+use clap::Args;
+
+use crate::support::clients::{self, refused};
+
+use super::accounts::print_account;
+
+#[derive(Args)]
+pub struct ConnectArgs {
+    /// Account name: lowercase letters, digits and dashes.
+    pub name: String,
+    /// Streamable HTTP endpoint of the server.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// HTTP header `K:V` sent to the server (repeatable).
+    #[arg(long = "header")]
+    pub headers: Vec<String>,
+    /// Environment `K=V` for a stdio server (repeatable).
+    #[arg(long = "env")]
+    pub env: Vec<String>,
+    /// Working directory for a stdio server.
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// Seconds to wait for verification.
+    #[arg(long, default_value_t = 20)]
+    pub wait: u32,
+    /// The stdio server's command and arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<ExitCode> {
+    let transport = match (&args.url, args.command.is_empty()) {
+        (Some(url), true) => {
+            let mut headers = HashMap::new();
+            for h in &args.headers {
+                let (k, v) = h
+                    .split_once(':')
+                    .with_context(|| format!("header {h:?} is not K:V"))?;
+                headers.insert(k.trim().to_string(), v.trim().to_string());
+            }
+            mpb::connect_request::Transport::Http(mpb::HttpTransport {
+                url: url.clone(),
+                headers,
+            })
+        }
+        (None, false) => {
+            let mut env = HashMap::new();
+            for kv in &args.env {
+                let (k, v) = kv
+                    .split_once('=')
+                    .with_context(|| format!("env {kv:?} is not K=V"))?;
+                env.insert(k.to_string(), v.to_string());
+            }
+            mpb::connect_request::Transport::Stdio(mpb::StdioTransport {
+                command: args.command[0].clone(),
+                args: args.command[1..].to_vec(),
+                env,
+                cwd: args.cwd.clone().unwrap_or_default(),
+            })
+        }
+        (Some(_), false) => bail!("choose either --url or a command after --, not both"),
+        (None, true) => bail!("give a command after -- (stdio) or --url URL (streamable HTTP)"),
+    };
+    let mut client = clients::mcp_host(&paths)?;
+    let mut req = tonic::Request::new(mpb::ConnectRequest {
+        name: args.name,
+        transport: Some(transport),
+        wait_verified_ms: args.wait.saturating_mul(1000),
+    });
+    req.set_timeout(std::time::Duration::from_secs(u64::from(args.wait) + 10));
+    let account = client
+        .connect_account(req)
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .account
+        .unwrap_or_default();
+    print_account(&account);
+    Ok(if account.state == mpb::AccountState::Verified as i32 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("the account is saved but not verified yet; `clankie accounts` shows its state");
+        ExitCode::from(3)
+    })
+}
+
+pub async fn disconnect(paths: StatePaths, name: String) -> anyhow::Result<ExitCode> {
+    let removed = clients::mcp_host(&paths)?
+        .disconnect_account(mpb::DisconnectRequest { name: name.clone() })
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .removed;
+    if removed {
+        println!("disconnected {name}");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("no account named {name}");
+        Ok(ExitCode::from(4))
+    }
+}

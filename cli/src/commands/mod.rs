@@ -1,0 +1,20 @@
+//! One file per user verb (or a verb and its inverse: `connect` holds
+//! `disconnect`, `hire` holds `close`). `clankie mcp` is the bridge, in
+//! `bridge/`.
+
+pub mod accounts;
+pub mod auto;
+pub mod connect;
+pub mod doctor;
+pub mod fleet;
+pub mod hire;
+pub mod lead;
+pub mod message;
+pub mod project;
+pub mod review;
+pub mod roster;
+pub mod status;
+pub mod tracker;
+pub mod transcript;
+pub mod up;
+pub mod work;

@@ -1,0 +1,298 @@
+//! `clankie project`: projects, their workspaces and caps, the owning lead,
+//! the revision-fenced settings update, and the Auto status per project.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clankie_proto::auto::v1 as autopb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::paths::StatePaths;
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::support::clients::{self, refused};
+use crate::support::output::{field, print_json};
+
+#[derive(Subcommand)]
+pub enum ProjectCommand {
+    /// Register a project (or add a workspace to it).
+    Add {
+        name: String,
+        /// The project's workspace: an existing absolute folder.
+        #[arg(long)]
+        workspace: String,
+        #[arg(long, default_value = "")]
+        machine: String,
+        #[arg(long, default_value = "")]
+        platform: String,
+        /// The lead conversation that owns it (default: the global head).
+        #[arg(long, default_value = "")]
+        lead: String,
+        /// Open worker hires allowed at once (default 4).
+        #[arg(long, default_value_t = 0)]
+        worker_cap: u32,
+        /// The project keeps a standing reviewer seat.
+        #[arg(long)]
+        reviewer: bool,
+    },
+    /// List projects with their revisions and workspaces.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a project's settings at the revision you read.
+    Set {
+        project: String,
+        #[arg(long)]
+        revision: u64,
+        /// The tracker binding: builtin, linear, or none.
+        #[arg(long, value_parser = ["builtin", "linear", "none"])]
+        tracker: Option<String>,
+        /// The built-in team the project's issues live in.
+        #[arg(long)]
+        team: Option<String>,
+        /// The bound Linear project (UUID).
+        #[arg(long)]
+        linear_project: Option<String>,
+        /// A workspace's saved tracker convention: WORKSPACE=builtin|linear|none (repeatable).
+        #[arg(long = "convention")]
+        conventions: Vec<String>,
+        /// Put the project on Auto, or take it off.
+        #[arg(long, value_parser = ["on", "off"])]
+        auto: Option<String>,
+        /// One line for the lead (at most 280 characters).
+        #[arg(long)]
+        focus: Option<String>,
+        /// An override for autonomous work: everyday|outward|machineSetup=on|off (repeatable).
+        #[arg(long = "override")]
+        overrides: Vec<String>,
+    },
+    /// Each project's status line: agents working, landed today, needs you.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove one workspace record at the revision you read (no folder is deleted).
+    RemoveWorkspace {
+        project: String,
+        workspace_id: String,
+        #[arg(long)]
+        revision: u64,
+    },
+}
+
+pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Result<ExitCode> {
+    let mut c = clients::mailbox(&paths)?;
+    match command {
+        ProjectCommand::Add {
+            name,
+            workspace,
+            machine,
+            platform,
+            lead,
+            worker_cap,
+            reviewer,
+        } => {
+            let workspace = std::path::absolute(&workspace)?.display().to_string();
+            let p = c
+                .add_project(pb::AddProjectRequest {
+                    name,
+                    workspace,
+                    machine,
+                    platform,
+                    lead_conversation_id: lead,
+                    worker_cap,
+                    standing_reviewer: reviewer,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&clankie_types::views::project(&p));
+        }
+        ProjectCommand::List { json } => {
+            let all = c
+                .list_projects(pb::ListProjectsRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .projects;
+            if json {
+                print_json(
+                    &json!({ "projects": all.iter().map(clankie_types::views::project).collect::<Vec<_>>() }),
+                );
+            } else {
+                for p in &all {
+                    println!(
+                        "{}  {}  rev {}  cap {}  lead {}",
+                        field(&p.project_id),
+                        field(&p.name),
+                        p.revision,
+                        p.worker_cap,
+                        if p.lead_conversation_id.is_empty() {
+                            "global".into()
+                        } else {
+                            field(&p.lead_conversation_id)
+                        }
+                    );
+                    for w in &p.workspaces {
+                        println!("    {}  {}", field(&w.workspace_id), field(&w.path));
+                    }
+                }
+            }
+        }
+        ProjectCommand::Set {
+            project,
+            revision,
+            tracker,
+            team,
+            linear_project,
+            conventions,
+            auto,
+            focus,
+            overrides,
+        } => {
+            return project_set(
+                &paths,
+                ProjectSet {
+                    project,
+                    revision,
+                    tracker,
+                    team,
+                    linear_project,
+                    conventions,
+                    auto: auto.map(|a| a == "on"),
+                    focus,
+                    overrides,
+                },
+            )
+            .await;
+        }
+        ProjectCommand::Status { json } => {
+            return project_status(&paths, json).await;
+        }
+        ProjectCommand::RemoveWorkspace {
+            project,
+            workspace_id,
+            revision,
+        } => {
+            let p = c
+                .remove_workspace(pb::RemoveWorkspaceRequest {
+                    project_id: project,
+                    workspace_id,
+                    expected_revision: revision,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&clankie_types::views::project(&p));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `clankie project set` arguments.
+pub struct ProjectSet {
+    pub project: String,
+    pub revision: u64,
+    pub tracker: Option<String>,
+    pub team: Option<String>,
+    pub linear_project: Option<String>,
+    pub conventions: Vec<String>,
+    pub auto: Option<bool>,
+    pub focus: Option<String>,
+    pub overrides: Vec<String>,
+}
+
+fn pairs(list: &[String], flag: &str, form: &str) -> anyhow::Result<Vec<(String, String)>> {
+    list.iter()
+        .map(|c| {
+            c.rsplit_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| anyhow::anyhow!("{flag} takes {form}"))
+        })
+        .collect()
+}
+
+/// `clankie project set`: the revision-fenced project update.
+pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<ExitCode> {
+    let tracker = set
+        .tracker
+        .map(|t| if t == "none" { String::new() } else { t });
+    let workspace_conventions = pairs(
+        &set.conventions,
+        "--convention",
+        "WORKSPACE=builtin|linear|none",
+    )?
+    .into_iter()
+    .map(|(ws, c)| (ws, if c == "none" { String::new() } else { c }))
+    .collect();
+    let mut overrides = std::collections::HashMap::new();
+    for (k, v) in pairs(&set.overrides, "--override", "KEY=on|off")? {
+        let on = match v.as_str() {
+            "on" => true,
+            "off" => false,
+            _ => bail!("--override {k}={v}: use on or off"),
+        };
+        overrides.insert(k, on);
+    }
+    let mut mailbox = clients::mailbox(paths)?;
+    let p = mailbox
+        .update_project(pb::UpdateProjectRequest {
+            project: set.project,
+            expected_revision: set.revision,
+            tracker,
+            tracker_team: set.team,
+            linear_project_id: set.linear_project,
+            workspace_conventions,
+            auto: set.auto,
+            focus: set.focus,
+            overrides,
+        })
+        .await
+        .map_err(refused)?
+        .into_inner();
+    print_json(&clankie_types::views::project_settings(&p));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `clankie project status`: agents working, landed today, needs you.
+pub async fn project_status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
+    let r = clients::auto(paths)?
+        .project_status(autopb::ProjectStatusRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner();
+    if json {
+        print_json(&json!({
+            "needsYouTotal": r.needs_you_total,
+            "projects": r.projects.iter().map(|p| json!({
+                "projectId": p.project_id,
+                "name": p.name,
+                "auto": p.auto,
+                "focus": p.focus,
+                "agentsWorking": p.agents_working,
+                "landedToday": p.landed_today,
+                "needsYou": p.needs_you,
+                "leadConversationId": p.lead_conversation_id,
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        for p in &r.projects {
+            println!(
+                "{:<20} {:<4} {} working · {} landed today · {} need you{}",
+                p.name,
+                if p.auto { "Auto" } else { "" },
+                p.agents_working,
+                p.landed_today,
+                p.needs_you,
+                if p.focus.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {}", p.focus)
+                }
+            );
+        }
+        println!("owner questions pending in all: {}", r.needs_you_total);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,53 @@
+//! `clankie work`: the fleet's work: open hires and tracker budgets.
+
+use std::process::ExitCode;
+
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::paths::StatePaths;
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::support::clients::{self, refused};
+use crate::support::output::print_json;
+
+use super::tracker::{budgets, budgets_json, print_budgets};
+
+#[derive(Subcommand)]
+pub enum WorkCommand {
+    /// Open hires and the tracker request budgets.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `clankie work status`.
+pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<ExitCode> {
+    let WorkCommand::Status { json } = command;
+    let mut mailbox = clients::mailbox(&paths)?;
+    let roster = mailbox
+        .roster(pb::RosterRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner();
+    let open: Vec<_> = roster.hires.iter().filter(|h| h.ended.is_empty()).collect();
+    let b = budgets(&paths).await?;
+    if json {
+        print_json(&json!({
+            "openHires": open.iter().map(|h| json!({
+                "hireId": h.hire_id, "role": h.role, "projectId": h.project_id, "paneId": h.pane_id,
+            })).collect::<Vec<_>>(),
+            "trackerBudgets": budgets_json(&b),
+        }));
+    } else {
+        println!("open hires: {}", open.len());
+        for h in &open {
+            println!(
+                "  {}  {:<8} {}  pane {}",
+                h.hire_id, h.role, h.project_id, h.pane_id
+            );
+        }
+        print_budgets(&b, false);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,19 @@
+//! `clankie-panes`: the multiplexers whose panes can be admitted, read and
+//! acted on. One read trait, two hosts.
+//!
+//! - [`host`]: [`Pane`], [`PaneError`], the [`PaneHost`] read trait and
+//!   [`ActError`].
+//! - [`tmux`]: a tmux server (`tmux -S SOCKET`): reads through one
+//!   control-mode client, acts as one `tmux` command each.
+//! - [`herdr`]: a Herdr server's socket API, for reads and acts alike.
+//!
+//! Admission reads (and brackets every answer with kernel observations);
+//! the mailbox acts. Neither trusts what a pane says about itself.
+
+pub mod herdr;
+pub mod host;
+pub mod tmux;
+
+pub use herdr::Herdr;
+pub use host::{ActError, Pane, PaneError, PaneHost, READ_TIMEOUT};
+pub use tmux::Tmux;

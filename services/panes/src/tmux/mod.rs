@@ -1,0 +1,151 @@
+//! tmux as a pane host: reads through a control-mode client (`control`),
+//! and the acts a hire needs, one `tmux` command each (`act`).
+//!
+//! A read names a pane's id, `pane_pid` (the pane's shell) and its
+//! foreground command, against a given server socket (`tmux -S SOCKET`).
+
+mod act;
+mod control;
+
+use std::path::PathBuf;
+
+pub use act::{close, live, open, session};
+pub use control::{Block, BlockReader, parse_tmux};
+use control::{Control, TMUX_FORMAT};
+
+use crate::host::{Pane, PaneError, PaneHost, READ_TIMEOUT};
+
+/// A tmux server, optionally narrowed to one session.
+///
+/// Reads go through one long-lived control-mode client (`tmux -C
+/// attach-session -f read-only,ignore-size,no-output`), so a pane read is a
+/// line on a pipe, not a process; if that client cannot run, each read falls
+/// back to one `tmux list-panes` process.
+#[derive(Debug, Clone)]
+pub struct Tmux {
+    pub socket: PathBuf,
+    pub session: Option<String>,
+    control: std::sync::Arc<tokio::sync::Mutex<Option<Control>>>,
+}
+
+impl Tmux {
+    pub fn new(socket: impl Into<PathBuf>, session: Option<String>) -> Self {
+        Tmux {
+            socket: socket.into(),
+            session,
+            control: Default::default(),
+        }
+    }
+}
+
+impl Tmux {
+    fn command_line(&self, target: Option<&str>) -> String {
+        let scope = match (target, &self.session) {
+            (Some(t), _) => format!("-t {t}"),
+            (None, Some(s)) => format!("-s -t '{s}'"),
+            (None, None) => "-a".to_string(),
+        };
+        format!("list-panes {scope} -F \"{TMUX_FORMAT}\"")
+    }
+
+    fn keep(&self, panes: impl Iterator<Item = Pane>) -> Vec<Pane> {
+        panes
+            .filter(|p| self.session.as_ref().is_none_or(|s| &p.session == s))
+            .collect()
+    }
+
+    async fn list(&self, target: Option<&str>) -> Result<Vec<Pane>, PaneError> {
+        let sane_session = self.session.as_deref().is_none_or(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        });
+        if sane_session {
+            let mut slot = tokio::time::timeout(READ_TIMEOUT, self.control.lock())
+                .await
+                .map_err(|_| PaneError::Unavailable("tmux_timeout"))?;
+            for _ in 0..2 {
+                if slot.is_none() {
+                    *slot = tokio::time::timeout(
+                        READ_TIMEOUT,
+                        Control::start(&self.socket, self.session.as_deref()),
+                    )
+                    .await
+                    .ok()
+                    .flatten();
+                }
+                let Some(control) = slot.as_mut() else { break };
+                let answer =
+                    tokio::time::timeout(READ_TIMEOUT, control.command(&self.command_line(target)))
+                        .await
+                        .ok()
+                        .flatten();
+                match answer {
+                    Some(Block::Ok(lines)) => {
+                        return Ok(self.keep(lines.iter().filter_map(|l| parse_tmux(l))));
+                    }
+                    Some(Block::Error(e)) if target.is_some() && e.contains("can't find") => {
+                        return Err(PaneError::NotFound);
+                    }
+                    Some(Block::Error(_)) => return Err(PaneError::Unavailable("tmux_failed")),
+                    // The control client died (server restarted?): start another once.
+                    None => *slot = None,
+                }
+            }
+        }
+        self.list_by_process(target).await
+    }
+
+    /// One `tmux list-panes` process per read: the fallback.
+    async fn list_by_process(&self, target: Option<&str>) -> Result<Vec<Pane>, PaneError> {
+        let mut cmd = tokio::process::Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket).arg("list-panes");
+        match (target, &self.session) {
+            (Some(t), _) => cmd.args(["-t", t]),
+            (None, Some(s)) => cmd.args(["-s", "-t", s]),
+            (None, None) => cmd.arg("-a"),
+        };
+        cmd.args(["-F", TMUX_FORMAT])
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(READ_TIMEOUT, cmd.output())
+            .await
+            .map_err(|_| PaneError::Unavailable("tmux_timeout"))?
+            .map_err(|_| PaneError::Unavailable("tmux_unavailable"))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            if target.is_some() && (err.contains("can't find") || err.contains("not found")) {
+                return Err(PaneError::NotFound);
+            }
+            return Err(PaneError::Unavailable("tmux_failed"));
+        }
+        Ok(self.keep(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(parse_tmux),
+        ))
+    }
+}
+
+impl PaneHost for Tmux {
+    async fn pane(&self, pane_id: &str) -> Result<Pane, PaneError> {
+        // Pane ids are `%` and digits; nothing else ever reaches tmux.
+        let digits = &pane_id[pane_id.len().min(1)..];
+        if !pane_id.starts_with('%')
+            || digits.is_empty()
+            || digits.len() > 10
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Err(PaneError::NotFound);
+        }
+        let panes = self.list(Some(pane_id)).await?;
+        panes
+            .into_iter()
+            .find(|p| p.pane_id == pane_id)
+            .ok_or(PaneError::NotFound)
+    }
+
+    async fn panes(&self) -> Result<Vec<Pane>, PaneError> {
+        self.list(None).await
+    }
+}
