@@ -44,6 +44,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Manual grants: issue, list, revoke; legacy project records.
+    Access {
+        #[command(subcommand)]
+        command: access::AccessCommand,
+    },
     /// Fleet links and switches.
     Fleet {
         #[command(subcommand)]
@@ -167,6 +172,7 @@ fn main() -> std::process::ExitCode {
             Command::Disconnect { name } => connect::disconnect(paths, name).await,
             Command::Accounts { json } => accounts::accounts(paths, json).await,
             Command::Fleet { command } => fleet::fleet(paths, command).await,
+            Command::Access { command } => access::access(paths, command).await,
             Command::Mcp(args) => bridge::run(paths, args).await,
             Command::Project { command } => project::project(paths, command).await,
             Command::Lead { command } => lead::lead(paths, command).await,

@@ -10,6 +10,7 @@
 //! Does not own: any state, accounts, receipts or settings.
 
 mod bridge;
+mod grants;
 mod intake;
 pub mod local;
 mod operator;
@@ -64,6 +65,9 @@ pub struct Admitted {
     pub ticket: String,
     pub principal: Principal,
     pub tools_on: bool,
+    /// A manual grant's bearer: the session reaches that grant's tools
+    /// and nothing else.
+    pub grant: Option<String>,
 }
 
 /// Gateway options.
@@ -93,6 +97,8 @@ pub(crate) struct Shared {
     pub(crate) request_budget: Duration,
     session_caps: sessions::SessionCaps,
     allowed_hosts: Vec<String>,
+    /// The sessions of every listener, so a revoked grant's can be closed.
+    pub(crate) listeners: parking_lot::Mutex<Vec<Arc<sessions::Sessions>>>,
 }
 
 /// The gateway; cheap to clone.
@@ -124,6 +130,7 @@ impl Options {
                 request_budget: self.request_budget.min(REQUEST_BUDGET),
                 session_caps: self.session_caps,
                 allowed_hosts: self.allowed_hosts,
+                listeners: Default::default(),
             }),
         };
         tokio::spawn(bridge::watch_catalog(
@@ -131,6 +138,10 @@ impl Options {
             shutdown.clone(),
         ));
         tokio::spawn(bridge::watch_settings(
+            gateway.shared.clone(),
+            shutdown.clone(),
+        ));
+        tokio::spawn(grants::watch_revocations(
             gateway.shared.clone(),
             shutdown.clone(),
         ));
@@ -167,6 +178,7 @@ impl Gateway {
         manager.session_config.keep_alive = Some(SESSION_IDLE);
         let manager = Arc::new(manager);
         let sessions = sessions::Sessions::new(manager.clone(), self.shared.session_caps);
+        self.shared.listeners.lock().push(sessions.clone());
         tokio::spawn(sessions.clone().prune(shutdown.clone()));
         let factory_shared = shared.clone();
         let mcp = StreamableHttpService::new(
@@ -423,6 +435,19 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
             Err(e) => refusal(&e),
         };
     }
+    if bearer.starts_with(grants::BEARER_PREFIX) {
+        return match grants::admit(&shared, &bearer).await {
+            Ok(admitted) => {
+                req.extensions_mut().insert(admitted);
+                let (req, ids) = match intake::checked_body(req).await {
+                    Ok(checked) => checked,
+                    Err(resp) => return resp,
+                };
+                run_admitted(&sessions, req, ids, next).await
+            }
+            Err(e) => refusal(&e),
+        };
+    }
     if bearer.is_empty() {
         let e = ErrorCode::FleetCredentialRequired
             .err("a fleet bearer token is required; ask the lead for a fleet link");
@@ -443,6 +468,7 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
                 ticket: resp.ticket,
                 principal: resp.principal.unwrap_or_default(),
                 tools_on,
+                grant: None,
             });
             let (req, ids) = match intake::checked_body(req).await {
                 Ok(checked) => checked,

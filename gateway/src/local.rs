@@ -378,6 +378,7 @@ fn admitted(resp: apb::AdmitResponse) -> Admitted {
             .is_some_and(|s| s.tools == FleetTools::Connected as i32),
         ticket: resp.ticket,
         principal: resp.principal.unwrap_or_default(),
+        grant: None,
     }
 }
 

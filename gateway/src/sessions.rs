@@ -197,6 +197,22 @@ impl Sessions {
         }
     }
 
+    /// Closes every session `owner` holds (a revoked grant's): the
+    /// transport ends them and their pending requests. Returns how many.
+    pub async fn close_owner(&self, owner: &str) -> usize {
+        let ids: Vec<String> = self
+            .owners()
+            .iter()
+            .filter(|(_, o)| o.as_str() == owner)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            let _ = self.manager.close_session(&id.as_str().into()).await;
+            self.owners().remove(id);
+        }
+        ids.len()
+    }
+
     /// Drops owners of sessions the manager no longer has (idle expiry).
     pub async fn prune(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
         loop {

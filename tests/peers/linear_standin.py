@@ -2,7 +2,8 @@
 
 Linear itself is out of reach from the test machines. This server answers a
 few of Linear's tool names (get_issue, list_issues, save_issue,
-save_comment, list_comments, graphql), appends each call's arguments as one
+save_comment, list_comments, graphql, and the worker-publishing
+create_worker_comment and create_worker_issue), appends each call's arguments as one
 JSON line to LOG, and marks every answer {"source": "linear-standin"} so a
 test can tell where a call went.
 
@@ -63,6 +64,18 @@ def list_comments(issueId: str) -> dict[str, Any]:
 def graphql(query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run a GraphQL document against Linear's API."""
     return _answer("graphql", {"query": query, "variables": variables})
+
+
+@server.tool()
+def create_worker_comment(issueId: str, body: str, personaId: str) -> dict[str, Any]:
+    """Comment on an issue as a worker persona (worker publishing)."""
+    return _answer("create_worker_comment", {"issueId": issueId, "body": body, "personaId": personaId})
+
+
+@server.tool()
+def create_worker_issue(team: str, title: str, personaId: str) -> dict[str, Any]:
+    """File an issue as a worker persona (worker publishing)."""
+    return _answer("create_worker_issue", {"team": team, "title": title, "personaId": personaId})
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@
 //!                            connection
 //!   clankie-bench recovery   kill -9 of mcp-host to the first good call vs
 //!                            a plain start of the binary until ready
+//!   clankie-bench grants     a direct grant tool call through the gateway vs
+//!                            the same tool called directly; grant issue and
+//!                            revoke vs a bare owner RPC
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -327,7 +330,7 @@ fn synthetic(accounts: usize, per: usize) -> Catalog {
                 .collect(),
         })
         .collect();
-    Catalog::build(&list, &Rules::default())
+    Catalog::build(&list, &Rules)
 }
 
 fn bench_search(queries: usize) {
@@ -438,6 +441,7 @@ pub(crate) fn cpu_seconds_all() -> f64 {
 mod bench_auto;
 mod bench_caller;
 mod bench_faults;
+mod bench_grants;
 mod bench_proof;
 mod bench_seats;
 mod bench_tracker;
@@ -471,6 +475,7 @@ async fn main() -> anyhow::Result<()> {
         "auto" => bench_auto::bench_auto(if quick { 3 } else { 10 }).await?,
         "memory" => bench_faults::bench_memory(if quick { 100 } else { 500 }).await?,
         "recovery" => bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?,
+        "grants" => bench_grants::bench_grants(rounds.min(500)).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -482,10 +487,11 @@ async fn main() -> anyhow::Result<()> {
             bench_auto::bench_auto(if quick { 3 } else { 10 }).await?;
             bench_faults::bench_memory(if quick { 100 } else { 500 }).await?;
             bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?;
+            bench_grants::bench_grants(rounds.min(500)).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants or all"
             )
         }
     }

@@ -573,22 +573,23 @@ pub fn structured(r: &CallToolResult) -> Value {
 
 /// Waits until `clankie_tools` describes `tool` (its account verified).
 pub async fn wait_tool(client: &RunningService<RoleClient, ()>, tool: &str) {
-    for _ in 0..300 {
-        if let Ok(r) = call(
+    let described = async || {
+        let r = call(
             client,
             "clankie_tools",
             serde_json::json!({"names": [tool]}),
         )
         .await
-            && structured(&r)["tools"]
-                .as_array()
-                .is_some_and(|t| !t.is_empty())
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        .ok()?;
+        let tools = structured(&r)["tools"].as_array().cloned()?;
+        (!tools.is_empty()).then_some(())
+    };
+    if eventually(Duration::from_secs(30), described)
+        .await
+        .is_none()
+    {
+        panic!("{tool} never appeared in the catalog");
     }
-    panic!("{tool} never appeared in the catalog");
 }
 
 /// Waits until a file holds the line `line`.

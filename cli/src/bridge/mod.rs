@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, Notify, RwLock};
 
 pub(crate) mod channel;
+mod grant;
 pub(crate) mod submit;
 pub(crate) mod upstream;
 
@@ -42,8 +43,11 @@ use crate::support::discovery;
 #[derive(Args)]
 pub struct McpArgs {
     /// Serve the fleet bridge (clankie_tools and clankie_call).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "grant")]
     pub fleet: bool,
+    /// Serve one manual grant's tools directly, from its private file.
+    #[arg(long)]
+    pub grant: Option<std::path::PathBuf>,
     /// The gateway's MCP URL (default: from the discovery file).
     #[arg(long, env = "CLANKIE_FLEET_URL")]
     pub url: Option<String>,
@@ -277,8 +281,11 @@ impl ServerHandler for FleetServer {
 }
 
 pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
+    if let Some(file) = args.grant {
+        return grant::run(file).await;
+    }
     if !args.fleet {
-        bail!("choose a mode: `clankie mcp --fleet`");
+        bail!("choose a mode: `clankie mcp --fleet` or `clankie mcp --grant FILE`");
     }
     clankie_runtime::telemetry::init("fleet-bridge");
     // With a token: the remote route. Without: the local socket, where the

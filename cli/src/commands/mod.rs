@@ -2,6 +2,7 @@
 //! `disconnect`, `hire` holds `close`). `clankie mcp` is the bridge, in
 //! `bridge/`.
 
+pub mod access;
 pub mod accounts;
 pub mod auto;
 pub mod connect;

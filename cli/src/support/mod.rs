@@ -3,4 +3,5 @@
 
 pub mod clients;
 pub mod discovery;
+pub mod grant_file;
 pub mod output;

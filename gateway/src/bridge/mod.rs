@@ -4,6 +4,7 @@
 //! request's remaining budget as the gRPC deadline.
 
 mod dispatch;
+mod grant;
 mod tools;
 mod watch;
 
@@ -101,6 +102,10 @@ impl ServerHandler for Bridge {
         let (a, headers) = admitted(&context)?;
         let span = tracing::info_span!("bridge.list_tools");
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        if let Some(bearer) = &a.grant {
+            let budget = Budget(Instant::now(), self.shared.request_budget);
+            return self.grant_list(bearer, &budget).instrument(span).await;
+        }
         async move {
             let mut tools = if a.tools_on {
                 let budget = Budget(Instant::now(), self.shared.request_budget);
@@ -146,6 +151,13 @@ impl ServerHandler for Bridge {
         let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
         let budget = Budget(Instant::now(), self.shared.request_budget);
+        if let Some(bearer) = &a.grant {
+            return Ok(self
+                .grant_call(bearer, &budget, request, &context.meta)
+                .instrument(span)
+                .await
+                .into());
+        }
         async move {
             let args = Value::Object(request.arguments.unwrap_or_default());
             let Some(result) = self

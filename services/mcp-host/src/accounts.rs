@@ -256,7 +256,7 @@ impl Registry {
         };
         let (catalog, _) = watch::channel(Arc::new(Catalog::build(
             &[crate::tracker::builtin_tools()],
-            &Rules::default(),
+            &Rules,
         )));
         let registry = Registry {
             inner: Arc::new(Inner {
@@ -269,7 +269,7 @@ impl Registry {
                 }),
                 slots: Mutex::new(BTreeMap::new()),
                 catalog,
-                rules: Rules::default(),
+                rules: Rules,
                 shutdown,
                 first_verdicts: Mutex::new(file.accounts.iter().map(|a| a.name.clone()).collect()),
             }),
@@ -408,6 +408,14 @@ impl Registry {
             ))),
             None => Ok(()),
         }
+    }
+
+    /// The identity `account` answered with when it is verified now (its
+    /// server's name until a provider identity is recorded).
+    pub fn verified_identity(&self, account: &str) -> Option<String> {
+        let slot = lock(&self.inner.slots).get(account).cloned()?;
+        let live = slot.live.borrow();
+        (live.state == pb::AccountState::Verified).then(|| live.identity_name.clone())
     }
 
     /// The generation of `account` when it is connected and verified now.

@@ -121,27 +121,15 @@ impl Entry {
 }
 
 /// The rule matcher: which upstream tools a fleet principal may reach.
-#[derive(Debug, Clone)]
-pub struct Rules {
-    /// `(account, tool)` pairs never offered to the fleet.
-    excluded: Vec<(String, String)>,
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        // Linear worker-publishing tools need an exact personaId grant.
-        Rules {
-            excluded: vec![
-                ("linear".into(), "create_worker_comment".into()),
-                ("linear".into(), "create_worker_issue".into()),
-            ],
-        }
-    }
-}
+/// Worker-publishing tools (on any account) need an exact personaId grant,
+/// so the fleet never sees them; a grant reaches them through
+/// [`Catalog::grant_entry`].
+#[derive(Debug, Clone, Default)]
+pub struct Rules;
 
 impl Rules {
-    pub fn allows(&self, account: &str, tool: &str) -> bool {
-        !self.excluded.iter().any(|(a, t)| a == account && t == tool)
+    pub fn allows(&self, _account: &str, tool: &str) -> bool {
+        !crate::grants::rules::worker_publishing(tool)
     }
 }
 
@@ -192,6 +180,9 @@ pub struct Catalog {
     /// Verified accounts, sorted.
     pub connected: Vec<String>,
     by_name: BTreeMap<String, Arc<Entry>>,
+    /// Entries the rules keep from the fleet (worker publishing), which
+    /// only a manual grant reaches.
+    grant_only: BTreeMap<String, Arc<Entry>>,
     /// The same entries in name order, for the index's positions.
     ordered: Vec<Arc<Entry>>,
     index: Index,
@@ -215,6 +206,7 @@ impl Catalog {
     /// Builds a catalog from verified accounts, applying the rules.
     pub fn build(accounts: &[AccountTools], rules: &Rules) -> Catalog {
         let mut entries = BTreeMap::new();
+        let mut grant_only = BTreeMap::new();
         let mut connected = Vec::new();
         let builtin_first = accounts
             .iter()
@@ -223,12 +215,14 @@ impl Catalog {
         for a in builtin_first {
             connected.push(a.account.clone());
             for (tool, description, schema) in &a.tools {
-                if !rules.allows(&a.account, tool) {
-                    continue;
-                }
                 let mut e = Entry::new(&a.account, a.generation, tool, description, schema.clone());
                 e.builtin = a.builtin;
-                entries.entry(e.qualified.clone()).or_insert(Arc::new(e));
+                let book = if rules.allows(&a.account, tool) {
+                    &mut entries
+                } else {
+                    &mut grant_only
+                };
+                book.entry(e.qualified.clone()).or_insert(Arc::new(e));
             }
         }
         connected.sort();
@@ -253,6 +247,7 @@ impl Catalog {
             index: Index::build(&ordered),
             ordered,
             by_name: entries,
+            grant_only,
         }
     }
 
@@ -266,6 +261,17 @@ impl Catalog {
 
     pub fn get(&self, qualified: &str) -> Option<&Arc<Entry>> {
         self.by_name.get(qualified)
+    }
+
+    /// The entry of `tool` on `account` for a manual grant: the fleet's
+    /// entries and the ones the rules keep from the fleet alike.
+    pub fn grant_entry(&self, account: &str, tool: &str) -> Option<Arc<Entry>> {
+        let qualified = format!("{account}_{tool}");
+        self.by_name
+            .get(&qualified)
+            .or_else(|| self.grant_only.get(&qualified))
+            .filter(|e| e.account == account && e.tool == tool)
+            .cloned()
     }
 
     /// Resolves a qualified name for dispatch.
@@ -423,7 +429,7 @@ mod tests {
                     ],
                 },
             ],
-            &Rules::default(),
+            &Rules,
         )
     }
 
@@ -443,6 +449,9 @@ mod tests {
     fn rules_exclude_worker_publishing() {
         let c = sample();
         assert!(c.get("linear_create_worker_comment").is_none());
+        assert!(c.grant_entry("linear", "create_worker_comment").is_some());
+        assert!(c.grant_entry("linear", "get_issue").is_some());
+        assert!(c.grant_entry("linear", "nothing").is_none());
         assert_eq!(
             c.resolve("linear_create_worker_comment")
                 .err()
@@ -467,7 +476,7 @@ mod tests {
                     schema(json!({"type":"object"})),
                 )],
             }],
-            &Rules::default(),
+            &Rules,
         );
         assert_ne!(a.revision, c.revision);
     }

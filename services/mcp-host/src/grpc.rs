@@ -14,9 +14,11 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::accounts::Transport;
+use crate::grants::serve::grant_pb;
 use crate::{DEFAULT_BUDGET, McpHost, Who, catalog, tracker};
 
 type CatalogStream = Pin<Box<dyn Stream<Item = Result<pb::CatalogInfo, Status>> + Send>>;
+type RevocationStream = Pin<Box<dyn Stream<Item = Result<pb::Revocation, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::mcp_host_server::McpHost for McpHost {
@@ -167,16 +169,18 @@ impl pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallResult>, Status> {
-        let who = match grpc::ticket(request.metadata()) {
-            Some(t) => Who::Fleet(t.to_string()),
-            None if clankie_runtime::owner::bearer(request.metadata()).is_some() => {
+        let granted = self.grant_caller(request.metadata());
+        let who = match (granted, grpc::ticket(request.metadata())) {
+            (Some(caller), _) => caller.map_err(refuse)?,
+            (None, Some(t)) => Who::Fleet(t.to_string()),
+            (None, None) if clankie_runtime::owner::bearer(request.metadata()).is_some() => {
                 self.inner
                     .owner
                     .verify(request.metadata())
                     .map_err(refuse)?;
                 Who::Owner
             }
-            None => {
+            (None, None) => {
                 return Err(refuse(
                     ErrorCode::FleetCredentialRequired
                         .err("the request carries no admission ticket"),
@@ -219,9 +223,120 @@ impl pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<pb::GetReceiptRequest>,
     ) -> Result<Response<pb::CallResult>, Status> {
-        let ticket = Self::ticket(&request).map_err(refuse)?;
+        let who = match self.grant_caller(request.metadata()) {
+            Some(caller) => caller.map_err(refuse)?,
+            None => Who::Fleet(Self::ticket(&request).map_err(refuse)?),
+        };
         let id = request.into_inner().receipt_id;
-        let result = self.receipt(&ticket, &id).await.map_err(refuse)?;
+        let result = self.receipt(&who, &id).await.map_err(refuse)?;
         Ok(Response::new(result))
+    }
+
+    async fn issue_grant(
+        &self,
+        request: Request<pb::IssueGrantRequest>,
+    ) -> Result<Response<pb::IssueGrantResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let issued = self.issue_grant(request.into_inner()).map_err(refuse)?;
+        Ok(Response::new(issued))
+    }
+
+    async fn list_grants(
+        &self,
+        request: Request<pb::ListGrantsRequest>,
+    ) -> Result<Response<pb::ListGrantsResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let grants = self.inner.grants.list().map_err(refuse)?;
+        Ok(Response::new(pb::ListGrantsResponse {
+            grants: grants.iter().map(grant_pb).collect(),
+        }))
+    }
+
+    async fn revoke_grant(
+        &self,
+        request: Request<pb::RevokeGrantRequest>,
+    ) -> Result<Response<pb::Grant>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let id = request.into_inner().grant_id;
+        let revoked = self.inner.grants.revoke(&id).map_err(refuse)?;
+        tracing::info!(grant = %revoked.grant_id, "grant.revoked");
+        Ok(Response::new(grant_pb(&revoked)))
+    }
+
+    async fn keep_project_grant(
+        &self,
+        request: Request<pb::KeepProjectGrantRequest>,
+    ) -> Result<Response<pb::Grant>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let req = request.into_inner();
+        if req.project.trim().is_empty() || req.server.trim().is_empty() {
+            return Err(refuse(
+                ErrorCode::InvalidArgument.err("a project record names a project and a server"),
+            ));
+        }
+        let tools = req
+            .tools
+            .into_iter()
+            .map(|name| crate::grants::GrantedTool {
+                name,
+                arguments: Default::default(),
+                forbidden_arguments: Vec::new(),
+            })
+            .collect();
+        let kept = self
+            .inner
+            .grants
+            .keep_project_record(&req.project, &req.server, tools)
+            .map_err(refuse)?;
+        Ok(Response::new(grant_pb(&kept)))
+    }
+
+    async fn authenticate_grant(
+        &self,
+        request: Request<pb::AuthenticateGrantRequest>,
+    ) -> Result<Response<pb::Grant>, Status> {
+        let grant = self
+            .inner
+            .grants
+            .authenticate(&request.into_inner().bearer)
+            .map_err(refuse)?;
+        Ok(Response::new(grant_pb(&grant)))
+    }
+
+    async fn grant_tools(
+        &self,
+        request: Request<pb::GrantToolsRequest>,
+    ) -> Result<Response<pb::GrantToolsResponse>, Status> {
+        let caller = match self.grant_caller(request.metadata()) {
+            Some(Ok(Who::Grant(caller))) => caller,
+            Some(Err(e)) => return Err(refuse(e)),
+            _ => {
+                return Err(refuse(
+                    ErrorCode::GrantInvalid.err("the request carries no grant bearer"),
+                ));
+            }
+        };
+        Ok(Response::new(pb::GrantToolsResponse {
+            grant: Some(grant_pb(&caller.grant)),
+            tools: self.grant_tools(&caller),
+        }))
+    }
+
+    type WatchRevocationsStream = RevocationStream;
+
+    async fn watch_revocations(
+        &self,
+        _request: Request<pb::WatchRevocationsRequest>,
+    ) -> Result<Response<Self::WatchRevocationsStream>, Status> {
+        use tokio_stream::StreamExt as _;
+        let feed = tokio_stream::wrappers::BroadcastStream::new(self.inner.grants.revocations());
+        // A lagging reader missed some ids: it hears an empty id, and
+        // then rechecks every grant session it holds.
+        let stream = feed.map(|id| {
+            Ok(pb::Revocation {
+                grant_id: id.unwrap_or_default(),
+            })
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 }

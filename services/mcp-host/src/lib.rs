@@ -14,6 +14,7 @@ pub mod accounts;
 pub mod audit;
 mod call;
 pub mod catalog;
+pub mod grants;
 mod grpc;
 pub mod receipts;
 pub mod tracker;
@@ -78,6 +79,7 @@ impl Options {
         let owner_token = clankie_runtime::owner::read_owner_token(&self.paths.owner_credential())?;
         let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
         let tracker_client = clankie_runtime::clients::tracker(&self.paths, Meta::default());
+        let grants = grants::Grants::open(self.paths.grants_file());
         Ok(McpHost {
             inner: Arc::new(Inner {
                 owner,
@@ -90,6 +92,7 @@ impl Options {
                 tracker: tracker_client,
                 owner_token,
                 budgets: tracker::Budgets::default(),
+                grants,
             }),
         })
     }
@@ -108,6 +111,7 @@ struct Inner {
     /// mailbox's owner route.
     owner_token: String,
     budgets: tracker::Budgets,
+    grants: grants::Grants,
 }
 
 /// Who a call comes from: an admitted fleet request, or the owner's route.
@@ -115,6 +119,8 @@ struct Inner {
 pub enum Who {
     Fleet(String),
     Owner,
+    /// A manual grant's session (its own principal, never a fleet's).
+    Grant(Box<grants::serve::GrantCaller>),
 }
 
 /// The mcp-host service; cheap to clone.
@@ -138,6 +144,7 @@ pub(crate) fn owner_of(who: &Who, principal: &Principal) -> String {
     match who {
         Who::Owner => "owner".into(),
         Who::Fleet(_) => clankie_runtime::principal::owner_key(principal),
+        Who::Grant(g) => format!("grant:{}", g.grant.grant_id),
     }
 }
 
@@ -146,6 +153,7 @@ pub(crate) fn audit_text(who: &Who, principal: &Principal) -> String {
     match who {
         Who::Owner => "owner".into(),
         Who::Fleet(_) => audit_principal(principal),
+        Who::Grant(g) => g.grant.audit_principal(),
     }
 }
 
@@ -250,6 +258,13 @@ impl McpHost {
                 fleet_id: "owner".into(),
                 ..Default::default()
             }),
+            // The grant again, at the last await: a revoke or the clock
+            // since the request arrived refuses the call.
+            Who::Grant(g) => self
+                .inner
+                .grants
+                .authenticate(&g.bearer)
+                .map(|grant| grants::serve::principal(&grant)),
         }
     }
 
@@ -307,15 +322,14 @@ impl McpHost {
     /// id that was never used.
     pub async fn receipt(
         &self,
-        ticket: &str,
+        who: &Who,
         receipt_id: &str,
     ) -> Result<pb::CallResult, ClankieError> {
-        let principal = self.recheck(ticket, false).await?;
-        let who = Who::Fleet(ticket.to_string());
+        let principal = self.principal(who, false).await?;
         match self.inner.receipts.get(receipt_id) {
             Some(r)
                 if r.fleet == principal.fleet_id
-                    && r.belongs_to(&owner_of(&who, &principal), &audit_text(&who, &principal)) =>
+                    && r.belongs_to(&owner_of(who, &principal), &audit_text(who, &principal)) =>
             {
                 Ok(result_pb(&r, true))
             }

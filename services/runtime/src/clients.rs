@@ -87,6 +87,12 @@ impl<T> Call<T> {
         self
     }
 
+    /// The bearer of the manual grant the call is made under.
+    pub fn grant(mut self, bearer: &str) -> Self {
+        grpc::set_grant(&mut self.request, bearer);
+        self
+    }
+
     /// The owner credential, for a service calling another on the owner's
     /// behalf (a token that is not header-safe is left off, and the callee
     /// then refuses the call).

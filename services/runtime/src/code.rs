@@ -64,6 +64,13 @@ codes! {
     AccountChanged => "account_changed",
     AccountExists => "account_exists",
     ReceiptNotFound => "receipt_not_found",
+    GrantInvalid => "grant_invalid",
+    GrantExpired => "grant_expired",
+    GrantRevoked => "grant_revoked",
+    GrantNotFound => "grant_not_found",
+    ToolNotGranted => "tool_not_granted",
+    GrantArgumentMismatch => "grant_argument_mismatch",
+    GrantArgumentForbidden => "grant_argument_forbidden",
     ReceiptConflict => "receipt_conflict",
     ReceiptStoreCorrupt => "receipt_store_corrupt",
     ReceiptStoreUnavailable => "receipt_store_unavailable",
@@ -111,7 +118,9 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => Code::OutOfRange,
             ErrorCode::FleetCredentialRequired
             | ErrorCode::FleetCredentialInvalid
-            | ErrorCode::OwnerCredentialRequired => Code::Unauthenticated,
+            | ErrorCode::OwnerCredentialRequired
+            | ErrorCode::GrantInvalid
+            | ErrorCode::GrantExpired => Code::Unauthenticated,
             ErrorCode::LocalProcessMembershipRequired
             | ErrorCode::FleetAdmissionRevoked
             | ErrorCode::FleetToolsOff
@@ -123,6 +132,10 @@ impl ErrorCode {
             | ErrorCode::NativeSeatRequired
             | ErrorCode::NotReviewer
             | ErrorCode::TrackerOutOfScope
+            | ErrorCode::GrantRevoked
+            | ErrorCode::ToolNotGranted
+            | ErrorCode::GrantArgumentMismatch
+            | ErrorCode::GrantArgumentForbidden
             | ErrorCode::ProposeOnly => Code::PermissionDenied,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
@@ -132,6 +145,7 @@ impl ErrorCode {
             | ErrorCode::RecipientUnknown
             | ErrorCode::CandidateNotFound
             | ErrorCode::SessionNotFound
+            | ErrorCode::GrantNotFound
             | ErrorCode::TrackerNotFound => Code::NotFound,
             ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
             ErrorCode::AccountChanged
@@ -174,7 +188,9 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::FleetCredentialRequired
             | ErrorCode::FleetCredentialInvalid
-            | ErrorCode::OwnerCredentialRequired => StatusCode::UNAUTHORIZED,
+            | ErrorCode::OwnerCredentialRequired
+            | ErrorCode::GrantInvalid
+            | ErrorCode::GrantExpired => StatusCode::UNAUTHORIZED,
             ErrorCode::LocalProcessMembershipRequired
             | ErrorCode::FleetAdmissionRevoked
             | ErrorCode::FleetToolsOff
@@ -186,6 +202,10 @@ impl ErrorCode {
             | ErrorCode::NativeSeatRequired
             | ErrorCode::NotReviewer
             | ErrorCode::TrackerOutOfScope
+            | ErrorCode::GrantRevoked
+            | ErrorCode::ToolNotGranted
+            | ErrorCode::GrantArgumentMismatch
+            | ErrorCode::GrantArgumentForbidden
             | ErrorCode::ProposeOnly => StatusCode::FORBIDDEN,
             ErrorCode::AccountNotFound
             | ErrorCode::ReceiptNotFound
@@ -195,6 +215,7 @@ impl ErrorCode {
             | ErrorCode::RecipientUnknown
             | ErrorCode::CandidateNotFound
             | ErrorCode::SessionNotFound
+            | ErrorCode::GrantNotFound
             | ErrorCode::TrackerNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
             | ErrorCode::AccountChanged

@@ -207,6 +207,21 @@ pub fn set_ticket<T>(req: &mut tonic::Request<T>, ticket: &str) {
     }
 }
 
+/// Metadata key carrying a manual grant's bearer, in place of a ticket.
+pub const GRANT_KEY: &str = "x-clankie-grant";
+
+/// Reads a grant bearer from request metadata.
+pub fn grant(metadata: &MetadataMap) -> Option<&str> {
+    metadata.get(GRANT_KEY)?.to_str().ok()
+}
+
+/// Sets a grant bearer on a request.
+pub fn set_grant<T>(req: &mut tonic::Request<T>, bearer: &str) {
+    if let Ok(v) = bearer.parse() {
+        req.metadata_mut().insert(GRANT_KEY, v);
+    }
+}
+
 /// The caller's remaining budget, from the `grpc-timeout` header.
 pub fn deadline(metadata: &MetadataMap) -> Option<Duration> {
     parse_grpc_timeout(metadata.get("grpc-timeout")?.to_str().ok()?)

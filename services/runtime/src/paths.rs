@@ -72,6 +72,11 @@ impl StatePaths {
         self.root.join(service)
     }
 
+    /// The manual grant book.
+    pub fn grants_file(&self) -> PathBuf {
+        self.root.join("worker-grants").join("grants.json")
+    }
+
     /// The connected-call receipts folder, as the seed names it.
     pub fn receipts_dir(&self) -> PathBuf {
         self.root.join("worker-grants").join("receipts")

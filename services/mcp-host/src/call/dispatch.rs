@@ -11,6 +11,7 @@ use clankie_proto::tracker::v1 as tpb;
 use clankie_runtime::{ClankieError, now_ms};
 use serde_json::Value;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 use tonic::Request;
 
 use super::target::Target;
@@ -83,6 +84,7 @@ impl McpHost {
         plan: Option<&Plan>,
         ask: &Ask,
         record: &Record,
+        abort: Option<CancellationToken>,
     ) -> Settled {
         self.inner.audit.record(&audit::Event {
             event: "dispatch",
@@ -126,6 +128,11 @@ impl McpHost {
             // An upstream call stays in flight (holding its account's
             // close) until its receipt is settled.
             let ((outcome, body, detail), _in_flight) = match target {
+                // The final dispatch boundary: a grant revoked during the
+                // awaited setup stops the call here, before anything leaves.
+                _ if abort.as_ref().is_some_and(CancellationToken::is_cancelled) => {
+                    (not_dispatched(), None)
+                }
                 Target::Store(invoke) => (
                     invoke_store(tracker_client, invoke, &invoke_auth).await,
                     None,
@@ -186,6 +193,17 @@ impl McpHost {
         out.outcome = Outcome::Uncertain.as_str().into();
         out
     }
+}
+
+/// A grant call stopped at the dispatch boundary: definite, nothing sent.
+fn not_dispatched() -> Settlement {
+    let e = clankie_runtime::ErrorCode::GrantRevoked
+        .err("the grant was revoked before this call dispatched; nothing was sent");
+    (
+        Outcome::Error,
+        Some(tool_result(serde_json::json!({ "error": e.body() }), true)),
+        Some("not dispatched: the grant was revoked first".into()),
+    )
 }
 
 /// One call into the built-in tracker, as the owner's host on behalf of the

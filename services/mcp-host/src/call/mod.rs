@@ -58,7 +58,37 @@ impl Ask {
     }
 }
 
+/// The qualified name a call's receipt records: a grant names its tools by
+/// their real names, on its one server.
+fn qualified(who: &Who, name: &str) -> String {
+    match who {
+        Who::Grant(g) => format!("{}_{name}", g.grant.server),
+        Who::Fleet(_) | Who::Owner => name.to_string(),
+    }
+}
+
 impl McpHost {
+    /// A grant call's argument pins and forbidden names.
+    fn check_granted(&self, who: &Who, name: &str, args: &Value) -> Result<(), ClankieError> {
+        match who {
+            Who::Grant(g) => match g.grant.tool(name) {
+                Some(tool) => tool.check(args),
+                None => {
+                    Err(ErrorCode::ToolNotGranted.err(format!("the grant does not include {name}")))
+                }
+            },
+            Who::Fleet(_) | Who::Owner => Ok(()),
+        }
+    }
+
+    /// What stops a call at its dispatch boundary: its grant's revocation.
+    fn abort_of(&self, who: &Who) -> Option<tokio_util::sync::CancellationToken> {
+        match who {
+            Who::Grant(g) => Some(self.inner.grants.abort_token(&g.grant.grant_id)),
+            Who::Fleet(_) | Who::Owner => None,
+        }
+    }
+
     /// Dispatches one connected tool once, for a fleet request or the
     /// owner's route (tracker vocabulary only).
     pub async fn call_as(
@@ -72,14 +102,21 @@ impl McpHost {
         // 1. A repeated receipt id reads its original and never dispatches.
         if let Some(existing) = self.inner.receipts.get(&ask.receipt_id) {
             let principal = self.principal(who, false).await?;
-            return self.replay(existing, who, &principal, &req.name, &ask.args_sha);
+            return self.replay(
+                existing,
+                who,
+                &principal,
+                &qualified(who, &req.name),
+                &ask.args_sha,
+            );
         }
         self.inner.receipts.health()?;
         // 2. The name resolves to one entry; a tracker call gets its plan.
         let entry = self.resolve(who, &req.name)?;
         let plan = self.plan(who, &entry, &ask.args).await?;
-        // 3. The arguments match the entry's schema.
+        // 3. The arguments match the entry's schema, and a grant's pins.
         entry.validate(&ask.args)?;
+        self.check_granted(who, &req.name, &ask.args)?;
         // 4, 5. The last awaits before effects: admission, then the switch.
         let principal = self.principal(who, true).await?;
         // 6. The account/configuration fence; no await from here until the
@@ -90,11 +127,18 @@ impl McpHost {
         // 7. The durable receipt (or the original, when the id raced).
         let record = self.record(who, &principal, &entry, &ask, req.background);
         if let Begin::Existing(existing) = self.begin(&record, counted).await? {
-            return self.replay(*existing, who, &principal, &req.name, &ask.args_sha);
+            return self.replay(
+                *existing,
+                who,
+                &principal,
+                &qualified(who, &req.name),
+                &ask.args_sha,
+            );
         }
         // 8. Dispatch in a task of its own, and answer with its outcome, or
         // uncertain once the budget is spent.
-        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record);
+        let abort = self.abort_of(who);
+        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record, abort);
         let wait = budget.saturating_sub(started.elapsed());
         Ok(self.answer(settled, record, wait).await)
     }

@@ -31,6 +31,9 @@ impl McpHost {
         who: &Who,
         name: &str,
     ) -> Result<Arc<catalog::Entry>, ClankieError> {
+        if let Who::Grant(g) = who {
+            return self.resolve_granted(g, name).map(|(entry, _)| entry);
+        }
         let entry = self.catalog().resolve(name).map_err(|e| {
             // Right after a start, a name may belong to an account that has
             // not answered yet: that is not an unknown tool.
@@ -164,6 +167,17 @@ impl McpHost {
             repo: repo.to_string(),
         };
         let req = match who {
+            // A grant is not a hire: a worker with no project route.
+            Who::Grant(g) => {
+                return Ok(tracker::TrackerCaller {
+                    role: clankie_types::vocabulary::Role::Worker,
+                    actor: g.grant.audit_principal(),
+                    route: String::new(),
+                    route_team: String::new(),
+                    route_problem: String::new(),
+                    route_project: String::new(),
+                });
+            }
             Who::Owner => self.owner_request(msg, Duration::from_secs(5)),
             Who::Fleet(ticket) => Call::new(msg)
                 .timeout(Duration::from_secs(5))

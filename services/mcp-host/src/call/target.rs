@@ -28,8 +28,9 @@ impl McpHost {
     ) -> Result<Target, ClankieError> {
         if self
             .catalog()
-            .get(&entry.qualified)
-            .map(|e| &e.definition_sha256)
+            .grant_entry(&entry.account, &entry.tool)
+            .map(|e| e.definition_sha256.clone())
+            .as_ref()
             != Some(&entry.definition_sha256)
         {
             return Err(ErrorCode::AccountChanged.err(format!(

@@ -1,0 +1,197 @@
+//! `clankie mcp --grant FILE`: a stdio MCP server for one manual grant. It
+//! lists the granted tools directly, under their real names and schemas,
+//! and forwards each call once to the gateway under the grant's bearer. It
+//! holds no operator credential and no seat channel, and refuses an
+//! endpoint that is neither HTTPS nor loopback HTTP.
+//!
+//! Every call carries a receipt id chosen here before it leaves (the
+//! caller's own in `_meta`, else a new one), so a lost answer is
+//! reconciled by calling again with the same id: the host reads the
+//! original and never dispatches twice.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use clankie_runtime::ErrorCode;
+
+use crate::support::grant_file::{GrantFile, check_endpoint};
+
+/// Where a call's receipt id travels (the gateway reads the same key).
+const RECEIPT_META: &str = "clankie/receiptId";
+/// How long one forwarded request may take.
+const REQUEST_BUDGET: Duration = Duration::from_secs(30);
+
+#[derive(Clone)]
+struct GrantServer {
+    grant: Arc<GrantFile>,
+    up: Arc<Mutex<Option<RunningService<RoleClient, ()>>>>,
+}
+
+impl GrantServer {
+    /// The gateway session, opened (again) when there is none.
+    async fn peer(&self) -> Result<rmcp::service::Peer<RoleClient>, String> {
+        if clankie_runtime::now_ms() >= self.grant.expires_at_ms {
+            return Err(format!(
+                "{}: grant {} has expired; ask the owner to issue a new one (grants are never renewed)",
+                ErrorCode::GrantExpired,
+                self.grant.grant_id
+            ));
+        }
+        let mut up = self.up.lock().await;
+        if let Some(c) = up.as_ref()
+            && !c.is_closed()
+        {
+            return Ok(c.peer().clone());
+        }
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let cfg = StreamableHttpClientTransportConfig::with_uri(self.grant.endpoint.as_str())
+            .auth_header(self.grant.bearer.clone())
+            .reinit_on_expired_session(true);
+        let transport = StreamableHttpClientTransport::from_config(cfg);
+        let running = tokio::time::timeout(Duration::from_secs(10), ().serve(transport))
+            .await
+            .map_err(|_| "the gateway did not answer initialize in 10 s".to_string())?
+            .map_err(|e| refusal(&e))?;
+        let peer = running.peer().clone();
+        *up = Some(running);
+        Ok(peer)
+    }
+
+    async fn drop_session(&self) {
+        if let Some(c) = self.up.lock().await.take() {
+            let _ = c.cancel().await;
+        }
+    }
+}
+
+/// Why the gateway refused to open a session. Its refusal code travels in
+/// the `WWW-Authenticate` header, which rmcp keeps in the error's fields,
+/// not its text; the codes a grant can be refused with are looked up there.
+fn refusal(e: &rmcp::service::ClientInitializeError) -> String {
+    const GRANT_REFUSALS: [ErrorCode; 5] = [
+        ErrorCode::GrantExpired,
+        ErrorCode::GrantRevoked,
+        ErrorCode::GrantInvalid,
+        ErrorCode::ServiceUnavailable,
+        ErrorCode::FleetAdmissionUnavailable,
+    ];
+    let seen = format!("{e:?}");
+    match GRANT_REFUSALS.iter().find(|c| seen.contains(c.as_str())) {
+        Some(code) => format!("the gateway refused this grant: {code} ({e})"),
+        None => format!("the gateway did not open a session: {e}"),
+    }
+}
+
+/// An answer that carries no upstream result: the call may have applied.
+fn uncertain(receipt_id: &str, why: &str) -> CallToolResult {
+    let mut r = CallToolResult::structured_error(json!({
+        "receiptId": receipt_id,
+        "outcome": "uncertain",
+        "detail": format!("{why}; call again with the same receipt id in _meta to read its outcome"),
+    }));
+    let meta = r.meta.get_or_insert_with(Default::default);
+    meta.insert(RECEIPT_META.into(), json!(receipt_id));
+    r
+}
+
+impl ServerHandler for GrantServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut implementation = Implementation::from_build_env();
+        implementation.name = "clankie-grant".into();
+        implementation.version = env!("CARGO_PKG_VERSION").into();
+        info.server_info = implementation;
+        info.instructions = Some(format!(
+            "Tools of {} granted to {} by grant {}; it expires and is not renewed.",
+            self.grant.server, self.grant.principal_id, self.grant.grant_id
+        ));
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let peer = self
+            .peer()
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        let listed = tokio::time::timeout(REQUEST_BUDGET, peer.list_all_tools()).await;
+        match listed {
+            Ok(Ok(tools)) => Ok(ListToolsResult::with_all_items(tools)),
+            Ok(Err(e)) => {
+                self.drop_session().await;
+                Err(ErrorData::invalid_request(e.to_string(), None))
+            }
+            Err(_) => {
+                self.drop_session().await;
+                Err(ErrorData::internal_error("tools/list timed out", None))
+            }
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let chosen = context
+            .meta
+            .0
+            .get(RECEIPT_META)
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let receipt_id =
+            chosen.unwrap_or_else(|| format!("rcpt_{}", uuid::Uuid::new_v4().simple()));
+        let mut meta = context.meta.clone();
+        meta.0.insert(RECEIPT_META.into(), json!(receipt_id));
+        request.meta = Some(meta);
+        let peer = match self.peer().await {
+            Ok(p) => p,
+            // Nothing left: the same id may simply be used again.
+            Err(e) => return Err(ErrorData::internal_error(e, None)),
+        };
+        let called = tokio::time::timeout(REQUEST_BUDGET, peer.call_tool(request)).await;
+        Ok(match called {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => {
+                self.drop_session().await;
+                uncertain(&receipt_id, &format!("the gateway connection failed ({e})"))
+            }
+            Err(_) => uncertain(&receipt_id, "no answer within 30 s"),
+        }
+        .into())
+    }
+}
+
+pub async fn run(file: PathBuf) -> anyhow::Result<ExitCode> {
+    clankie_runtime::telemetry::init("grant-bridge");
+    let grant = GrantFile::read(&file)?;
+    check_endpoint(&grant.endpoint)?;
+    let server = GrantServer {
+        grant: Arc::new(grant),
+        up: Arc::new(Mutex::new(None)),
+    };
+    let running = server
+        .clone()
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("serving MCP on stdio")?;
+    let _ = running.waiting().await;
+    server.drop_session().await;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,192 @@
+//! A manual grant's session on `/mcp`: its granted tools, listed directly
+//! under their real names and schemas, and each call forwarded once to the
+//! mcp-host under the grant's bearer. The upstream's result comes back as it
+//! was sent (content blocks, `structuredContent`, `isError`, `_meta`), with
+//! the receipt id and outcome added to `_meta`. A grant session has no
+//! bridge tools, no seat channel and no fleet.
+
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::clients::Call;
+use clankie_runtime::{ClankieError, ErrorCode, limits};
+use rmcp::ErrorData;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ListToolsResult, RequestMetaObject};
+use serde_json::{Value, json};
+
+use super::Bridge;
+use super::dispatch::{Budget, refused, status};
+
+/// Where a grant call's receipt id travels, both ways.
+pub const RECEIPT_META: &str = "clankie/receiptId";
+/// Where a grant call's outcome is added to the result's `_meta`.
+pub const OUTCOME_META: &str = "clankie/outcome";
+
+impl Budget {
+    fn grant_request<T>(&self, msg: T, bearer: &str) -> Result<tonic::Request<T>, ClankieError> {
+        let left = self.1.saturating_sub(self.0.elapsed());
+        if left < std::time::Duration::from_millis(50) {
+            return Err(ErrorCode::DeadlineExceeded.err("the request's budget is spent"));
+        }
+        Ok(Call::new(msg).timeout(left).grant(bearer).request())
+    }
+}
+
+/// The receipt id a caller chose in the request's `_meta`, if any.
+fn chosen_receipt(meta: &RequestMetaObject) -> Option<String> {
+    meta.0
+        .get(RECEIPT_META)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The upstream's own result, with the receipt and outcome added.
+fn transparent(result: mpb::CallResult) -> CallToolResult {
+    let mut out = if result.result_json.is_empty() {
+        // Uncertain (or trimmed): there is no upstream answer to pass on.
+        let mut body = json!({
+            "receiptId": result.receipt_id,
+            "outcome": result.outcome,
+        });
+        if !result.detail.is_empty() {
+            body["detail"] = json!(result.detail);
+        }
+        CallToolResult::structured_error(body)
+    } else {
+        serde_json::from_str::<CallToolResult>(&result.result_json).unwrap_or_else(|_| {
+            CallToolResult::structured_error(json!({
+                "receiptId": result.receipt_id,
+                "outcome": result.outcome,
+                "detail": "the upstream's result could not be read back",
+            }))
+        })
+    };
+    let meta = out.meta.get_or_insert_with(Default::default);
+    meta.insert(RECEIPT_META.into(), json!(result.receipt_id));
+    meta.insert(OUTCOME_META.into(), json!(result.outcome));
+    out
+}
+
+impl Bridge {
+    /// The granted tools, under their real names and schemas.
+    pub(super) async fn grant_list(
+        &self,
+        bearer: &str,
+        budget: &Budget,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let fail = |e: ClankieError| ErrorData::invalid_request(e.to_string(), Some(e.body()));
+        let req = budget
+            .grant_request(mpb::GrantToolsRequest {}, bearer)
+            .map_err(fail)?;
+        let tools = self
+            .shared
+            .mcp
+            .clone()
+            .grant_tools(req)
+            .await
+            .map_err(|s| fail(status(s)))?
+            .into_inner()
+            .tools;
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": serde_json::from_str::<Value>(&t.input_schema_json)
+                        .unwrap_or_else(|_| json!({"type": "object"})),
+                })
+            })
+            .collect();
+        serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    /// One granted tool, forwarded once. The receipt id is fixed before
+    /// anything leaves: the caller's own (from `_meta`), or a new one.
+    pub(super) async fn grant_call(
+        &self,
+        bearer: &str,
+        budget: &Budget,
+        request: CallToolRequestParams,
+        meta: &RequestMetaObject,
+    ) -> CallToolResult {
+        let receipt_id = match chosen_receipt(meta) {
+            Some(id) if !limits::receipt_id_ok(&id) => {
+                return refused(&ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE));
+            }
+            Some(id) => id,
+            None => format!("rcpt_{}", uuid::Uuid::new_v4().simple()),
+        };
+        let msg = mpb::CallToolRequest {
+            name: request.name.to_string(),
+            arguments_json: Value::Object(request.arguments.unwrap_or_default()).to_string(),
+            receipt_id: receipt_id.clone(),
+            background: false,
+        };
+        let req = match budget.grant_request(msg, bearer) {
+            Ok(r) => r,
+            Err(e) => return refused(&super::dispatch::with_receipt(e, &receipt_id)),
+        };
+        match self.shared.mcp.clone().call_tool(req).await {
+            Ok(r) => transparent(r.into_inner()),
+            Err(s) if ClankieError::is_verdict(&s) => refused(&super::dispatch::with_receipt(
+                ClankieError::from_status(&s),
+                &receipt_id,
+            )),
+            Err(s) => {
+                tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
+                transparent(mpb::CallResult {
+                    receipt_id,
+                    outcome: "uncertain".into(),
+                    detail: "the host did not answer after the call left: it may have applied; \
+                             call again with the same receipt id to read its outcome"
+                        .into(),
+                    ..Default::default()
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_upstream_blocks_pass_through_with_the_receipt_added() {
+        let upstream = json!({
+            "content": [
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "text", "text": "hi"}
+            ],
+            "structuredContent": {"n": 1},
+            "isError": false,
+            "_meta": {"upstream/key": "kept"}
+        });
+        let out = transparent(mpb::CallResult {
+            receipt_id: "r1".into(),
+            outcome: "ok".into(),
+            result_json: upstream.to_string(),
+            ..Default::default()
+        });
+        let v = serde_json::to_value(&out).expect("json");
+        assert_eq!(v["content"], upstream["content"]);
+        assert_eq!(v["structuredContent"], upstream["structuredContent"]);
+        assert_eq!(v["_meta"]["upstream/key"], "kept");
+        assert_eq!(v["_meta"][RECEIPT_META], "r1");
+        assert_eq!(v["_meta"][OUTCOME_META], "ok");
+    }
+
+    #[test]
+    fn an_uncertain_call_names_its_receipt() {
+        let out = transparent(mpb::CallResult {
+            receipt_id: "r2".into(),
+            outcome: "uncertain".into(),
+            detail: "deadline".into(),
+            ..Default::default()
+        });
+        let v = serde_json::to_value(&out).expect("json");
+        assert_eq!(v["isError"], true);
+        assert_eq!(v["structuredContent"]["receiptId"], "r2");
+        assert_eq!(v["_meta"][OUTCOME_META], "uncertain");
+    }
+}

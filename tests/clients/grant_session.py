@@ -1,0 +1,68 @@
+"""Drives `clankie mcp --grant FILE` with the Python MCP SDK over stdio, as
+a worker's harness would, running a plan of steps and printing one JSON
+list with each step's answer.
+
+Usage: python grant_session.py CLANKIE_BIN GRANT_FILE PLAN_JSON
+
+Steps:
+  {"list": true}                          -> {"tools": [{name, inputSchema}]}
+  {"call": NAME, "args": {...}, "receipt": ID?}
+                                          -> {"isError", "content", "structured", "meta"}
+                                             or {"error": TEXT} when the request failed
+  {"mark": PATH}                          -> writes PATH (the test waits for it)
+  {"wait": PATH}                          -> waits until PATH exists
+"""
+import json
+import os
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+
+async def step(s: ClientSession, st: dict):
+    if st.get("list"):
+        tools = await s.list_tools()
+        return {"tools": [{"name": t.name, "inputSchema": t.input_schema} for t in tools.tools]}
+    if "call" in st:
+        meta = {"clankie/receiptId": st["receipt"]} if st.get("receipt") else None
+        try:
+            r = await s.call_tool(st["call"], st.get("args", {}), meta=meta)
+        except Exception as e:  # the request itself failed: what a harness sees
+            return {"error": str(e)}
+        return {
+            "isError": bool(r.is_error),
+            "content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in r.content],
+            "structured": r.structured_content,
+            "meta": r.meta,
+        }
+    if "mark" in st:
+        with open(st["mark"], "w") as f:
+            f.write("1")
+        return {"marked": True}
+    if "wait" in st:
+        while not os.path.exists(st["wait"]):
+            await anyio.sleep(0.05)
+        return {"waited": True}
+    return {"unknown": st}
+
+
+async def main() -> None:
+    clankie, grant, plan = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    params = StdioServerParameters(
+        command=clankie, args=["mcp", "--grant", grant], env=dict(os.environ)
+    )
+    out = []
+    try:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                init = await s.initialize()
+                out.append({"server": init.server_info.name})
+                for st in plan:
+                    out.append(await step(s, st))
+    except Exception as e:  # the bridge refused to start or ended early
+        out.append({"fatal": str(e)})
+    print(json.dumps(out))
+
+
+anyio.run(main)

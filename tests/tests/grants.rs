@@ -1,0 +1,403 @@
+//! Manual grants end to end: `clankie access issue` on the real stack, the
+//! real `clankie mcp --grant` driven by the Python MCP SDK, real upstreams
+//! (server-everything, the edge server, the Linear stand-in).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clankie_tests::seat::json_of;
+use clankie_tests::{Stack, bin_dir, eventually, python, repo_root};
+use serde_json::{Value, json};
+
+/// Issues a grant from `request` into a new file in `dir`, retrying while
+/// the account is still verifying; returns what the CLI printed.
+async fn issue(stack: &Stack, dir: &Path, name: &str, request: Value) -> (Value, PathBuf) {
+    let req = dir.join(format!("{name}.request.json"));
+    std::fs::write(&req, request.to_string()).expect("request");
+    let out = dir.join(format!("{name}.grant.json"));
+    let (r, o) = (req.display().to_string(), out.display().to_string());
+    let printed = eventually(Duration::from_secs(30), async || {
+        let run = stack.clankie(&["access", "issue", &r, "--out", &o]);
+        run.status
+            .success()
+            .then(|| String::from_utf8_lossy(&run.stdout).to_string())
+    })
+    .await
+    .unwrap_or_else(|| {
+        let run = stack.clankie(&["access", "issue", &r, "--out", &o]);
+        panic!("issue failed: {}", String::from_utf8_lossy(&run.stderr))
+    });
+    (json_of(&printed), out)
+}
+
+/// Runs `clankie mcp --grant FILE` under the Python SDK through `plan`.
+fn session(stack: &Stack, file: &Path, plan: Value) -> Vec<Value> {
+    let out = std::process::Command::new(python())
+        .arg(repo_root().join("tests/clients/grant_session.py"))
+        .arg(bin_dir().join("clankie"))
+        .arg(file)
+        .arg(plan.to_string())
+        .env("CLANKIE_STATE", stack.state.path())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("grant session");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "no JSON from the session ({e}): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn code(answer: &Value) -> &str {
+    answer["structured"]["error"]["code"].as_str().unwrap_or("")
+}
+
+/// Every file under `logs/`, as text.
+fn all_logs(stack: &Stack) -> String {
+    let mut text = String::new();
+    if let Ok(dir) = std::fs::read_dir(stack.state.path().join("logs")) {
+        for f in dir.flatten() {
+            text.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+        }
+    }
+    text
+}
+
+fn everything_request(ttl: u32) -> Value {
+    json!({
+        "principalId": "reviewer",
+        "workId": "ENG-1",
+        "server": "everything",
+        "tools": [
+            {"name": "echo"},
+            {"name": "get-annotated-message",
+             "arguments": {"messageType": "success"},
+             "forbiddenArguments": ["includeImage"]}
+        ],
+        "ttlSeconds": ttl
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grant_lists_its_tools_by_real_name_and_holds_to_its_pins() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let (printed, file) = issue(&stack, dir.path(), "g", everything_request(900)).await;
+    let grant_id = printed["grant"]["grantId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    assert_eq!(printed["grant"]["standing"], "active", "{printed}");
+
+    // The bearer is in the new private file and nowhere else.
+    let mode = std::fs::metadata(&file).expect("file").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let held: Value = serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    let bearer = held["bearer"].as_str().expect("bearer").to_string();
+    assert!(bearer.starts_with("clkg_"));
+    assert!(!printed.to_string().contains(&bearer));
+    let again = stack.clankie(&[
+        "access",
+        "issue",
+        &dir.path().join("g.request.json").display().to_string(),
+        "--out",
+        &file.display().to_string(),
+    ]);
+    assert!(!again.status.success(), "never over an existing file");
+
+    let answers = session(
+        &stack,
+        &file,
+        json!([
+            {"list": true},
+            {"call": "echo", "args": {"message": "hi"}},
+            {"call": "get-annotated-message", "args": {"messageType": "error"}},
+            {"call": "get-annotated-message", "args": {"messageType": "success", "includeImage": true}},
+            {"call": "get-annotated-message", "args": {"messageType": "success"}},
+            {"call": "get-sum", "args": {"a": 1, "b": 2}},
+            {"call": "echo", "args": {"message": "once"}, "receipt": "grant-rcpt-0001"},
+            {"call": "echo", "args": {"message": "once"}, "receipt": "grant-rcpt-0001"}
+        ]),
+    );
+    assert_eq!(answers[0]["server"], "clankie-grant", "{answers:?}");
+    let tools = answers[1]["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["echo", "get-annotated-message"], "{answers:?}");
+    assert!(tools[0]["inputSchema"]["properties"]["message"].is_object());
+    // A call without pins passes, and the upstream's blocks come back.
+    let echo = &answers[2];
+    assert_eq!(echo["isError"], false, "{echo}");
+    assert!(
+        echo["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("hi"),
+        "{echo}"
+    );
+    assert_eq!(echo["meta"]["clankie/outcome"], "ok", "{echo}");
+    assert!(echo["meta"]["clankie/receiptId"].is_string());
+    assert_eq!(
+        code(&answers[3]),
+        "grant_argument_mismatch",
+        "{}",
+        answers[3]
+    );
+    assert_eq!(
+        code(&answers[4]),
+        "grant_argument_forbidden",
+        "{}",
+        answers[4]
+    );
+    assert_eq!(answers[5]["isError"], false, "{}", answers[5]);
+    assert_eq!(code(&answers[6]), "tool_not_granted", "{}", answers[6]);
+    // The same receipt id reads the original: one dispatch.
+    assert_eq!(answers[7]["content"], answers[8]["content"]);
+    assert_eq!(answers[8]["meta"]["clankie/receiptId"], "grant-rcpt-0001");
+
+    // Another grant cannot read this one's receipt, nor reach a seat.
+    let (_, other) = issue(&stack, dir.path(), "other", everything_request(900)).await;
+    let stolen = session(
+        &stack,
+        &other,
+        json!([{"call": "echo", "args": {"message": "once"}, "receipt": "grant-rcpt-0001"}]),
+    );
+    assert_eq!(code(&stolen[1]), "receipt_conflict", "{stolen:?}");
+    let auth = format!("Bearer {bearer}");
+    let (status, _) = clankie_tests::http(
+        &format!("{}/v1/fleet/seats/%251/tool-catalog", stack.url),
+        "GET",
+        &[("authorization", auth.as_str())],
+        "",
+    );
+    assert!(
+        status == 401 || status == 403,
+        "a grant has no seat: {status}"
+    );
+
+    // Fleet tools off leaves the grant working.
+    stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    let off = session(
+        &stack,
+        &file,
+        json!([{"call": "echo", "args": {"message": "off"}}]),
+    );
+    assert_eq!(off[1]["isError"], false, "{off:?}");
+
+    // The audit names the grant and its principal; no log holds the bearer.
+    let audit = std::fs::read_dir(stack.state.path().join("audit"))
+        .expect("audit")
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        audit.contains(&format!("grant:{grant_id}:principal:reviewer")),
+        "{audit}"
+    );
+    assert!(
+        !all_logs(&stack).contains(&bearer),
+        "a log holds the bearer"
+    );
+    assert!(!audit.contains(&bearer));
+
+    // Revoked: listed as such, and the bearer opens nothing any more.
+    stack.clankie_ok(&["access", "revoke", &grant_id]);
+    let listed = json_of(&stack.clankie_ok(&["access", "list", "--json"]));
+    let mine = listed["grants"]
+        .as_array()
+        .and_then(|g| {
+            g.iter()
+                .find(|g| g["grantId"] == grant_id.as_str())
+                .cloned()
+        })
+        .expect("listed");
+    assert_eq!(mine["standing"], "revoked", "{listed}");
+    let after = session(
+        &stack,
+        &file,
+        json!([{"call": "echo", "args": {"message": "late"}}]),
+    );
+    let text = after.last().expect("answer").to_string();
+    assert!(text.contains("grant_revoked"), "{after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn expiry_refuses_and_an_endpoint_in_the_clear_is_never_used() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, short) = issue(&stack, dir.path(), "short", everything_request(1)).await;
+    // The clock, not the test, ends it: wait past its lifetime.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let expired = session(
+        &stack,
+        &short,
+        json!([{"call": "echo", "args": {"message": "x"}}]),
+    );
+    assert!(
+        expired
+            .last()
+            .expect("answer")
+            .to_string()
+            .contains("grant_expired"),
+        "{expired:?}"
+    );
+
+    // Issuing for an endpoint in the clear is refused before any grant.
+    let req = dir.path().join("short.request.json").display().to_string();
+    let out = dir.path().join("clear.grant.json").display().to_string();
+    let clear = stack.clankie(&[
+        "access",
+        "issue",
+        &req,
+        "--out",
+        &out,
+        "--endpoint",
+        "http://10.1.2.3:7755/mcp",
+    ]);
+    assert!(!clear.status.success());
+    assert!(String::from_utf8_lossy(&clear.stderr).contains("HTTPS"));
+    let listed = json_of(&stack.clankie_ok(&["access", "list", "--json"]));
+    assert_eq!(
+        listed["grants"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+
+    // A file pointed at such an endpoint is refused by the bridge itself.
+    let mut held: Value =
+        serde_json::from_slice(&std::fs::read(&short).expect("read")).expect("json");
+    held["endpoint"] = json!("http://10.1.2.3:7755/mcp");
+    let moved = dir.path().join("moved.grant.json");
+    std::fs::write(&moved, held.to_string()).expect("write");
+    let refused = session(&stack, &moved, json!([{"list": true}]));
+    assert!(
+        refused.last().expect("answer").get("fatal").is_some(),
+        "{refused:?}"
+    );
+
+    // Legacy records: inspectable, no bearer, no authority; fleet refuses.
+    let kept =
+        json_of(&stack.clankie_ok(&["access", "project", "alpha", "everything", "--tool", "echo"]));
+    assert_eq!(kept["record"]["standing"], "retired", "{kept}");
+    let fleet = stack.clankie(&["access", "fleet"]);
+    assert_eq!(fleet.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revoke_closes_the_session_and_nothing_dispatches_after_it() {
+    let stack = Stack::start().await.expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("edge.log");
+    stack.connect_edge("edge", &log, &[]);
+    let (printed, file) = issue(
+        &stack,
+        dir.path(),
+        "edge",
+        json!({"principalId": "w1", "server": "edge", "tools": [{"name": "slow"}], "ttlSeconds": 600}),
+    )
+    .await;
+    let grant_id = printed["grant"]["grantId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let plan = json!([
+        {"call": "slow", "args": {"seconds": 0.05, "tag": "before"}},
+        {"mark": ready.display().to_string()},
+        {"wait": go.display().to_string()},
+        {"call": "slow", "args": {"seconds": 0.05, "tag": "after"}}
+    ]);
+    let (stack_ref, file_ref) = (&stack, file.clone());
+    let answers = std::thread::scope(|s| {
+        let run = s.spawn(move || session(stack_ref, &file_ref, plan));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !ready.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stack_ref.clankie_ok(&["access", "revoke", &grant_id]);
+        std::fs::write(&go, "1").expect("go");
+        run.join().expect("session")
+    });
+    assert_eq!(answers[1]["isError"], false, "{answers:?}");
+    let after = &answers[4];
+    assert!(
+        after.get("error").is_some() || after["isError"] == true,
+        "the call after the revoke was refused: {after}"
+    );
+    let ran = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(ran.contains("before"), "{ran}");
+    assert!(
+        !ran.contains("after"),
+        "nothing dispatched after the revoke: {ran}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn worker_publishing_needs_a_grant_pinned_to_one_persona() {
+    let stack = Stack::start().await.expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("standin.log");
+    let py = python().display().to_string();
+    let standin = repo_root()
+        .join("tests/peers/linear_standin.py")
+        .display()
+        .to_string();
+    let log_s = log.display().to_string();
+    // The same tools under an account not named linear: the rule is the
+    // tool's, not the account's name.
+    stack.connect_stdio("tracker-two", &[&py, &standin, &log_s], &[]);
+    let req = dir.path().join("nopersona.json");
+    std::fs::write(
+        &req,
+        json!({"principalId": "w1", "server": "tracker-two",
+               "tools": [{"name": "create_worker_comment"}], "ttlSeconds": 60})
+        .to_string(),
+    )
+    .expect("request");
+    let out = dir.path().join("nopersona.grant.json");
+    let refused = eventually(Duration::from_secs(30), async || {
+        let run = stack.clankie(&[
+            "access",
+            "issue",
+            &req.display().to_string(),
+            "--out",
+            &out.display().to_string(),
+        ]);
+        let err = String::from_utf8_lossy(&run.stderr).to_string();
+        (!err.contains("account_unavailable")).then_some((run.status.success(), err))
+    })
+    .await
+    .expect("an answer");
+    assert!(
+        !refused.0 && refused.1.contains("tool_not_granted"),
+        "{refused:?}"
+    );
+    assert!(!out.exists());
+
+    let (_, file) = issue(
+        &stack,
+        dir.path(),
+        "persona",
+        json!({"principalId": "w1", "server": "tracker-two",
+               "tools": [{"name": "create_worker_comment", "arguments": {"personaId": "p-1"}}],
+               "ttlSeconds": 60}),
+    )
+    .await;
+    let answers = session(
+        &stack,
+        &file,
+        json!([
+            {"call": "create_worker_comment", "args": {"issueId": "ENG-1", "body": "b", "personaId": "p-1"}},
+            {"call": "create_worker_comment", "args": {"issueId": "ENG-1", "body": "b", "personaId": "p-2"}}
+        ]),
+    );
+    assert_eq!(answers[1]["isError"], false, "{answers:?}");
+    assert_eq!(code(&answers[2]), "grant_argument_mismatch", "{answers:?}");
+    let ran = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(ran.matches("create_worker_comment").count(), 1, "{ran}");
+    assert!(!ran.contains("p-2"), "{ran}");
+}
