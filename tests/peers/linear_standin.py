@@ -2,8 +2,9 @@
 
 Linear itself is out of reach from the test machines. This server answers a
 few of Linear's tool names (get_issue, list_issues, save_issue,
-save_comment, list_comments, graphql, and the worker-publishing
-create_worker_comment and create_worker_issue), appends each call's arguments as one
+save_comment, list_comments, graphql, the worker-publishing
+create_worker_comment and create_worker_issue, and get_user and get_workspace for
+verification), appends each call's arguments as one
 JSON line to LOG, and marks every answer {"source": "linear-standin"} so a
 test can tell where a call went.
 
@@ -76,6 +77,25 @@ def create_worker_comment(issueId: str, body: str, personaId: str) -> dict[str, 
 def create_worker_issue(team: str, title: str, personaId: str) -> dict[str, Any]:
     """File an issue as a worker persona (worker publishing)."""
     return _answer("create_worker_issue", {"team": team, "title": title, "personaId": personaId})
+
+
+# Who this stand-in says the connected user is: STANDIN_USER and
+# STANDIN_WORKSPACE; STANDIN_IDENTITY_FAIL makes get_user fail, as a revoked
+# or mis-scoped credential would.
+@server.tool()
+def get_user(query: str) -> dict[str, Any]:
+    """Read a user; query "me" is the connected one."""
+    if os.environ.get("STANDIN_IDENTITY_FAIL"):
+        raise ValueError("authentication failed")
+    user = os.environ.get("STANDIN_USER", "user-1")
+    return {"id": user, "name": user, "email": f"{user}@example.test", "query": query}
+
+
+@server.tool()
+def get_workspace() -> dict[str, Any]:
+    """Read the connected workspace."""
+    ws = os.environ.get("STANDIN_WORKSPACE", "workspace-1")
+    return {"id": ws, "name": f"Workspace {ws}", "urlKey": ws}
 
 
 if __name__ == "__main__":

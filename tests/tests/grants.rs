@@ -401,3 +401,99 @@ async fn worker_publishing_needs_a_grant_pinned_to_one_persona() {
     assert_eq!(ran.matches("create_worker_comment").count(), 1, "{ran}");
     assert!(!ran.contains("p-2"), "{ran}");
 }
+
+/// `clankie access NAME verify`, once the account has verified its
+/// connection: whether it succeeded, and what it printed.
+async fn verify(stack: &Stack, name: &str) -> (bool, String) {
+    eventually(Duration::from_secs(30), async || {
+        let run = stack.clankie(&["access", name, "verify"]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
+        );
+        (!text.contains("not connected and verified")).then_some((run.status.success(), text))
+    })
+    .await
+    .expect("the account verified its connection")
+}
+
+/// (Re)connects the Linear stand-in as `name`, answering as `env`.
+fn standin(stack: &Stack, name: &str, log: &Path, env: &[(&str, &str)]) {
+    let py = python().display().to_string();
+    let script = repo_root()
+        .join("tests/peers/linear_standin.py")
+        .display()
+        .to_string();
+    let log = log.display().to_string();
+    stack.connect_stdio(name, &[&py, &script, &log], env);
+}
+
+fn standing(stack: &Stack, grant_id: &str) -> String {
+    let listed = json_of(&stack.clankie_ok(&["access", "list", "--json"]));
+    listed["grants"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["grantId"] == grant_id))
+        .and_then(|g| g["standing"].as_str())
+        .unwrap_or("missing")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verification_keeps_grants_on_the_same_identity_and_ends_them_on_a_change() {
+    let stack = Stack::start().await.expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("standin.log");
+    standin(
+        &stack,
+        "acme",
+        &log,
+        &[("STANDIN_USER", "u1"), ("STANDIN_WORKSPACE", "w1")],
+    );
+    let (ok, first) = verify(&stack, "acme").await;
+    assert!(ok, "{first}");
+    let first = json_of(&first);
+    assert_eq!(first["change"], "first", "{first}");
+    assert_eq!(first["identity"]["userId"], "u1");
+    assert_eq!(first["identity"]["email"], "u1@example.test");
+    let shown = json_of(&stack.clankie_ok(&["access", "acme"]));
+    assert_eq!(shown["providerIdentity"]["workspaceId"], "w1", "{shown}");
+
+    let (printed, _) = issue(
+        &stack,
+        dir.path(),
+        "acme",
+        json!({"principalId": "w1", "server": "acme", "tools": [{"name": "get_issue"}], "ttlSeconds": 600}),
+    )
+    .await;
+    let grant_id = printed["grant"]["grantId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+
+    // The same identity again: the grant holds.
+    let (ok, same) = verify(&stack, "acme").await;
+    assert!(ok && json_of(&same)["change"] == "same", "{same}");
+    assert_eq!(standing(&stack, &grant_id), "active");
+
+    // A failed verification changes nothing.
+    standin(&stack, "acme", &log, &[("STANDIN_IDENTITY_FAIL", "1")]);
+    let (ok, failed) = verify(&stack, "acme").await;
+    assert!(!ok && failed.contains("account_unavailable"), "{failed}");
+    assert_eq!(standing(&stack, &grant_id), "active");
+    let shown = json_of(&stack.clankie_ok(&["access", "acme"]));
+    assert_eq!(shown["providerIdentity"]["userId"], "u1", "{shown}");
+
+    // Another user behind the same account: its grants end.
+    standin(
+        &stack,
+        "acme",
+        &log,
+        &[("STANDIN_USER", "u2"), ("STANDIN_WORKSPACE", "w1")],
+    );
+    let (ok, changed) = verify(&stack, "acme").await;
+    let changed = json_of(&changed);
+    assert!(ok && changed["change"] == "changed", "{changed}");
+    assert_eq!(changed["invalidatedGrants"], 1);
+    assert_eq!(standing(&stack, &grant_id), "invalidated");
+}

@@ -48,6 +48,10 @@ pub enum AccessCommand {
     },
     /// Fleet grants are retired: fleet access is `fleet set --tools`.
     Fleet,
+    /// `access ACCOUNT` shows an account's recorded identity;
+    /// `access ACCOUNT verify` reads it again from the provider.
+    #[command(external_subcommand)]
+    Account(Vec<String>),
 }
 
 /// A grant request file, as the seeds write it.
@@ -167,6 +171,45 @@ async fn issue(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `access ACCOUNT [verify]`.
+async fn account(paths: &StatePaths, words: &[String]) -> anyhow::Result<ExitCode> {
+    let (name, verb) = match words {
+        [name] => (name.clone(), None),
+        [name, verb] => (name.clone(), Some(verb.as_str())),
+        _ => bail!("use `clankie access ACCOUNT` or `clankie access ACCOUNT verify`"),
+    };
+    let mut host = clients::mcp_host(paths)?;
+    match verb {
+        None => {
+            let accounts = host
+                .list_accounts(mpb::ListAccountsRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .accounts;
+            let a = accounts
+                .iter()
+                .find(|a| a.name == name)
+                .with_context(|| format!("no connected account {name}"))?;
+            print_json(&super::accounts::account_json(a));
+        }
+        Some("verify") => {
+            let v = host
+                .verify_account(mpb::VerifyAccountRequest { name })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            print_json(&json!({
+                "identity": v.identity.as_ref().map(super::accounts::identity_json),
+                "change": v.change,
+                "invalidatedGrants": v.invalidated_grants,
+            }));
+        }
+        Some(other) => bail!("unknown access verb {other}: only `verify`"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result<ExitCode> {
     match command {
         AccessCommand::Issue {
@@ -228,6 +271,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
             }));
             Ok(ExitCode::SUCCESS)
         }
+        AccessCommand::Account(words) => account(&paths, &words).await,
         AccessCommand::Fleet => {
             eprintln!(
                 "clankie: fleet grants are retired (ADR 0213): admitted panes reach every verified account; \

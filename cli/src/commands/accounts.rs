@@ -18,13 +18,25 @@ fn state_name(s: i32) -> &'static str {
     }
 }
 
-fn account_json(a: &mpb::Account) -> serde_json::Value {
+/// The provider identity verification recorded, as JSON.
+pub fn identity_json(i: &mpb::AccountIdentity) -> serde_json::Value {
+    serde_json::json!({
+        "userId": i.user_id,
+        "workspaceId": i.workspace_id,
+        "email": (!i.email.is_empty()).then_some(&i.email),
+        "workspaceName": (!i.workspace_name.is_empty()).then_some(&i.workspace_name),
+        "verifiedAtMs": i.verified_at_ms,
+    })
+}
+
+pub fn account_json(a: &mpb::Account) -> serde_json::Value {
     serde_json::json!({
         "name": a.name,
         "transport": a.transport,
         "target": a.target,
         "state": state_name(a.state),
         "identity": { "name": a.identity_name, "version": a.identity_version },
+        "providerIdentity": a.provider_identity.as_ref().map(identity_json),
         "protocolVersion": a.protocol_version,
         "tools": a.tool_count,
         "lastError": a.last_error,
@@ -41,13 +53,26 @@ pub fn print_account(a: &mpb::Account) {
         field(&format!("{} {}", a.identity_name, a.identity_version)).into_owned()
     };
     println!(
-        "{:<20} {:<12} {:<5} tools={:<4} identity={} target={}{}",
+        "{:<20} {:<12} {:<5} tools={:<4} identity={} target={}{}{}",
         a.name,
         state_name(a.state),
         a.transport,
         a.tool_count,
         identity,
         a.target,
+        match &a.provider_identity {
+            Some(i) => format!(
+                " user={} workspace={}{}",
+                field(&i.user_id),
+                field(&i.workspace_id),
+                if i.email.is_empty() {
+                    String::new()
+                } else {
+                    format!(" email={}", field(&i.email))
+                }
+            ),
+            None => String::new(),
+        },
         if a.last_error.is_empty() {
             String::new()
         } else {

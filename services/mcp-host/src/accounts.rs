@@ -198,6 +198,7 @@ impl Slot {
             generation: self.config.generation,
             restarts: live.restarts,
             verified_at_ms: live.verified_at_ms,
+            provider_identity: None,
         }
     }
 }

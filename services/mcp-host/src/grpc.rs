@@ -59,8 +59,16 @@ impl pb::mcp_host_server::McpHost for McpHost {
         request: Request<pb::ListAccountsRequest>,
     ) -> Result<Response<pb::ListAccountsResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
+        let mut accounts = self.inner.accounts.list();
+        for a in &mut accounts {
+            a.provider_identity = self
+                .inner
+                .identities
+                .get(&a.name)
+                .map(|i| crate::verify::identity_pb(&i));
+        }
         Ok(Response::new(pb::ListAccountsResponse {
-            accounts: self.inner.accounts.list(),
+            accounts,
             revision: self.catalog().revision,
         }))
     }
@@ -230,6 +238,16 @@ impl pb::mcp_host_server::McpHost for McpHost {
         let id = request.into_inner().receipt_id;
         let result = self.receipt(&who, &id).await.map_err(refuse)?;
         Ok(Response::new(result))
+    }
+
+    async fn verify_account(
+        &self,
+        request: Request<pb::VerifyAccountRequest>,
+    ) -> Result<Response<pb::VerifyAccountResponse>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let name = request.into_inner().name;
+        let verified = self.verify_account(&name).await.map_err(refuse)?;
+        Ok(Response::new(verified))
     }
 
     async fn issue_grant(

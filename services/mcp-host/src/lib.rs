@@ -16,8 +16,10 @@ mod call;
 pub mod catalog;
 pub mod grants;
 mod grpc;
+pub mod identity;
 pub mod receipts;
 pub mod tracker;
+mod verify;
 
 use crate::accounts::Registry;
 use crate::catalog::Catalog;
@@ -80,6 +82,8 @@ impl Options {
         let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
         let tracker_client = clankie_runtime::clients::tracker(&self.paths, Meta::default());
         let grants = grants::Grants::open(self.paths.grants_file());
+        let identities =
+            identity::Identities::open(self.paths.service_dir("mcp-host").join("identities.json"));
         Ok(McpHost {
             inner: Arc::new(Inner {
                 owner,
@@ -93,6 +97,7 @@ impl Options {
                 owner_token,
                 budgets: tracker::Budgets::default(),
                 grants,
+                identities,
             }),
         })
     }
@@ -112,6 +117,7 @@ struct Inner {
     owner_token: String,
     budgets: tracker::Budgets,
     grants: grants::Grants,
+    identities: identity::Identities,
 }
 
 /// Who a call comes from: an admitted fleet request, or the owner's route.

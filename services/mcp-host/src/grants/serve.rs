@@ -116,6 +116,7 @@ impl McpHost {
                     req.server
                 ))
             })?;
+        let identity = self.grant_identity(&req.server, identity);
         let catalog = self.catalog();
         for t in &tools {
             self.granted_entry(&catalog, &req.server, t)?;
