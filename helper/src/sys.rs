@@ -243,9 +243,16 @@ mod tests {
         assert_eq!(me.uid, rustix::process::getuid().as_raw());
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let pid = child.id() as i32;
-        // Before reaping, the child is a zombie: observed as exited.
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let f = observe(pid).expect("zombie");
+        // Before reaping, the child is a zombie: observed as exited, once it
+        // has run (on a busy machine that can take a while; ask again).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let f = loop {
+            let f = observe(pid).expect("alive or a zombie");
+            if f.exited || std::time::Instant::now() > deadline {
+                break f;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
         assert!(f.exited);
         child.wait().expect("reap");
         assert_eq!(observe(pid).err(), Some(ObsError::Gone));

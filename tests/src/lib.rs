@@ -286,6 +286,19 @@ impl Stack {
         self.clankie_ok(&refs)
     }
 
+    /// Connects the Linear stand-in (`tests/peers/linear_standin.py`) as
+    /// account `name`, logging each call to `log`, with `env` (who it says
+    /// the user is: `STANDIN_USER`, `STANDIN_WORKSPACE`).
+    pub fn connect_standin(&self, name: &str, log: &Path, env: &[(&str, &str)]) -> String {
+        let py = python().display().to_string();
+        let script = repo_root()
+            .join("tests/peers/linear_standin.py")
+            .display()
+            .to_string();
+        let log = log.display().to_string();
+        self.connect_stdio(name, &[&py, &script, &log], env)
+    }
+
     /// Connects our edge-case upstream (`tests/peers/edge_server.py`) as
     /// account `name`, logging each call's tag to `log`, with `env` more.
     pub fn connect_edge(&self, name: &str, log: &Path, env: &[(&str, &str)]) -> String {

@@ -420,13 +420,7 @@ async fn verify(stack: &Stack, name: &str) -> (bool, String) {
 
 /// (Re)connects the Linear stand-in as `name`, answering as `env`.
 fn standin(stack: &Stack, name: &str, log: &Path, env: &[(&str, &str)]) {
-    let py = python().display().to_string();
-    let script = repo_root()
-        .join("tests/peers/linear_standin.py")
-        .display()
-        .to_string();
-    let log = log.display().to_string();
-    stack.connect_stdio(name, &[&py, &script, &log], env);
+    stack.connect_standin(name, log, env);
 }
 
 fn standing(stack: &Stack, grant_id: &str) -> String {

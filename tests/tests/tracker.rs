@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clankie_tests::seat::{Harness, Seat};
-use clankie_tests::{Stack, TmuxServer, bin_dir, python, repo_root};
+use clankie_tests::{Stack, TmuxServer, bin_dir};
 use serde_json::{Value, json};
 
 fn json_of(out: &str) -> Value {
@@ -636,13 +636,7 @@ async fn the_tracker_survives_kill_9_mid_write() {
 /// A stand-in for Linear's MCP server (the real one is out of reach here):
 /// it answers Linear's tool names and marks every answer as its own.
 fn connect_standin(stack: &Stack, log: &Path) {
-    let py = python().display().to_string();
-    let script = repo_root()
-        .join("tests/peers/linear_standin.py")
-        .display()
-        .to_string();
-    let log = log.display().to_string();
-    stack.connect_stdio("linear", &[&py, &script, &log], &[]);
+    stack.connect_standin("linear", log, &[]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

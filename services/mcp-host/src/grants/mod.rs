@@ -87,23 +87,13 @@ impl Grants {
     pub fn issue(&self, ask: Issue) -> Result<(GrantRecord, String), ClankieError> {
         rules::check_request(&ask.principal_id, &ask.server, &ask.tools, ask.ttl_seconds)?;
         let bearer = random_token(BEARER_PREFIX);
-        let now = now_ms();
-        let record = GrantRecord {
-            grant_id: format!("grant-{}", &random_token("x")[2..18]),
-            kind: MANUAL.into(),
-            principal_id: ask.principal_id,
-            work_id: ask.work_id,
-            server: ask.server,
-            tools: ask.tools,
-            project: String::new(),
-            issued_at_ms: now,
-            expires_at_ms: now + i64::from(ask.ttl_seconds) * 1000,
-            token_sha256: token_hash(&bearer),
-            account_identity: ask.account_identity,
-            revoked_at_ms: None,
-            invalidated: None,
-            other: Default::default(),
-        };
+        let id = format!("grant-{}", &random_token("x")[2..18]);
+        let mut record = GrantRecord::new(id, MANUAL, ask.server, ask.tools);
+        record.principal_id = ask.principal_id;
+        record.work_id = ask.work_id;
+        record.expires_at_ms = record.issued_at_ms + i64::from(ask.ttl_seconds) * 1000;
+        record.token_sha256 = token_hash(&bearer);
+        record.account_identity = ask.account_identity;
         let stored = record.clone();
         self.book
             .lock()
@@ -121,22 +111,9 @@ impl Grants {
         tools: Vec<GrantedTool>,
     ) -> Result<GrantRecord, ClankieError> {
         self.readable()?;
-        let record = GrantRecord {
-            grant_id: format!("project-{}", &random_token("x")[2..14]),
-            kind: PROJECT.into(),
-            principal_id: String::new(),
-            work_id: String::new(),
-            server: server.into(),
-            tools,
-            project: project.into(),
-            issued_at_ms: now_ms(),
-            expires_at_ms: 0,
-            token_sha256: String::new(),
-            account_identity: String::new(),
-            revoked_at_ms: None,
-            invalidated: None,
-            other: Default::default(),
-        };
+        let id = format!("project-{}", &random_token("x")[2..14]);
+        let mut record = GrantRecord::new(id, PROJECT, server.into(), tools);
+        record.project = project.into();
         let stored = record.clone();
         self.book
             .lock()

@@ -87,6 +87,27 @@ impl Standing {
 }
 
 impl GrantRecord {
+    /// A record of `kind` for `tools` of `server`, issued now, with nothing
+    /// else set.
+    pub fn new(grant_id: String, kind: &str, server: String, tools: Vec<GrantedTool>) -> Self {
+        GrantRecord {
+            grant_id,
+            kind: kind.into(),
+            principal_id: String::new(),
+            work_id: String::new(),
+            server,
+            tools,
+            project: String::new(),
+            issued_at_ms: clankie_runtime::now_ms(),
+            expires_at_ms: 0,
+            token_sha256: String::new(),
+            account_identity: String::new(),
+            revoked_at_ms: None,
+            invalidated: None,
+            other: Default::default(),
+        }
+    }
+
     pub fn standing(&self, now_ms: i64) -> Standing {
         if self.kind != MANUAL {
             Standing::Retired
