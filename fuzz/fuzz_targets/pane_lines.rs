@@ -2,7 +2,8 @@
 //! Herdr answer lines, from any bytes.
 #![no_main]
 
-use clankie_panes::{BlockReader, herdr_pane, parse_tmux};
+use clankie_panes::herdr::herdr_pane;
+use clankie_panes::tmux::{BlockReader, parse_tmux};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -256,12 +256,15 @@ async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: Cancellation
             }
             Err(failure) => {
                 tracing::warn!(reason = failure.reason(), "fleet.local_proof.diagnostic");
-                let _ = job.reply.send(Err(failure));
+                // The jobs queued behind the broken exchange share its fate,
+                // and the helper is gone, before its caller hears: a job
+                // sent after that answer always meets a fresh helper.
                 fail_all(&shared, failure);
                 if let Some(mut dead) = live.take() {
                     let _ = dead.child.start_kill();
                     let _ = dead.child.wait().await;
                 }
+                let _ = job.reply.send(Err(failure));
             }
         }
     }
