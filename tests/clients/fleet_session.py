@@ -36,36 +36,36 @@ async def main() -> None:
             out["tools"] = sorted(t.name for t in tools.tools)
 
             r = await s.call_tool("clankie_tools", {"query": "sleep"})
-            out["search"] = [t["name"] for t in r.structured_content["tools"]]
+            out["search"] = [t["name"] for t in bridge.envelope(r)["tools"]]
 
             r = await s.call_tool(
                 "clankie_call",
                 {"name": "edge_slow", "arguments": {"seconds": 0, "tag": "py-1"}},
             )
-            first = r.structured_content
+            first = bridge.envelope(r)
             out["call"] = {"outcome": first["outcome"], "receiptId": first["receiptId"]}
 
             r = await s.call_tool("clankie_call", {"receiptId": first["receiptId"]})
             out["reconcile"] = {
-                "outcome": r.structured_content["outcome"],
-                "fromReceipt": r.structured_content["fromReceipt"],
+                "outcome": bridge.envelope(r)["outcome"],
+                "fromReceipt": bridge.envelope(r)["fromReceipt"],
             }
 
             r = await s.call_tool(
                 "clankie_call", {"name": "edge_add_tool", "arguments": {"name": "fresh"}}
             )
-            out["add_tool"] = r.structured_content["outcome"]
+            out["add_tool"] = bridge.envelope(r)["outcome"]
             with anyio.move_on_after(20):
                 await changed.wait()
             out["list_changed"] = seen["list_changed"]
 
             r = await s.call_tool("clankie_tools", {"query": "fresh"})
-            out["after"] = [t["name"] for t in r.structured_content["tools"]]
+            out["after"] = [t["name"] for t in bridge.envelope(r)["tools"]]
 
             r = await s.call_tool("clankie_call", {"name": "edge_nope", "arguments": {}})
             out["unknown"] = {
                 "isError": r.is_error,
-                "code": (r.structured_content or {}).get("error", {}).get("code"),
+                "code": (bridge.envelope(r) or {}).get("error", {}).get("code"),
             }
     print(json.dumps(out))
 

@@ -10,6 +10,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import bridge  # noqa: E402
 from harness.seat_files import write_json  # noqa: E402
 
 
@@ -30,7 +31,7 @@ async def main() -> None:
                 "clankie_call",
                 {"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}},
             )
-            seen["call"] = r.structured_content
+            seen["call"] = bridge.envelope(r)
             seen["isError"] = r.is_error
     write_json(out, seen)
 

@@ -16,7 +16,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import discovery  # noqa: E402
+from harness import bridge, discovery  # noqa: E402
 from harness.seat_files import write_json  # noqa: E402
 
 INIT = {
@@ -77,7 +77,7 @@ async def main() -> None:
                     "clankie_call",
                     {"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}},
                 )
-                seen["call"] = r.structured_content
+                seen["call"] = bridge.envelope(r)
     write_json(out, seen)
 
 

@@ -73,10 +73,12 @@ async fn inspector_cli_searches_describes_and_calls_through_the_gateway() {
         ],
     );
     assert_eq!(code, 0, "{err}");
-    assert_eq!(called["structuredContent"]["outcome"], "ok");
+    // The upstream's own result, passed through; the receipt in `_meta`.
+    assert_eq!(called["_meta"]["clankie/outcome"], "ok", "{called}");
+    assert!(called["_meta"]["clankie/receiptId"].is_string(), "{called}");
     assert_eq!(
-        called["structuredContent"]["result"]["structuredContent"]["timezone"],
-        "Europe/Paris"
+        called["structuredContent"]["timezone"], "Europe/Paris",
+        "{called}"
     );
 
     // An unknown tool on the gateway itself: the Inspector's tool-not-found exit.

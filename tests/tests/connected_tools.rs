@@ -320,3 +320,81 @@ async fn one_upstream_killed_leaves_the_others_working_and_restarts() {
             .all(|t| !t["name"].as_str().unwrap_or("").starts_with("time_"))
     }));
 }
+
+/// `clankie_call` passes the upstream's result through as it was sent:
+/// an image block byte for byte, resource links, annotated blocks, with
+/// the receipt and outcome added to `_meta`; a reconcile returns the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn clankie_call_returns_the_upstreams_blocks_as_they_were_sent() {
+    use rmcp::ServiceExt;
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let token = stack.token("fidelity");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "everything_get-tiny-image").await;
+    let mut cmd = tokio::process::Command::new("mcp-server-everything");
+    cmd.arg("stdio").env("PATH", peer_path());
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("direct server");
+    let direct = ().serve(transport).await.expect("direct session");
+    for (tool, args) in [
+        ("get-tiny-image", json!({})),
+        (
+            "get-annotated-message",
+            json!({"messageType": "success", "includeImage": true}),
+        ),
+        ("get-resource-links", json!({"count": 2})),
+        ("get-structured-content", json!({"location": "New York"})),
+    ] {
+        let mut p = rmcp::model::CallToolRequestParams::new(tool);
+        p.arguments = args.as_object().cloned();
+        let want = direct.call_tool(p).await.expect("direct call");
+        let via = call(
+            &client,
+            "clankie_call",
+            json!({"name": format!("everything_{tool}"), "arguments": args}),
+        )
+        .await
+        .expect("clankie_call");
+        let (w, v) = (
+            serde_json::to_value(&want.content).expect("json"),
+            serde_json::to_value(&via.content).expect("json"),
+        );
+        assert_eq!(v, w, "{tool}: the blocks as the upstream sent them");
+        assert_eq!(via.structured_content, want.structured_content, "{tool}");
+        assert_eq!(via.is_error, want.is_error, "{tool}");
+        let meta = via.meta.clone().expect("meta");
+        assert_eq!(meta.get("clankie/outcome"), Some(&json!("ok")), "{tool}");
+        let receipt = meta.get("clankie/receiptId").cloned().expect("receipt");
+        // Reconciling reads the same full result from the receipt.
+        let again = call(&client, "clankie_call", json!({"receiptId": receipt}))
+            .await
+            .expect("reconcile");
+        assert_eq!(
+            serde_json::to_value(&again.content).expect("json"),
+            w,
+            "{tool}"
+        );
+        assert_eq!(
+            again.meta.expect("meta").get("clankie/fromReceipt"),
+            Some(&json!(true))
+        );
+    }
+    let image = serde_json::to_value(&direct_image(&direct).await).expect("json");
+    assert_eq!(image["type"], "image", "{image}");
+}
+
+async fn direct_image(
+    direct: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+) -> rmcp::model::ContentBlock {
+    let r = direct
+        .call_tool(rmcp::model::CallToolRequestParams::new("get-tiny-image"))
+        .await
+        .expect("image");
+    r.content
+        .into_iter()
+        .find(|c| serde_json::to_value(c).is_ok_and(|v| v["type"] == "image"))
+        .expect("an image block")
+}

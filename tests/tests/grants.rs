@@ -491,3 +491,62 @@ async fn verification_keeps_grants_on_the_same_identity_and_ends_them_on_a_chang
     assert_eq!(changed["invalidatedGrants"], 1);
     assert_eq!(standing(&stack, &grant_id), "invalidated");
 }
+
+/// The MCP Inspector (CLI mode) drives `clankie mcp --grant FILE` over
+/// stdio: the granted tools under their real names, and an upstream image
+/// block through the grant exactly as the upstream sent it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_inspector_lists_and_calls_a_grant_over_stdio() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, file) = issue(
+        &stack,
+        dir.path(),
+        "inspect",
+        json!({"principalId": "rev", "server": "everything",
+               "tools": [{"name": "echo"}, {"name": "get-tiny-image"}], "ttlSeconds": 300}),
+    )
+    .await;
+    let inspector = |args: &[&str]| -> (i32, Value, String) {
+        let out = std::process::Command::new("mcp-inspector")
+            .arg("--cli")
+            .arg(bin_dir().join("clankie"))
+            .args(["mcp", "--grant"])
+            .arg(&file)
+            .args([
+                "-e",
+                &format!("CLANKIE_STATE={}", stack.state.path().display()),
+            ])
+            .args(args)
+            .env("PATH", clankie_tests::peer_path())
+            .output()
+            .expect("run mcp-inspector");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        (
+            out.status.code().unwrap_or(-1),
+            serde_json::from_str(&stdout).unwrap_or(Value::Null),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, listed, err) = inspector(&["--method", "tools/list"]);
+    assert_eq!(code, 0, "{err}");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["echo", "get-tiny-image"], "{listed}");
+    let (code, image, err) =
+        inspector(&["--method", "tools/call", "--tool-name", "get-tiny-image"]);
+    assert_eq!(code, 0, "{err}");
+    let block = image["content"]
+        .as_array()
+        .and_then(|c| c.iter().find(|b| b["type"] == "image").cloned())
+        .unwrap_or_else(|| panic!("an image block: {image}"));
+    let data = block["data"].as_str().expect("base64 data");
+    assert!(data.starts_with("iVBORw0KGgo"), "a PNG, as sent: {block}");
+    assert_eq!(block["mimeType"], "image/png");
+    assert_eq!(image["_meta"]["clankie/outcome"], "ok", "{image}");
+}

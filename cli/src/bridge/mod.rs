@@ -67,6 +67,14 @@ fn keep_receipt(mut result: CallToolResult, receipt_id: Option<&str>) -> CallToo
     let Some(id) = receipt_id else {
         return result;
     };
+    // A passed-through answer names its receipt in `_meta` already.
+    if result
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.contains_key("clankie/receiptId"))
+    {
+        return result;
+    }
     let mut body = match result.structured_content.take() {
         Some(Value::Object(body)) if body.contains_key("receiptId") => {
             result.structured_content = Some(Value::Object(body));

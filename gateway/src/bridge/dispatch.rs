@@ -40,31 +40,74 @@ pub(crate) fn lost_after_forward(receipt_id: &str) -> Value {
     })
 }
 
-/// A call's answer from mcp-host, as the member sees it.
+/// Where a call's receipt id, outcome and the rest of clankie's account of
+/// it travel in a result's `_meta`, beside whatever the upstream put there.
+pub(crate) mod meta {
+    pub const RECEIPT: &str = "clankie/receiptId";
+    pub const OUTCOME: &str = "clankie/outcome";
+    pub const NAME: &str = "clankie/name";
+    pub const FROM_RECEIPT: &str = "clankie/fromReceipt";
+    pub const DETAIL: &str = "clankie/detail";
+    pub const TRIMMED: &str = "clankie/trimmed";
+    /// Set when there is no upstream result to pass on, so the structured
+    /// content is clankie's own account (receipt, outcome, detail).
+    pub const ENVELOPE: &str = "clankie/envelope";
+}
+
+/// A call's answer from mcp-host, as the member sees it: the upstream's own
+/// result as it was sent (content blocks, `structuredContent`, `isError`,
+/// `_meta`), with the receipt and outcome added to `_meta`. With no
+/// upstream result to pass on (uncertain, trimmed, a protocol error), the
+/// structured content is clankie's account of the call instead.
 pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
     let upstream: Value = if result.result_json.is_empty() {
         Value::Null
     } else {
         serde_json::from_str(&result.result_json).unwrap_or(Value::Null)
     };
-    let mut body = json!({
-        "receiptId": result.receipt_id,
-        "outcome": result.outcome,
-        "name": result.name,
-        "result": upstream,
-        "fromReceipt": result.from_receipt,
+    let passed = match &upstream {
+        Value::Object(o) if o.contains_key("content") || o.contains_key("structuredContent") => {
+            serde_json::from_value::<CallToolResult>(upstream.clone()).ok()
+        }
+        _ => None,
+    };
+    let enveloped = passed.is_none();
+    let mut out = passed.unwrap_or_else(|| {
+        let mut body = json!({
+            "receiptId": result.receipt_id,
+            "outcome": result.outcome,
+            "name": result.name,
+            "result": upstream,
+            "fromReceipt": result.from_receipt,
+        });
+        if !result.detail.is_empty() {
+            body["detail"] = json!(result.detail);
+        }
+        if result.trimmed {
+            body["trimmed"] = json!(true);
+        }
+        // Uncertain is not an error: the call may well have applied.
+        if result.outcome == "error" {
+            CallToolResult::structured_error(body)
+        } else {
+            CallToolResult::structured(body)
+        }
     });
+    let m = out.meta.get_or_insert_with(Default::default);
+    m.insert(meta::RECEIPT.into(), json!(result.receipt_id));
+    m.insert(meta::OUTCOME.into(), json!(result.outcome));
+    m.insert(meta::NAME.into(), json!(result.name));
+    m.insert(meta::FROM_RECEIPT.into(), json!(result.from_receipt));
     if !result.detail.is_empty() {
-        body["detail"] = json!(result.detail);
+        m.insert(meta::DETAIL.into(), json!(result.detail));
     }
     if result.trimmed {
-        body["trimmed"] = json!(true);
+        m.insert(meta::TRIMMED.into(), json!(true));
     }
-    if result.outcome == "error" {
-        CallToolResult::structured_error(body)
-    } else {
-        CallToolResult::structured(body)
+    if enveloped {
+        m.insert(meta::ENVELOPE.into(), json!(true));
     }
+    out
 }
 
 /// The start and the whole budget of one request.
@@ -413,11 +456,14 @@ impl Bridge {
             // timeout, the host dying): it may have been dispatched.
             Err(s) => {
                 tracing::info!(grpc = ?s.code(), "bridge.call.uncertain");
-                let mut body = lost_after_forward(&receipt_id);
-                body["name"] = json!(name);
-                body["result"] = Value::Null;
-                body["fromReceipt"] = json!(false);
-                Ok(CallToolResult::structured(body))
+                let lost = lost_after_forward(&receipt_id);
+                Ok(call_result(mpb::CallResult {
+                    receipt_id,
+                    outcome: "uncertain".into(),
+                    name,
+                    detail: lost["detail"].as_str().unwrap_or_default().into(),
+                    ..Default::default()
+                }))
             }
         }
     }

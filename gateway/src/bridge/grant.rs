@@ -16,9 +16,9 @@ use super::Bridge;
 use super::dispatch::{Budget, refused, status};
 
 /// Where a grant call's receipt id travels, both ways.
-pub const RECEIPT_META: &str = "clankie/receiptId";
-/// Where a grant call's outcome is added to the result's `_meta`.
-pub const OUTCOME_META: &str = "clankie/outcome";
+pub const RECEIPT_META: &str = super::dispatch::meta::RECEIPT;
+#[cfg(test)]
+const OUTCOME_META: &str = super::dispatch::meta::OUTCOME;
 
 impl Budget {
     fn grant_request<T>(&self, msg: T, bearer: &str) -> Result<tonic::Request<T>, ClankieError> {
@@ -38,31 +38,10 @@ fn chosen_receipt(meta: &RequestMetaObject) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The upstream's own result, with the receipt and outcome added.
+/// The upstream's own result, with the receipt and outcome added: the same
+/// answer `clankie_call` gives.
 fn transparent(result: mpb::CallResult) -> CallToolResult {
-    let mut out = if result.result_json.is_empty() {
-        // Uncertain (or trimmed): there is no upstream answer to pass on.
-        let mut body = json!({
-            "receiptId": result.receipt_id,
-            "outcome": result.outcome,
-        });
-        if !result.detail.is_empty() {
-            body["detail"] = json!(result.detail);
-        }
-        CallToolResult::structured_error(body)
-    } else {
-        serde_json::from_str::<CallToolResult>(&result.result_json).unwrap_or_else(|_| {
-            CallToolResult::structured_error(json!({
-                "receiptId": result.receipt_id,
-                "outcome": result.outcome,
-                "detail": "the upstream's result could not be read back",
-            }))
-        })
-    };
-    let meta = out.meta.get_or_insert_with(Default::default);
-    meta.insert(RECEIPT_META.into(), json!(result.receipt_id));
-    meta.insert(OUTCOME_META.into(), json!(result.outcome));
-    out
+    super::dispatch::call_result(result)
 }
 
 impl Bridge {
@@ -185,8 +164,9 @@ mod tests {
             ..Default::default()
         });
         let v = serde_json::to_value(&out).expect("json");
-        assert_eq!(v["isError"], true);
+        assert_eq!(v["isError"], false, "uncertain is not an error");
         assert_eq!(v["structuredContent"]["receiptId"], "r2");
+        assert_eq!(v["_meta"]["clankie/envelope"], true);
         assert_eq!(v["_meta"][OUTCOME_META], "uncertain");
     }
 }
