@@ -3,8 +3,8 @@
 Linear itself is out of reach from the test machines. This server answers a
 few of Linear's tool names (get_issue, list_issues, save_issue,
 save_comment, list_comments, graphql, the worker-publishing
-create_worker_comment and create_worker_issue, and get_user and get_workspace for
-verification), appends each call's arguments as one
+create_worker_comment and create_worker_issue, get_user and get_workspace for
+verification, and get_project for project validation), appends each call's arguments as one
 JSON line to LOG, and marks every answer {"source": "linear-standin"} so a
 test can tell where a call went.
 
@@ -89,6 +89,17 @@ def get_user(query: str) -> dict[str, Any]:
         raise ValueError("authentication failed")
     user = os.environ.get("STANDIN_USER", "user-1")
     return {"id": user, "name": user, "email": f"{user}@example.test", "query": query}
+
+
+# The projects this stand-in's workspace has: STANDIN_PROJECTS, comma
+# separated UUIDs (none when unset).
+@server.tool()
+def get_project(query: str) -> dict[str, Any]:
+    """Read a project by id."""
+    known = [p for p in os.environ.get("STANDIN_PROJECTS", "").split(",") if p]
+    if query not in known:
+        raise ValueError(f"Entity not found: Project {query}")
+    return {"id": query, "name": f"Project {query[:8]}"}
 
 
 @server.tool()

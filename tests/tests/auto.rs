@@ -123,6 +123,9 @@ async fn auto_projects_wake_their_leads_on_a_cadence_the_switch_stops() {
     add_project(&stack, "alpha", a_ws.path());
     add_project(&stack, "beta", b_ws.path());
     let beta_linear = "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
+    // A Linear project is bound only once the connected Linear knows it.
+    let standin_log = stack.state.path().join("standin.log");
+    stack.connect_standin("linear", &standin_log, &[("STANDIN_PROJECTS", beta_linear)]);
     set(&stack, "alpha", &["--tracker", "builtin", "--team", "ENG"]);
     set(
         &stack,

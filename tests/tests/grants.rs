@@ -550,3 +550,60 @@ async fn the_inspector_lists_and_calls_a_grant_over_stdio() {
     assert_eq!(block["mimeType"], "image/png");
     assert_eq!(image["_meta"]["clankie/outcome"], "ok", "{image}");
 }
+
+/// `project set --linear-project` names only a project the connected Linear
+/// account knows; anything else (or no Linear account) leaves the settings
+/// as they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_linear_project_is_bound_only_once_linear_knows_it() {
+    let stack = Stack::start().await.expect("stack");
+    let _ws = stack.add_project("alpha", &[]);
+    let known = "11111111-2222-4333-8444-555555555555";
+    let unknown = "99999999-2222-4333-8444-555555555555";
+    let set = |uuid: &str| {
+        let rev =
+            json_of(&stack.clankie_ok(&["project", "list", "--json"]))["projects"][0]["revision"]
+                .as_u64()
+                .expect("revision")
+                .to_string();
+        stack.clankie(&[
+            "project",
+            "set",
+            "alpha",
+            "--revision",
+            &rev,
+            "--linear-project",
+            uuid,
+        ])
+    };
+    let revision = || {
+        json_of(&stack.clankie_ok(&["project", "list", "--json"]))["projects"][0]["revision"]
+            .clone()
+    };
+    let none = set(known);
+    assert!(!none.status.success(), "no Linear account, no validation");
+    assert!(String::from_utf8_lossy(&none.stderr).contains("account_unavailable"));
+    let dir = tempfile::tempdir().expect("dir");
+    stack.connect_standin(
+        "linear",
+        &dir.path().join("log"),
+        &[("STANDIN_PROJECTS", known)],
+    );
+    let before = revision();
+    let wrong = set(unknown);
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("tracker_not_found"));
+    assert_eq!(
+        revision(),
+        before,
+        "a failed validation leaves the settings unchanged"
+    );
+    let right = set(known);
+    assert!(
+        right.status.success(),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
+    let shown = json_of(&String::from_utf8_lossy(&right.stdout));
+    assert_eq!(shown["linearProjectId"], known, "{shown}");
+}

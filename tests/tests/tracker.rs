@@ -634,9 +634,11 @@ async fn the_tracker_survives_kill_9_mid_write() {
 }
 
 /// A stand-in for Linear's MCP server (the real one is out of reach here):
-/// it answers Linear's tool names and marks every answer as its own.
+/// it answers Linear's tool names and marks every answer as its own, and
+/// knows beta's Linear project.
 fn connect_standin(stack: &Stack, log: &Path) {
-    stack.connect_standin("linear", log, &[]);
+    let projects = [("STANDIN_PROJECTS", "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b")];
+    stack.connect_standin("linear", log, &projects);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clankie_proto::auto::v1 as autopb;
 use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mcphost::v1 as mpb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
@@ -234,6 +235,16 @@ pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<
             _ => bail!("--override {k}={v}: use on or off"),
         };
         overrides.insert(k, on);
+    }
+    // A Linear project is named only once Linear knows it (no fallback);
+    // refused, the settings stay as they were.
+    if let Some(id) = set.linear_project.as_deref().filter(|id| !id.is_empty()) {
+        clients::mcp_host(paths)?
+            .validate_linear_project(mpb::ValidateLinearProjectRequest {
+                project_id: id.to_string(),
+            })
+            .await
+            .map_err(refused)?;
     }
     let mut mailbox = clients::mailbox(paths)?;
     let p = mailbox

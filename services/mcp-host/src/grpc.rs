@@ -240,6 +240,16 @@ impl pb::mcp_host_server::McpHost for McpHost {
         Ok(Response::new(result))
     }
 
+    async fn validate_linear_project(
+        &self,
+        request: Request<pb::ValidateLinearProjectRequest>,
+    ) -> Result<Response<pb::LinearProject>, Status> {
+        self.inner.owner.verify(request.metadata())?;
+        let id = request.into_inner().project_id;
+        let project = self.linear_project(&id).await.map_err(refuse)?;
+        Ok(Response::new(project))
+    }
+
     async fn verify_account(
         &self,
         request: Request<pb::VerifyAccountRequest>,

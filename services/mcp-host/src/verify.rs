@@ -99,6 +99,46 @@ impl McpHost {
         })
     }
 
+    /// The Linear project `id` names, as the connected Linear account reads
+    /// it. There is no local fallback: no verified Linear account, no
+    /// validation.
+    pub(crate) async fn linear_project(&self, id: &str) -> Result<pb::LinearProject, ClankieError> {
+        let account = crate::tracker::ACCOUNT;
+        let generation = self.inner.accounts.verified_generation(account).ok_or_else(|| {
+            ErrorCode::AccountUnavailable.err(
+                "no verified Linear account is connected, so the project cannot be validated (there is no local fallback)",
+            )
+        })?;
+        let (peer, _in_flight) = self.inner.accounts.dispatch_handle(account, generation)?;
+        let mut p = CallToolRequestParams::new("get_project");
+        p.arguments = json!({"query": id}).as_object().cloned();
+        let answer = match tokio::time::timeout(READ, peer.call_tool(p)).await {
+            Ok(Ok(r)) => answer_json(&r),
+            Ok(Err(e)) => {
+                return Err(
+                    ErrorCode::AccountUnavailable.err(format!("Linear did not answer: {e}"))
+                );
+            }
+            Err(_) => {
+                return Err(ErrorCode::AccountUnavailable.err("Linear did not answer in 10 s"));
+            }
+        };
+        let found = answer.as_ref().and_then(|v| {
+            let p = v.get("project").unwrap_or(v);
+            (p.get("id").and_then(Value::as_str) == Some(id)).then(|| pb::LinearProject {
+                id: id.to_string(),
+                name: p
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            })
+        });
+        found.ok_or_else(|| {
+            ErrorCode::TrackerNotFound.err(format!("Linear has no project {id} for this account"))
+        })
+    }
+
     /// The identity a grant on `server` is bound to: the verified provider
     /// identity when there is one, else the name the server gave itself.
     pub(crate) fn grant_identity(&self, server: &str, named: String) -> String {
