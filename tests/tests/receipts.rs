@@ -414,3 +414,64 @@ async fn one_members_64_kb_fields_never_abort_the_calls_of_others() {
     }
     assert_eq!(count(&log, "big-id"), 0);
 }
+
+/// A caller's `notifications/cancelled` after dispatch: the call is not
+/// replayed, its receipt settles, and reconciling reads the full result.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_after_dispatch_settles_once_and_reconciles() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    let stack = Stack::start().await.expect("stack");
+    let dir = tempfile::tempdir().expect("dir");
+    let log = dir.path().join("edge.log");
+    stack.connect_edge("edge", &log, &[]);
+    let token = stack.token("cancel");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "edge_slow").await;
+    let mut p = CallToolRequestParams::new("clankie_call");
+    p.arguments = json!({"name": "edge_slow", "receiptId": "cancel-000001",
+                         "arguments": {"seconds": 2, "tag": "cancelled-1"}})
+    .as_object()
+    .cloned();
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(p)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("sent");
+    assert!(
+        clankie_tests::wait_file_line(&log, "cancelled-1", Duration::from_secs(20)).await,
+        "the call dispatched"
+    );
+    handle
+        .cancel(Some("the test changed its mind".into()))
+        .await
+        .expect("cancel");
+    let settled = eventually(Duration::from_secs(20), async || {
+        let r = call(
+            &client,
+            "clankie_call",
+            json!({"receiptId": "cancel-000001"}),
+        )
+        .await
+        .ok()?;
+        let b = structured(&r);
+        (b["outcome"] == "ok").then_some(b)
+    })
+    .await
+    .expect("the receipt settles after the cancel");
+    assert!(
+        settled["result"].to_string().contains("for cancelled-1"),
+        "{settled}"
+    );
+    assert_eq!(settled["fromReceipt"], true);
+    assert_eq!(
+        file_lines(&log)
+            .iter()
+            .filter(|l| *l == "cancelled-1")
+            .count(),
+        1,
+        "dispatched once, never replayed"
+    );
+}

@@ -151,12 +151,33 @@ impl ServerHandler for Bridge {
         let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
         let budget = Budget(Instant::now(), self.shared.request_budget);
+        // A connected call stops when its caller cancels it: the forward to
+        // mcp-host is dropped, and the host stops the call at its dispatch
+        // boundary if it had not dispatched (after dispatch it settles, and
+        // the caller reconciles by its receipt). Only connected calls: the
+        // seat tools finish what they started.
+        let ct = context.ct.clone();
+        let cancelled = || ErrorData::invalid_request("cancelled by the caller", None);
         if let Some(bearer) = &a.grant {
-            return Ok(self
-                .grant_call(bearer, &budget, request, &context.meta)
-                .instrument(span)
-                .await
-                .into());
+            let work = self.grant_call(bearer, &budget, request, &context.meta);
+            return tokio::select! {
+                r = work.instrument(span) => Ok(r.into()),
+                _ = ct.cancelled() => Err(cancelled()),
+            };
+        }
+        if request.name == CALL {
+            let work = async {
+                let args = Value::Object(request.arguments.clone().unwrap_or_default());
+                match self.dispatch(&a, &budget, CALL, args).await {
+                    Some(Ok(r)) => r,
+                    Some(Err(e)) => refused(&e),
+                    None => refused(&ErrorCode::UnknownTool.err("clankie_call")),
+                }
+            };
+            return tokio::select! {
+                r = work.instrument(span) => Ok(r.into()),
+                _ = ct.cancelled() => Err(cancelled()),
+            };
         }
         async move {
             let args = Value::Object(request.arguments.unwrap_or_default());

@@ -198,9 +198,19 @@ impl pb::mcp_host_server::McpHost for McpHost {
         let budget = grpc::deadline(request.metadata())
             .unwrap_or(DEFAULT_BUDGET)
             .min(DEFAULT_BUDGET);
-        let result = self
-            .call_as(&who, request.into_inner(), budget)
-            .await
+        // The call runs in a task of its own, so a caller that goes away (a
+        // cancel, a dropped connection) never cuts it between its durable
+        // receipt and its dispatch; going away cancels `gone`, which the
+        // call checks at its dispatch boundary.
+        let gone = tokio_util::sync::CancellationToken::new();
+        let guard = gone.clone().drop_guard();
+        let host = self.clone();
+        let req = request.into_inner();
+        let call = tokio::spawn(async move { host.call_as(&who, req, budget, Some(gone)).await });
+        let result = call.await;
+        guard.disarm();
+        let result = result
+            .map_err(|_| refuse(ErrorCode::Internal.err("the call's task failed")))?
             .map_err(refuse)?;
         Ok(Response::new(result))
     }

@@ -290,7 +290,7 @@ impl McpHost {
         req: pb::CallToolRequest,
         budget: Duration,
     ) -> Result<pb::CallResult, ClankieError> {
-        self.call_as(&Who::Fleet(ticket.to_string()), req, budget)
+        self.call_as(&Who::Fleet(ticket.to_string()), req, budget, None)
             .await
     }
 

@@ -84,7 +84,7 @@ impl McpHost {
         plan: Option<&Plan>,
         ask: &Ask,
         record: &Record,
-        abort: Option<CancellationToken>,
+        stops: Stops,
     ) -> Settled {
         self.inner.audit.record(&audit::Event {
             event: "dispatch",
@@ -130,9 +130,7 @@ impl McpHost {
             let ((outcome, body, detail), _in_flight) = match target {
                 // The final dispatch boundary: a grant revoked during the
                 // awaited setup stops the call here, before anything leaves.
-                _ if abort.as_ref().is_some_and(CancellationToken::is_cancelled) => {
-                    (not_dispatched(), None)
-                }
+                _ if let Some(why) = stops.fired() => (not_dispatched(why), None),
                 Target::Store(invoke) => (
                     invoke_store(tracker_client, invoke, &invoke_auth).await,
                     None,
@@ -195,14 +193,55 @@ impl McpHost {
     }
 }
 
-/// A grant call stopped at the dispatch boundary: definite, nothing sent.
-fn not_dispatched() -> Settlement {
-    let e = clankie_runtime::ErrorCode::GrantRevoked
-        .err("the grant was revoked before this call dispatched; nothing was sent");
+/// What stops a call at its dispatch boundary, checked after every awaited
+/// step of its setup: its grant's revocation, and its caller going away (a
+/// `notifications/cancelled`, a dropped request).
+#[derive(Default)]
+pub(crate) struct Stops {
+    pub revoked: Option<CancellationToken>,
+    pub caller_gone: Option<CancellationToken>,
+}
+
+/// Why a call stopped before it was sent.
+#[derive(Clone, Copy)]
+enum Stopped {
+    Revoked,
+    Cancelled,
+}
+
+impl Stops {
+    fn fired(&self) -> Option<Stopped> {
+        let fired =
+            |t: &Option<CancellationToken>| t.as_ref().is_some_and(CancellationToken::is_cancelled);
+        if fired(&self.revoked) {
+            Some(Stopped::Revoked)
+        } else if fired(&self.caller_gone) {
+            Some(Stopped::Cancelled)
+        } else {
+            None
+        }
+    }
+}
+
+/// A call stopped at the dispatch boundary: definite, nothing sent.
+fn not_dispatched(why: Stopped) -> Settlement {
+    use clankie_runtime::ErrorCode;
+    let (e, detail) = match why {
+        Stopped::Revoked => (
+            ErrorCode::GrantRevoked
+                .err("the grant was revoked before this call dispatched; nothing was sent"),
+            "not dispatched: the grant was revoked first",
+        ),
+        Stopped::Cancelled => (
+            ErrorCode::InvalidArgument
+                .err("the caller cancelled this call before it dispatched; nothing was sent"),
+            "not dispatched: cancelled by the caller first",
+        ),
+    };
     (
         Outcome::Error,
         Some(tool_result(serde_json::json!({ "error": e.body() }), true)),
-        Some("not dispatched: the grant was revoked first".into()),
+        Some(detail.into()),
     )
 }
 

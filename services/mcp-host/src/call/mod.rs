@@ -81,11 +81,19 @@ impl McpHost {
         }
     }
 
-    /// What stops a call at its dispatch boundary: its grant's revocation.
-    fn abort_of(&self, who: &Who) -> Option<tokio_util::sync::CancellationToken> {
-        match who {
-            Who::Grant(g) => Some(self.inner.grants.abort_token(&g.grant.grant_id)),
-            Who::Fleet(_) | Who::Owner => None,
+    /// What stops a call at its dispatch boundary: its grant's revocation,
+    /// and its caller going away.
+    fn stops(
+        &self,
+        who: &Who,
+        caller_gone: Option<tokio_util::sync::CancellationToken>,
+    ) -> dispatch::Stops {
+        dispatch::Stops {
+            revoked: match who {
+                Who::Grant(g) => Some(self.inner.grants.abort_token(&g.grant.grant_id)),
+                Who::Fleet(_) | Who::Owner => None,
+            },
+            caller_gone,
         }
     }
 
@@ -96,6 +104,7 @@ impl McpHost {
         who: &Who,
         req: pb::CallToolRequest,
         budget: Duration,
+        caller_gone: Option<tokio_util::sync::CancellationToken>,
     ) -> Result<pb::CallResult, ClankieError> {
         let started = Instant::now();
         let ask = Ask::parse(&req)?;
@@ -137,8 +146,8 @@ impl McpHost {
         }
         // 8. Dispatch in a task of its own, and answer with its outcome, or
         // uncertain once the budget is spent.
-        let abort = self.abort_of(who);
-        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record, abort);
+        let stops = self.stops(who, caller_gone);
+        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record, stops);
         let wait = budget.saturating_sub(started.elapsed());
         Ok(self.answer(settled, record, wait).await)
     }
