@@ -206,7 +206,12 @@ impl pb::mcp_host_server::McpHost for McpHost {
         let guard = gone.clone().drop_guard();
         let host = self.clone();
         let req = request.into_inner();
-        let call = tokio::spawn(async move { host.call_as(&who, req, budget, Some(gone)).await });
+        // The task carries the request's span, so the call stays in the
+        // caller's trace.
+        let call = tokio::spawn(tracing::Instrument::instrument(
+            async move { host.call_as(&who, req, budget, Some(gone)).await },
+            tracing::Span::current(),
+        ));
         let result = call.await;
         guard.disarm();
         let result = result
