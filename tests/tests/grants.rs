@@ -246,6 +246,21 @@ async fn expiry_refuses_and_an_endpoint_in_the_clear_is_never_used() {
         "{expired:?}"
     );
 
+    // A forged grant bearer opens nothing.
+    let forged = format!("Bearer clkg_{}", "0".repeat(64));
+    let (status, body) = clankie_tests::http(
+        &stack.mcp_url,
+        "POST",
+        &[
+            ("authorization", forged.as_str()),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"forger","version":"0"}}}"#,
+    );
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("grant_invalid"), "{body}");
+
     // Issuing for an endpoint in the clear is refused before any grant.
     let req = dir.path().join("short.request.json").display().to_string();
     let out = dir.path().join("clear.grant.json").display().to_string();

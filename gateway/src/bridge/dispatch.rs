@@ -114,12 +114,21 @@ pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
 pub(super) struct Budget(pub(super) Instant, pub(super) Duration);
 
 impl Budget {
-    fn request<T>(&self, msg: T, ticket: &str) -> Result<tonic::Request<T>, ClankieError> {
+    /// What is left of the budget, refused when too little is left for a
+    /// forward to be worth it.
+    pub(super) fn left(&self) -> Result<Duration, ClankieError> {
         let left = self.1.saturating_sub(self.0.elapsed());
         if left < Duration::from_millis(50) {
             return Err(ErrorCode::DeadlineExceeded.err("the request's budget is spent"));
         }
-        Ok(Call::new(msg).timeout(left).ticket(ticket).request())
+        Ok(left)
+    }
+
+    fn request<T>(&self, msg: T, ticket: &str) -> Result<tonic::Request<T>, ClankieError> {
+        Ok(Call::new(msg)
+            .timeout(self.left()?)
+            .ticket(ticket)
+            .request())
     }
 }
 

@@ -13,7 +13,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ListToolsResult, Reques
 use serde_json::{Value, json};
 
 use super::Bridge;
-use super::dispatch::{Budget, refused, status};
+use super::dispatch::{Budget, call_result, refused, status};
 
 /// Where a grant call's receipt id travels, both ways.
 pub const RECEIPT_META: &str = super::dispatch::meta::RECEIPT;
@@ -22,11 +22,7 @@ const OUTCOME_META: &str = super::dispatch::meta::OUTCOME;
 
 impl Budget {
     fn grant_request<T>(&self, msg: T, bearer: &str) -> Result<tonic::Request<T>, ClankieError> {
-        let left = self.1.saturating_sub(self.0.elapsed());
-        if left < std::time::Duration::from_millis(50) {
-            return Err(ErrorCode::DeadlineExceeded.err("the request's budget is spent"));
-        }
-        Ok(Call::new(msg).timeout(left).grant(bearer).request())
+        Ok(Call::new(msg).timeout(self.left()?).grant(bearer).request())
     }
 }
 
@@ -36,12 +32,6 @@ fn chosen_receipt(meta: &RequestMetaObject) -> Option<String> {
         .get(RECEIPT_META)
         .and_then(Value::as_str)
         .map(str::to_string)
-}
-
-/// The upstream's own result, with the receipt and outcome added: the same
-/// answer `clankie_call` gives.
-fn transparent(result: mpb::CallResult) -> CallToolResult {
-    super::dispatch::call_result(result)
 }
 
 impl Bridge {
@@ -106,14 +96,14 @@ impl Bridge {
             Err(e) => return refused(&super::dispatch::with_receipt(e, &receipt_id)),
         };
         match self.shared.mcp.clone().call_tool(req).await {
-            Ok(r) => transparent(r.into_inner()),
+            Ok(r) => call_result(r.into_inner()),
             Err(s) if ClankieError::is_verdict(&s) => refused(&super::dispatch::with_receipt(
                 ClankieError::from_status(&s),
                 &receipt_id,
             )),
             Err(s) => {
                 tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
-                transparent(mpb::CallResult {
+                call_result(mpb::CallResult {
                     receipt_id,
                     outcome: "uncertain".into(),
                     detail: "the host did not answer after the call left: it may have applied; \
@@ -141,7 +131,7 @@ mod tests {
             "isError": false,
             "_meta": {"upstream/key": "kept"}
         });
-        let out = transparent(mpb::CallResult {
+        let out = call_result(mpb::CallResult {
             receipt_id: "r1".into(),
             outcome: "ok".into(),
             result_json: upstream.to_string(),
@@ -157,7 +147,7 @@ mod tests {
 
     #[test]
     fn an_uncertain_call_names_its_receipt() {
-        let out = transparent(mpb::CallResult {
+        let out = call_result(mpb::CallResult {
             receipt_id: "r2".into(),
             outcome: "uncertain".into(),
             detail: "deadline".into(),
