@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     /// Counts coalesced tool-list announcements to sessions.
     pub(crate) announced: watch::Sender<u64>,
     pub(crate) peers: parking_lot::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
+    /// Every connected account's log lines, as mcp-host's feed gives them.
+    pub(crate) log_lines: tokio::sync::broadcast::Sender<mpb::LogLine>,
     pub(crate) request_budget: Duration,
     session_caps: sessions::SessionCaps,
     allowed_hosts: Vec<String>,
@@ -127,6 +129,7 @@ impl Options {
                 settings,
                 announced: watch::channel(0).0,
                 peers: parking_lot::Mutex::new(Vec::new()),
+                log_lines: tokio::sync::broadcast::channel(256).0,
                 request_budget: self.request_budget.min(REQUEST_BUDGET),
                 session_caps: self.session_caps,
                 allowed_hosts: self.allowed_hosts,
@@ -141,6 +144,7 @@ impl Options {
             gateway.shared.clone(),
             shutdown.clone(),
         ));
+        tokio::spawn(bridge::watch_logs(gateway.shared.clone(), shutdown.clone()));
         tokio::spawn(grants::watch_revocations(
             gateway.shared.clone(),
             shutdown.clone(),

@@ -6,9 +6,13 @@ Usage: python grant_session.py CLANKIE_BIN GRANT_FILE PLAN_JSON
 
 Steps:
   {"list": true}                          -> {"tools": [{name, inputSchema}]}
-  {"call": NAME, "args": {...}, "receipt": ID?}
-                                          -> {"isError", "content", "structured", "meta"}
+  {"call": NAME, "args": {...}, "receipt": ID?, "progress": BOOL?}
+                                          -> {"isError", "content", "structured", "meta",
+                                              "progress": [[p, total], ...] when asked}
                                              or {"error": TEXT} when the request failed
+  {"level": LEVEL}                        -> sets the session's logging level
+  {"lines": true}                         -> {"lines": [level, ...]} heard so far
+  {"sleep": SECONDS}                      -> idles
   {"mark": PATH}                          -> writes PATH (the test waits for it)
   {"wait": PATH}                          -> waits until PATH exists
 """
@@ -20,22 +24,48 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 
+LINES: list[str] = []
+
+
+async def on_line(params) -> None:
+    LINES.append(params.level)
+
+
 async def step(s: ClientSession, st: dict):
     if st.get("list"):
         tools = await s.list_tools()
         return {"tools": [{"name": t.name, "inputSchema": t.input_schema} for t in tools.tools]}
     if "call" in st:
         meta = {"clankie/receiptId": st["receipt"]} if st.get("receipt") else None
+        steps: list[list] = []
+
+        async def on_progress(progress, total, message) -> None:
+            steps.append([progress, total])
+
+        callback = on_progress if st.get("progress") else None
         try:
-            r = await s.call_tool(st["call"], st.get("args", {}), meta=meta)
+            r = await s.call_tool(
+                st["call"], st.get("args", {}), meta=meta, progress_callback=callback
+            )
         except Exception as e:  # the request itself failed: what a harness sees
             return {"error": str(e)}
-        return {
+        answer = {
             "isError": bool(r.is_error),
             "content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in r.content],
             "structured": r.structured_content,
             "meta": r.meta,
         }
+        if callback:
+            answer["progress"] = steps
+        return answer
+    if "level" in st:
+        await s.set_logging_level(st["level"])
+        return {"level": st["level"]}
+    if st.get("lines"):
+        return {"lines": list(LINES)}
+    if "sleep" in st:
+        await anyio.sleep(st["sleep"])
+        return {"slept": st["sleep"]}
     if "mark" in st:
         with open(st["mark"], "w") as f:
             f.write("1")
@@ -55,7 +85,7 @@ async def main() -> None:
     out = []
     try:
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as s:
+            async with ClientSession(read, write, logging_callback=on_line) as s:
                 init = await s.initialize()
                 out.append({"server": init.server_info.name})
                 for st in plan:

@@ -37,7 +37,7 @@ async fn owner_call(host: &mut Host, tool: &str, args: Value) -> anyhow::Result<
             name: format!("linear_{tool}"),
             arguments_json: args.to_string(),
             receipt_id: String::new(),
-            background: false,
+            ..Default::default()
         })
         .await?
         .into_inner();

@@ -212,12 +212,29 @@ impl Probe {
                     name: "linear_save_issue".into(),
                     arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
                     receipt_id: "rcpt-probe-call".into(),
-                    background: false,
+                    ..Default::default()
                 },
                 t,
             ))
             .await;
         self.note("mcp-host.CallTool", outcome(r));
+        let r = mcp
+            .call_tool_events(req(
+                mpb::CallToolRequest {
+                    name: "linear_save_issue".into(),
+                    arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
+                    receipt_id: "rcpt-probe-events".into(),
+                    progress: true,
+                    log_level: "debug".into(),
+                    ..Default::default()
+                },
+                t,
+            ))
+            .await;
+        self.note("mcp-host.CallToolEvents", outcome(r));
+        // Another caller's log lines: the feed is the gateway's alone.
+        let r = mcp.watch_logs(req(mpb::WatchLogsRequest {}, t)).await;
+        self.note("mcp-host.WatchLogs", outcome(r));
         let r = mcp
             .get_receipt(req(
                 mpb::GetReceiptRequest {

@@ -213,3 +213,49 @@ async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
     }
     assert!(ok, "the bridge reconnects to the restarted gateway");
 }
+
+/// While a connected call runs, the client hears what the upstream says:
+/// server-everything's progress steps come back under the client's own
+/// token (through the gateway and the stdio bridge), and once the client
+/// set a level, the account's log lines reach it at that level or above.
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_and_log_lines_reach_the_client_at_the_level_it_set() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let token = stack.token("hearing");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "everything_toggle-simulated-logging").await;
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/clients/hear_session.py"))
+        .arg(bin_dir().join("clankie"))
+        .arg("warning")
+        .env("PATH", peer_path())
+        .env("CLANKIE_FLEET_URL", &stack.mcp_url)
+        .env("CLANKIE_FLEET_TOKEN", &token)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run the python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("json");
+    assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
+    assert_eq!(
+        seen["progress"],
+        serde_json::json!([[1.0, 4.0], [2.0, 4.0], [3.0, 4.0], [4.0, 4.0]]),
+        "every step, in order, under the client's token: {seen}"
+    );
+    assert_eq!(seen["toggle"]["outcome"], "ok", "{seen}");
+    let lines = seen["lines"].as_array().expect("lines");
+    assert!(!lines.is_empty(), "a line at warning or above: {seen}");
+    for level in lines {
+        let level = level.as_str().unwrap_or("");
+        assert!(
+            clankie_types::log_level::reaches(level, "warning"),
+            "{level} is below the level the client set: {seen}"
+        );
+    }
+}

@@ -622,3 +622,58 @@ async fn a_linear_project_is_bound_only_once_linear_knows_it() {
     let shown = json_of(&String::from_utf8_lossy(&right.stdout));
     assert_eq!(shown["linearProjectId"], known, "{shown}");
 }
+
+/// A grant call hears its own upstream's progress, and the log lines the
+/// host can place on it (sent while it is the one call in flight on the
+/// account). Between its calls the account's lines are not its to hear.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grant_call_hears_its_progress_and_only_the_lines_of_its_own_calls() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, file) = issue(
+        &stack,
+        dir.path(),
+        "hear",
+        json!({"principalId": "rev", "server": "everything",
+               "tools": [{"name": "trigger-long-running-operation"},
+                         {"name": "toggle-simulated-logging"}],
+               "ttlSeconds": 300}),
+    )
+    .await;
+    let long = |secs: u32| {
+        json!({"call": "trigger-long-running-operation",
+               "args": {"duration": secs, "steps": secs}, "progress": true})
+    };
+    let seen = session(
+        &stack,
+        &file,
+        json!([
+            long(2),
+            {"level": "debug"},
+            {"call": "toggle-simulated-logging"},
+            // One simulated line every 5 s: at least one lands in 7 s.
+            long(7),
+            {"lines": true},
+            {"sleep": 11},
+            {"lines": true},
+            {"call": "toggle-simulated-logging"}
+        ]),
+    );
+    assert_eq!(seen[1]["isError"], false, "{seen:?}");
+    assert_eq!(
+        seen[1]["progress"],
+        json!([[1.0, 2.0], [2.0, 2.0]]),
+        "both steps under the harness's token: {seen:?}"
+    );
+    assert_eq!(seen[4]["progress"].as_array().map(Vec::len), Some(7));
+    let during = seen[5]["lines"].as_array().expect("lines").len();
+    assert!(during >= 1, "a line while its call ran: {seen:?}");
+    // Nothing of the grant's was in flight for 11 s: two simulated lines
+    // went by, and neither was its to hear.
+    assert_eq!(
+        seen[7]["lines"].as_array().expect("lines").len(),
+        during,
+        "{seen:?}"
+    );
+}

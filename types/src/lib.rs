@@ -13,6 +13,7 @@
 //! - [`helper`]: the census helper's pipe frames, their bounds and its
 //!   refusal reasons.
 //! - [`discovery`]: `gateway.json`, where a running gateway listens.
+//! - [`log_level`]: MCP logging levels and their order.
 //! - [`views`]: the JSON views of mailbox records that the gateway and the
 //!   CLI show.
 
@@ -20,6 +21,7 @@ pub mod binding;
 pub mod discovery;
 pub mod helper;
 pub mod leads;
+pub mod log_level;
 pub mod peer;
 pub mod role;
 pub mod views;

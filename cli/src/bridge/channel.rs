@@ -164,7 +164,7 @@ enum Handoff {
 
 /// Hands one delivery to the harness.
 async fn handoff(up: &Upstream, d: &Value) -> Handoff {
-    let Some(peer) = up.downstream.lock().await.clone() else {
+    let Some(peer) = up.echo.harness().await else {
         return Handoff::NotYet;
     };
     let text = |k: &str| d[k].as_str().unwrap_or("").to_string();

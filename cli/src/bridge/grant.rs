@@ -19,13 +19,14 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use clankie_runtime::ErrorCode;
 
+use super::echo::{Echo, GatewayHandler};
 use crate::support::grant_file::{GrantFile, check_endpoint};
 
 /// Where a call's receipt id travels (the gateway reads the same key).
@@ -36,7 +37,9 @@ const REQUEST_BUDGET: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 struct GrantServer {
     grant: Arc<GrantFile>,
-    up: Arc<Mutex<Option<RunningService<RoleClient, ()>>>>,
+    up: Arc<Mutex<Option<RunningService<RoleClient, GatewayHandler>>>>,
+    /// The harness's side: progress and log lines.
+    echo: Echo,
 }
 
 impl GrantServer {
@@ -60,13 +63,24 @@ impl GrantServer {
         let cfg = StreamableHttpClientTransportConfig::with_uri(self.grant.endpoint.as_str())
             .auth_header(self.grant.bearer.clone())
             .reinit_on_expired_session(true);
-        let transport = StreamableHttpClientTransport::from_config(cfg);
-        let running = tokio::time::timeout(Duration::from_secs(10), ().serve(transport))
+        let transport = clankie_runtime::mcp_tap::Tap::new(
+            StreamableHttpClientTransport::from_config(cfg),
+            self.echo.observer(),
+        );
+        let handler = GatewayHandler {
+            name: "clankie-grant-bridge",
+            relist: None,
+            echo: self.echo.clone(),
+        };
+        let running = tokio::time::timeout(Duration::from_secs(10), handler.serve(transport))
             .await
             .map_err(|_| "the gateway did not answer initialize in 10 s".to_string())?
             .map_err(|e| refusal(&e))?;
         let peer = running.peer().clone();
         *up = Some(running);
+        if let Err(e) = self.echo.resend(&peer).await {
+            tracing::debug!(error = %e, "log level not set on the new session");
+        }
         Ok(peer)
     }
 
@@ -108,8 +122,14 @@ fn uncertain(receipt_id: &str, why: &str) -> CallToolResult {
 }
 
 impl ServerHandler for GrantServer {
+    #[allow(deprecated, reason = "MCP logging is still what harnesses set")]
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        );
         let mut implementation = Implementation::from_build_env();
         implementation.name = "clankie-grant".into();
         implementation.version = env!("CARGO_PKG_VERSION").into();
@@ -144,6 +164,26 @@ impl ServerHandler for GrantServer {
         }
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.echo.attach(context.peer).await;
+    }
+
+    #[allow(deprecated, reason = "MCP logging is still what harnesses set")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let gateway = self
+            .peer()
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        self.echo
+            .set_level(request.level, &gateway)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))
+    }
+
     async fn call_tool(
         &self,
         mut request: CallToolRequestParams,
@@ -165,14 +205,16 @@ impl ServerHandler for GrantServer {
             // Nothing left: the same id may simply be used again.
             Err(e) => return Err(ErrorData::internal_error(e, None)),
         };
-        let called = tokio::time::timeout(REQUEST_BUDGET, peer.call_tool(request)).await;
+        let called = self.echo.call(&peer, request, REQUEST_BUDGET).await;
         Ok(match called {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => {
+            Ok(result) => result,
+            Err(rmcp::ServiceError::Timeout { .. }) => {
+                uncertain(&receipt_id, "no answer within 30 s")
+            }
+            Err(e) => {
                 self.drop_session().await;
                 uncertain(&receipt_id, &format!("the gateway connection failed ({e})"))
             }
-            Err(_) => uncertain(&receipt_id, "no answer within 30 s"),
         }
         .into())
     }
@@ -185,6 +227,7 @@ pub async fn run(file: PathBuf) -> anyhow::Result<ExitCode> {
     let server = GrantServer {
         grant: Arc::new(grant),
         up: Arc::new(Mutex::new(None)),
+        echo: Echo::default(),
     };
     let running = server
         .clone()

@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, Notify, RwLock};
 
 pub(crate) mod channel;
+mod echo;
 mod grant;
 pub(crate) mod submit;
 pub(crate) mod upstream;
@@ -180,14 +181,18 @@ impl FleetServer {
                     );
                 }
             };
-            let answer = tokio::time::timeout(REQUEST_BUDGET, peer.call_tool(params.clone())).await;
+            let answer = self
+                .up
+                .echo
+                .call(&peer, params.clone(), REQUEST_BUDGET)
+                .await;
             let err = match answer {
-                Ok(Ok(result)) => {
+                Ok(result) => {
                     self.up.note_outcome::<()>(&Ok(()));
                     return keep_receipt(result, receipt_id.as_deref());
                 }
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => "no reply within 30 s".to_string(),
+                Err(rmcp::ServiceError::Timeout { .. }) => "no reply within 30 s".to_string(),
+                Err(e) => e.to_string(),
             };
             if pre_forward(&err) == Some(ErrorCode::FleetAdmissionUnavailable) && !retried {
                 retried = true;
@@ -217,10 +222,12 @@ impl FleetServer {
 }
 
 impl ServerHandler for FleetServer {
+    #[allow(deprecated, reason = "MCP logging is still what harnesses set")]
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_logging()
             .build();
         // Deliveries arrive as Claude Code's channel notification.
         capabilities.experimental = Some(
@@ -277,14 +284,37 @@ impl ServerHandler for FleetServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The harness's `_meta` travels on: a progress token comes back
+        // with the gateway's steps under the same token.
+        if !context.meta.0.is_empty() {
+            request.meta = Some(context.meta.clone());
+        }
         Ok(self.forward(request).await.into())
     }
 
+    #[allow(deprecated, reason = "MCP logging is still what harnesses set")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let gateway = self
+            .up
+            .peer()
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        self.up
+            .echo
+            .set_level(request.level, &gateway)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        *self.up.downstream.lock().await = Some(context.peer);
+        self.up.echo.attach(context.peer).await;
     }
 }
 
@@ -316,7 +346,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         tools: RwLock::new(None),
         last_error: RwLock::new(String::new()),
         relist: Arc::new(Notify::new()),
-        downstream: Mutex::new(None),
+        echo: Default::default(),
         quiet: std::sync::atomic::AtomicBool::new(false),
     });
     // Initial discovery, with backoff, for up to 20 s.

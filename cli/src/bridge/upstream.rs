@@ -8,9 +8,9 @@ use std::time::Duration;
 use clankie_runtime::ErrorCode;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use rmcp::model::{ClientConfig, ProtocolVersion, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, RunningService};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ServiceExt;
+use rmcp::model::Tool;
+use rmcp::service::{Peer, RoleClient, RunningService};
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify, RwLock};
 
@@ -19,24 +19,6 @@ pub(crate) const DISCOVERY_WINDOW: Duration = Duration::from_secs(20);
 
 /// The total budget of one forwarded request.
 pub(crate) const REQUEST_BUDGET: Duration = Duration::from_secs(30);
-
-pub(crate) struct UpstreamHandler {
-    pub(crate) relist: Arc<Notify>,
-}
-
-impl ClientHandler for UpstreamHandler {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        info.client_info.name = "clankie-fleet-bridge".into();
-        info.client_info.version = env!("CARGO_PKG_VERSION").into();
-        info
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relist.notify_one();
-    }
-}
 
 /// Where the gateway is reached.
 pub(crate) enum Route {
@@ -48,12 +30,13 @@ pub(crate) enum Route {
 
 pub(crate) struct Upstream {
     pub(crate) route: Route,
-    pub(crate) conn: Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
+    pub(crate) conn: Mutex<Option<RunningService<RoleClient, super::echo::GatewayHandler>>>,
     /// The last verified tool list.
     pub(crate) tools: RwLock<Option<Vec<Tool>>>,
     pub(crate) last_error: RwLock<String>,
     pub(crate) relist: Arc<Notify>,
-    pub(crate) downstream: Mutex<Option<Peer<RoleServer>>>,
+    /// The harness's side: list changes, progress and log lines.
+    pub(crate) echo: super::echo::Echo,
     /// Set by a definite non-member refusal; automatic requests stop.
     pub(crate) quiet: std::sync::atomic::AtomicBool,
 }
@@ -113,10 +96,13 @@ impl Upstream {
         {
             return Ok(c.peer().clone());
         }
+        use clankie_runtime::mcp_tap::Tap;
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-        let handler = UpstreamHandler {
-            relist: self.relist.clone(),
+        let handler = super::echo::GatewayHandler {
+            name: "clankie-fleet-bridge",
+            relist: Some(self.relist.clone()),
+            echo: self.echo.clone(),
         };
         let started = match &self.route {
             Route::Bearer { url, token } => {
@@ -124,6 +110,7 @@ impl Upstream {
                     .auth_header(token.clone())
                     .reinit_on_expired_session(true);
                 let transport = StreamableHttpClientTransport::from_config(cfg);
+                let transport = Tap::new(transport, self.echo.observer());
                 tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
             }
             Route::Local { socket } => {
@@ -131,6 +118,7 @@ impl Upstream {
                     .reinit_on_expired_session(true);
                 let transport =
                     StreamableHttpClientTransport::from_unix_socket_with_config(socket, cfg);
+                let transport = Tap::new(transport, self.echo.observer());
                 tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
             }
         };
@@ -139,6 +127,10 @@ impl Upstream {
             .map_err(|e| e.to_string())?;
         let peer = running.peer().clone();
         *conn = Some(running);
+        // A new gateway session hears the harness's log level again.
+        if let Err(e) = self.echo.resend(&peer).await {
+            tracing::debug!(error = %e, "log level not set on the new session");
+        }
         Ok(peer)
     }
 
@@ -181,7 +173,7 @@ impl Upstream {
     }
 
     pub(crate) async fn notify_downstream(&self) {
-        if let Some(peer) = self.downstream.lock().await.clone()
+        if let Some(peer) = self.echo.harness().await
             && let Err(e) = peer.notify_tool_list_changed().await
         {
             tracing::debug!(error = %e, "list_changed not delivered to the harness");

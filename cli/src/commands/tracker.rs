@@ -78,6 +78,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
                     arguments_json: arguments,
                     receipt_id: String::new(),
                     background,
+                    ..Default::default()
                 })
                 .await
                 .map_err(refused)?

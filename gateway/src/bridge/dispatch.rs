@@ -142,7 +142,10 @@ pub(super) fn status(s: tonic::Status) -> ClankieError {
 
 /// A tool's arguments in its own type; arguments that do not fit are
 /// refused naming the tool.
-fn parse<A: serde::de::DeserializeOwned>(tool: &str, args: Value) -> Result<A, ClankieError> {
+pub(super) fn parse<A: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: Value,
+) -> Result<A, ClankieError> {
     serde_json::from_value(args)
         .map_err(|e| ErrorCode::ArgumentsInvalid.err(format!("{tool} arguments: {e}")))
 }
@@ -182,7 +185,7 @@ impl Bridge {
             CALL => {
                 async {
                     let args = parse(CALL, args)?;
-                    self.call(a, budget, args).await
+                    self.call(a, budget, args, None).await
                 }
                 .await
             }
@@ -409,6 +412,7 @@ impl Bridge {
         a: &Admitted,
         budget: &Budget,
         args: CallArgs,
+        hearing: Option<super::hear::Hearing>,
     ) -> Result<CallToolResult, ClankieError> {
         use clankie_runtime::limits;
         if let Some(id) = &args.receipt_id
@@ -451,12 +455,13 @@ impl Bridge {
             arguments_json: arguments.to_string(),
             receipt_id: receipt_id.clone(),
             background: args.background,
+            ..Default::default()
         };
         let req = budget
             .request(req, &a.ticket)
             .map_err(|e| with_receipt(e, &receipt_id))?;
-        match mcp.call_tool(req).await {
-            Ok(result) => Ok(call_result(result.into_inner())),
+        match super::hear::forward(&mut mcp, req, hearing).await {
+            Ok(result) => Ok(call_result(result)),
             // A reason on the status: mcp-host refused before dispatch.
             Err(s) if ClankieError::is_verdict(&s) => {
                 Err(with_receipt(ClankieError::from_status(&s), &receipt_id))

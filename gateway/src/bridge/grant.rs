@@ -77,6 +77,7 @@ impl Bridge {
         budget: &Budget,
         request: CallToolRequestParams,
         meta: &RequestMetaObject,
+        hearing: Option<super::hear::Hearing>,
     ) -> CallToolResult {
         let receipt_id = match chosen_receipt(meta) {
             Some(id) if !limits::receipt_id_ok(&id) => {
@@ -89,14 +90,14 @@ impl Bridge {
             name: request.name.to_string(),
             arguments_json: Value::Object(request.arguments.unwrap_or_default()).to_string(),
             receipt_id: receipt_id.clone(),
-            background: false,
+            ..Default::default()
         };
         let req = match budget.grant_request(msg, bearer) {
             Ok(r) => r,
             Err(e) => return refused(&super::dispatch::with_receipt(e, &receipt_id)),
         };
-        match self.shared.mcp.clone().call_tool(req).await {
-            Ok(r) => call_result(r.into_inner()),
+        match super::hear::forward(&mut self.shared.mcp.clone(), req, hearing).await {
+            Ok(r) => call_result(r),
             Err(s) if ClankieError::is_verdict(&s) => refused(&super::dispatch::with_receipt(
                 ClankieError::from_status(&s),
                 &receipt_id,

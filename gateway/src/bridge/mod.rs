@@ -5,10 +5,12 @@
 
 mod dispatch;
 mod grant;
+mod hear;
 mod tools;
 mod watch;
 
 pub(crate) use dispatch::lost_after_forward;
+pub(crate) use hear::watch_logs;
 pub(crate) use watch::{announce, watch_catalog, watch_settings};
 
 use std::sync::Arc;
@@ -43,14 +45,20 @@ pub const VERDICT: &str = "review_verdict";
 pub const GET_WAKE: &str = "get_wake";
 pub const SCHEDULE_WAKE: &str = "schedule_wake";
 
+/// One MCP session's handler (the service makes one per session).
 #[derive(Clone)]
 pub struct Bridge {
     shared: Arc<Shared>,
+    /// The log level this session chose.
+    level: hear::SessionLevel,
 }
 
 impl Bridge {
     pub fn new(shared: Arc<Shared>) -> Self {
-        Bridge { shared }
+        Bridge {
+            shared,
+            level: Default::default(),
+        }
     }
 }
 
@@ -70,11 +78,13 @@ fn admitted(
 }
 
 impl ServerHandler for Bridge {
+    #[allow(deprecated, reason = "MCP logging is still what clients set")]
     fn get_info(&self) -> ServerConfig {
         let mut info = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_logging()
                 .build(),
         );
         let mut implementation = Implementation::from_build_env();
@@ -159,20 +169,22 @@ impl ServerHandler for Bridge {
         let ct = context.ct.clone();
         let cancelled = || ErrorData::invalid_request("cancelled by the caller", None);
         if let Some(bearer) = &a.grant {
-            let work = self.grant_call(bearer, &budget, request, &context.meta);
+            let hearing = hear::Hearing::asked(&context.peer, &context.meta, &self.level, true);
+            let work = self.grant_call(bearer, &budget, request, &context.meta, hearing);
             return tokio::select! {
                 r = work.instrument(span) => Ok(r.into()),
                 _ = ct.cancelled() => Err(cancelled()),
             };
         }
         if request.name == CALL {
+            let hearing = hear::Hearing::asked(&context.peer, &context.meta, &self.level, false);
             let work = async {
                 let args = Value::Object(request.arguments.clone().unwrap_or_default());
-                match self.dispatch(&a, &budget, CALL, args).await {
-                    Some(Ok(r)) => r,
-                    Some(Err(e)) => refused(&e),
-                    None => refused(&ErrorCode::UnknownTool.err("clankie_call")),
-                }
+                let called = match parse(CALL, args) {
+                    Ok(args) => self.call(&a, &budget, args, hearing).await,
+                    Err(e) => Err(e),
+                };
+                called.unwrap_or_else(|e| refused(&e))
             };
             return tokio::select! {
                 r = work.instrument(span) => Ok(r.into()),
@@ -201,6 +213,27 @@ impl ServerHandler for Bridge {
         }
         .instrument(span)
         .await
+    }
+
+    #[allow(deprecated, reason = "MCP logging is still what clients set")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (a, _) = admitted(&context)?;
+        let level = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .ok_or_else(|| ErrorData::invalid_params("an MCP logging level", None))?;
+        self.level.set(level);
+        // A fleet session reads the account-wide feed; a grant session
+        // hears only what lands on its own calls.
+        if a.grant.is_none() {
+            self.level
+                .read_feed(self.shared.clone(), context.peer.clone());
+        }
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -26,6 +26,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{AccountTools, Catalog, Rules};
+use crate::relay::Relay;
 
 /// How long one connection attempt (initialize + list) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -227,6 +228,8 @@ struct Inner {
     catalog: watch::Sender<Arc<Catalog>>,
     rules: Rules,
     shutdown: CancellationToken,
+    /// What the upstreams say while calls run.
+    relay: Arc<Relay>,
     /// Accounts from the file that have not had their first verdict
     /// (verified or unavailable) since start.
     first_verdicts: Mutex<std::collections::HashSet<String>>,
@@ -272,6 +275,7 @@ impl Registry {
                 catalog,
                 rules: Rules,
                 shutdown,
+                relay: Relay::new(),
                 first_verdicts: Mutex::new(file.accounts.iter().map(|a| a.name.clone()).collect()),
             }),
         };
@@ -280,6 +284,11 @@ impl Registry {
             lock(&registry.inner.file).accounts.push(config);
         }
         Ok(registry)
+    }
+
+    /// Where upstream progress and log lines go.
+    pub fn relay(&self) -> Arc<Relay> {
+        self.inner.relay.clone()
     }
 
     /// True until every account from the file had its first verdict.
@@ -525,6 +534,8 @@ impl Registry {
 }
 
 /// The MCP client side of one account: it hears `tools/list_changed`.
+/// Progress and log lines go to the relay from the transport's tap, in the
+/// order the upstream sent them.
 struct Upstream {
     relist: Arc<Notify>,
 }
@@ -543,10 +554,28 @@ impl ClientHandler for Upstream {
     }
 }
 
+/// Asks an upstream that logs for every level: each reader filters at its
+/// own (a fleet session's, a grant call's).
+#[allow(deprecated, reason = "MCP logging is still what upstreams send")]
+async fn hear_every_level(peer: &Peer<RoleClient>) {
+    let logs = peer
+        .peer_info()
+        .is_some_and(|i| i.capabilities.logging.is_some());
+    if logs {
+        let ask = rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Debug);
+        let _ = tokio::time::timeout(CONNECT_TIMEOUT, peer.set_level(ask)).await;
+    }
+}
+
 type Running = rmcp::service::RunningService<RoleClient, Upstream>;
 
-async fn open_connection(config: &AccountConfig, relist: Arc<Notify>) -> Result<Running, String> {
-    let handler = Upstream { relist };
+async fn open_connection(
+    config: &AccountConfig,
+    handler: Upstream,
+    tap: clankie_runtime::mcp_tap::Observer,
+) -> Result<Running, String> {
+    use clankie_runtime::mcp_tap::Tap;
+    use rmcp::transport::IntoTransport;
     match &config.transport {
         Transport::Stdio {
             command,
@@ -563,8 +592,9 @@ async fn open_connection(config: &AccountConfig, relist: Arc<Notify>) -> Result<
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| format!("could not start the server: {e}"))?;
+            let transport = IntoTransport::<RoleClient, _, _>::into_transport(transport);
             handler
-                .serve(transport)
+                .serve(Tap::new(transport, tap))
                 .await
                 .map_err(|e| format!("initialize failed: {e}"))
         }
@@ -587,7 +617,7 @@ async fn open_connection(config: &AccountConfig, relist: Arc<Notify>) -> Result<
                 cfg.custom_headers(custom),
             );
             handler
-                .serve(transport)
+                .serve(Tap::new(transport, tap))
                 .await
                 .map_err(|e| format!("initialize failed: {e}"))
         }
@@ -615,7 +645,11 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
         });
         let relist = Arc::new(Notify::new());
         let attempt = tokio::select! {
-            r = tokio::time::timeout(CONNECT_TIMEOUT, open_connection(&slot.config, relist.clone())) => {
+            r = tokio::time::timeout(CONNECT_TIMEOUT, open_connection(
+                &slot.config,
+                Upstream { relist: relist.clone() },
+                registry.relay().observer(&name),
+            )) => {
                 r.unwrap_or_else(|_| Err("initialize timed out".into()))
             }
             _ = slot.cancel.cancelled() => break,
@@ -640,6 +674,7 @@ async fn supervise(registry: Registry, slot: Arc<Slot>) {
         };
         let peer = running.peer().clone();
         let info = peer.peer_info();
+        hear_every_level(&peer).await;
         match list_tools(&peer).await {
             Ok(tools) => {
                 slot.live.send_modify(|l| {

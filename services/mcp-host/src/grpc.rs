@@ -15,10 +15,12 @@ use tonic::{Request, Response, Status};
 
 use crate::accounts::Transport;
 use crate::grants::serve::grant_pb;
-use crate::{DEFAULT_BUDGET, McpHost, Who, catalog, tracker};
+use crate::{DEFAULT_BUDGET, McpHost, Who, catalog, relay, tracker};
 
 type CatalogStream = Pin<Box<dyn Stream<Item = Result<pb::CatalogInfo, Status>> + Send>>;
 type RevocationStream = Pin<Box<dyn Stream<Item = Result<pb::Revocation, Status>> + Send>>;
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::CallEvent, Status>> + Send>>;
+type LogStream = Pin<Box<dyn Stream<Item = Result<pb::LogLine, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::mcp_host_server::McpHost for McpHost {
@@ -177,47 +179,46 @@ impl pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallResult>, Status> {
-        let granted = self.grant_caller(request.metadata());
-        let who = match (granted, grpc::ticket(request.metadata())) {
-            (Some(caller), _) => caller.map_err(refuse)?,
-            (None, Some(t)) => Who::Fleet(t.to_string()),
-            (None, None) if clankie_runtime::owner::bearer(request.metadata()).is_some() => {
-                self.inner
-                    .owner
-                    .verify(request.metadata())
-                    .map_err(refuse)?;
-                Who::Owner
-            }
-            (None, None) => {
-                return Err(refuse(
-                    ErrorCode::FleetCredentialRequired
-                        .err("the request carries no admission ticket"),
-                ));
-            }
-        };
-        let budget = grpc::deadline(request.metadata())
-            .unwrap_or(DEFAULT_BUDGET)
-            .min(DEFAULT_BUDGET);
-        // The call runs in a task of its own, so a caller that goes away (a
-        // cancel, a dropped connection) never cuts it between its durable
-        // receipt and its dispatch; going away cancels `gone`, which the
-        // call checks at its dispatch boundary.
-        let gone = tokio_util::sync::CancellationToken::new();
-        let guard = gone.clone().drop_guard();
-        let host = self.clone();
-        let req = request.into_inner();
-        // The task carries the request's span, so the call stays in the
-        // caller's trace.
-        let call = tokio::spawn(tracing::Instrument::instrument(
-            async move { host.call_as(&who, req, budget, Some(gone)).await },
-            tracing::Span::current(),
-        ));
-        let result = call.await;
-        guard.disarm();
-        let result = result
-            .map_err(|_| refuse(ErrorCode::Internal.err("the call's task failed")))?
-            .map_err(refuse)?;
+        let (who, budget) = self.call_caller(&request)?;
+        let mut call = Running::start(self, who, request.into_inner(), budget, Default::default());
+        let result = call.result().await?;
         Ok(Response::new(result))
+    }
+
+    type CallToolEventsStream = EventStream;
+
+    async fn call_tool_events(
+        &self,
+        request: Request<pb::CallToolRequest>,
+    ) -> Result<Response<Self::CallToolEventsStream>, Status> {
+        let (who, budget) = self.call_caller(&request)?;
+        let req = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(relay::CALL_DEPTH);
+        let listen = relay::Listen {
+            events: Some(tx),
+            progress: req.progress,
+            // Only a grant call hears its own lines; fleet sessions read
+            // the account-wide feed (WatchLogs).
+            log_level: match who {
+                Who::Grant(_) => req.log_level.clone(),
+                Who::Fleet(_) | Who::Owner => String::new(),
+            },
+        };
+        let call = Running::start(self, who, req, budget, listen);
+        Ok(Response::new(call.events(rx)))
+    }
+
+    type WatchLogsStream = LogStream;
+
+    async fn watch_logs(
+        &self,
+        _request: Request<pb::WatchLogsRequest>,
+    ) -> Result<Response<Self::WatchLogsStream>, Status> {
+        use tokio_stream::StreamExt as _;
+        let feed = tokio_stream::wrappers::BroadcastStream::new(self.inner.accounts.relay().logs());
+        // A lagging reader misses lines; log lines are advisory.
+        let stream = feed.filter_map(|line| line.ok().map(Ok));
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn tracker_budgets(
@@ -381,5 +382,97 @@ impl pb::mcp_host_server::McpHost for McpHost {
             })
         });
         Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+impl McpHost {
+    /// Who a call comes from (a grant bearer, an admission ticket, or the
+    /// owner credential) and the budget its deadline leaves.
+    fn call_caller<T>(&self, request: &Request<T>) -> Result<(Who, Duration), Status> {
+        let granted = self.grant_caller(request.metadata());
+        let who = match (granted, grpc::ticket(request.metadata())) {
+            (Some(caller), _) => caller.map_err(refuse)?,
+            (None, Some(t)) => Who::Fleet(t.to_string()),
+            (None, None) if clankie_runtime::owner::bearer(request.metadata()).is_some() => {
+                self.inner
+                    .owner
+                    .verify(request.metadata())
+                    .map_err(refuse)?;
+                Who::Owner
+            }
+            (None, None) => {
+                return Err(refuse(
+                    ErrorCode::FleetCredentialRequired
+                        .err("the request carries no admission ticket"),
+                ));
+            }
+        };
+        let budget = grpc::deadline(request.metadata())
+            .unwrap_or(DEFAULT_BUDGET)
+            .min(DEFAULT_BUDGET);
+        Ok((who, budget))
+    }
+}
+
+/// One call running in a task of its own, so a caller that goes away (a
+/// cancel, a dropped connection) never cuts it between its durable receipt
+/// and its dispatch. Dropping this before the result cancels `gone`, which
+/// the call checks at its dispatch boundary.
+struct Running {
+    task: tokio::task::JoinHandle<Result<pb::CallResult, clankie_runtime::ClankieError>>,
+    gone: Option<tokio_util::sync::DropGuard>,
+}
+
+impl Running {
+    fn start(
+        host: &McpHost,
+        who: Who,
+        req: pb::CallToolRequest,
+        budget: Duration,
+        listen: relay::Listen,
+    ) -> Running {
+        let gone = tokio_util::sync::CancellationToken::new();
+        let guard = gone.clone().drop_guard();
+        let host = host.clone();
+        // The task carries the request's span, so the call stays in the
+        // caller's trace.
+        let task = tokio::spawn(tracing::Instrument::instrument(
+            async move { host.call_as(&who, req, budget, Some(gone), listen).await },
+            tracing::Span::current(),
+        ));
+        Running {
+            task,
+            gone: Some(guard),
+        }
+    }
+
+    /// The call's answer; from here a dropped caller changes nothing.
+    async fn result(&mut self) -> Result<pb::CallResult, Status> {
+        let joined = (&mut self.task).await;
+        if let Some(g) = self.gone.take() {
+            g.disarm();
+        }
+        joined
+            .map_err(|_| refuse(ErrorCode::Internal.err("the call's task failed")))?
+            .map_err(refuse)
+    }
+
+    /// The events the call hears while it runs, then its result, last. The
+    /// stream holds the call: dropping it before the end is going away.
+    fn events(self, rx: tokio::sync::mpsc::Receiver<pb::CallEvent>) -> EventStream {
+        let stream = futures::stream::unfold(Some((self, rx)), |state| async move {
+            let (mut call, mut rx) = state?;
+            tokio::select! {
+                biased;
+                Some(event) = rx.recv() => Some((Ok(event), Some((call, rx)))),
+                result = call.result() => Some((
+                    result.map(|r| pb::CallEvent {
+                        event: Some(pb::call_event::Event::Result(r)),
+                    }),
+                    None,
+                )),
+            }
+        });
+        Box::pin(stream)
     }
 }

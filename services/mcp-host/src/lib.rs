@@ -18,6 +18,7 @@ pub mod grants;
 mod grpc;
 pub mod identity;
 pub mod receipts;
+pub mod relay;
 pub mod tracker;
 mod verify;
 
@@ -290,7 +291,8 @@ impl McpHost {
         req: pb::CallToolRequest,
         budget: Duration,
     ) -> Result<pb::CallResult, ClankieError> {
-        self.call_as(&Who::Fleet(ticket.to_string()), req, budget, None)
+        let who = Who::Fleet(ticket.to_string());
+        self.call_as(&who, req, budget, None, Default::default())
             .await
     }
 

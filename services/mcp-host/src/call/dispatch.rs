@@ -17,6 +17,7 @@ use tonic::Request;
 use super::target::Target;
 use super::{Ask, Plan};
 use crate::receipts::{self, Begin, Outcome, Record};
+use crate::relay::Listen;
 use crate::{
     COMPLETION_LIFETIME, McpHost, REPLY_MARGIN, Who, audit, audit_text, catalog, owner_of,
     result_pb, tracker,
@@ -84,8 +85,9 @@ impl McpHost {
         plan: Option<&Plan>,
         ask: &Ask,
         record: &Record,
-        stops: Stops,
+        attached: Attached,
     ) -> Settled {
+        let Attached { stops, listen } = attached;
         self.inner.audit.record(&audit::Event {
             event: "dispatch",
             principal: &record.principal,
@@ -115,6 +117,7 @@ impl McpHost {
             p.arguments = a;
             p
         };
+        let relay = self.inner.accounts.relay();
         let (tx, rx) = oneshot::channel();
         let store = self.inner.receipts.clone();
         let audit = self.inner.audit.clone();
@@ -135,7 +138,10 @@ impl McpHost {
                     invoke_store(tracker_client, invoke, &invoke_auth).await,
                     None,
                 ),
-                Target::Upstream(peer, guard) => (invoke_upstream(peer, params).await, Some(guard)),
+                Target::Upstream(peer, guard) => {
+                    let heard = relay.open(&account, &rid, listen);
+                    (invoke_upstream(peer, params, heard).await, Some(guard))
+                }
             };
             let body = if history {
                 body.map(mark_history)
@@ -191,6 +197,13 @@ impl McpHost {
         out.outcome = Outcome::Uncertain.as_str().into();
         out
     }
+}
+
+/// What a caller attached to its call: what stops it before dispatch, and
+/// what it hears while it runs.
+pub(crate) struct Attached {
+    pub stops: Stops,
+    pub listen: Listen,
 }
 
 /// What stops a call at its dispatch boundary, checked after every awaited
@@ -284,13 +297,32 @@ async fn invoke_store(
     }
 }
 
-/// One call to an upstream account, within the completion lifetime.
+/// One call to an upstream account, within the completion lifetime. The
+/// call hears its progress under the token its request left with.
 async fn invoke_upstream(
     peer: rmcp::Peer<rmcp::RoleClient>,
     params: rmcp::model::CallToolRequestParams,
+    mut heard: crate::relay::Registration,
 ) -> Settlement {
-    match tokio::time::timeout(COMPLETION_LIFETIME, peer.call_tool(params)).await {
-        Ok(Ok(result)) => {
+    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let mut options = rmcp::service::PeerRequestOptions::no_options();
+    options.timeout = Some(COMPLETION_LIFETIME);
+    let answer = match peer.send_request_with_option(request, options).await {
+        Ok(handle) => {
+            heard.bind(crate::relay::token_key(&handle.progress_token));
+            handle.await_response().await
+        }
+        Err(e) => Err(e),
+    };
+    let answer = answer.and_then(|r| match r {
+        ServerResult::CallToolResult(result) => Ok(result),
+        // A server that answers `{}` ran the tool and said nothing.
+        ServerResult::EmptyResult(_) => Ok(rmcp::model::CallToolResult::success(Vec::new())),
+        _ => Err(rmcp::ServiceError::UnexpectedResponse),
+    });
+    match answer {
+        Ok(result) => {
             let outcome = if result.is_error == Some(true) {
                 Outcome::Error
             } else {
@@ -298,22 +330,22 @@ async fn invoke_upstream(
             };
             (outcome, serde_json::to_value(&result).ok(), None)
         }
-        Ok(Err(rmcp::ServiceError::McpError(e))) => (
+        Err(rmcp::ServiceError::McpError(e)) => (
             Outcome::Error,
             Some(serde_json::json!({ "error": { "code": e.code.0, "message": e.message } })),
             Some("the upstream answered with a protocol error".to_string()),
         ),
-        Ok(Err(e)) => (
+        Err(rmcp::ServiceError::Timeout { .. }) => (
+            Outcome::Uncertain,
+            None,
+            Some("no answer within the completion lifetime; the call may have applied".into()),
+        ),
+        Err(e) => (
             Outcome::Uncertain,
             None,
             Some(format!(
                 "the connection failed after dispatch ({e}); the call may have applied"
             )),
-        ),
-        Err(_) => (
-            Outcome::Uncertain,
-            None,
-            Some("no answer within the completion lifetime; the call may have applied".into()),
         ),
     }
 }

@@ -105,6 +105,7 @@ impl McpHost {
         req: pb::CallToolRequest,
         budget: Duration,
         caller_gone: Option<tokio_util::sync::CancellationToken>,
+        listen: crate::relay::Listen,
     ) -> Result<pb::CallResult, ClankieError> {
         let started = Instant::now();
         let ask = Ask::parse(&req)?;
@@ -146,8 +147,11 @@ impl McpHost {
         }
         // 8. Dispatch in a task of its own, and answer with its outcome, or
         // uncertain once the budget is spent.
-        let stops = self.stops(who, caller_gone);
-        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record, stops);
+        let attached = dispatch::Attached {
+            stops: self.stops(who, caller_gone),
+            listen,
+        };
+        let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record, attached);
         let wait = budget.saturating_sub(started.elapsed());
         Ok(self.answer(settled, record, wait).await)
     }
