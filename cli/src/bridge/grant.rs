@@ -91,19 +91,29 @@ impl GrantServer {
     }
 }
 
-/// Why the gateway refused to open a session. Its refusal code travels in
-/// the `WWW-Authenticate` header, which rmcp keeps in the error's fields,
-/// not its text; the codes a grant can be refused with are looked up there.
-fn refusal(e: &rmcp::service::ClientInitializeError) -> String {
-    const GRANT_REFUSALS: [ErrorCode; 5] = [
-        ErrorCode::GrantExpired,
-        ErrorCode::GrantRevoked,
-        ErrorCode::GrantInvalid,
-        ErrorCode::ServiceUnavailable,
-        ErrorCode::FleetAdmissionUnavailable,
-    ];
+/// The codes the gateway refuses a grant's request with before anything
+/// is forwarded.
+const GRANT_REFUSALS: [ErrorCode; 5] = [
+    ErrorCode::GrantExpired,
+    ErrorCode::GrantRevoked,
+    ErrorCode::GrantInvalid,
+    ErrorCode::ServiceUnavailable,
+    ErrorCode::FleetAdmissionUnavailable,
+];
+
+/// The refusal an rmcp error names. The code travels in the refusal's body
+/// and its `WWW-Authenticate` header, which rmcp keeps in the error's
+/// fields, not always its text; so it is looked up in the Debug form.
+fn refused_with(e: &dyn std::fmt::Debug) -> Option<ErrorCode> {
     let seen = format!("{e:?}");
-    match GRANT_REFUSALS.iter().find(|c| seen.contains(c.as_str())) {
+    GRANT_REFUSALS
+        .into_iter()
+        .find(|c| seen.contains(c.as_str()))
+}
+
+/// Why the gateway refused to open a session.
+fn refusal(e: &rmcp::service::ClientInitializeError) -> String {
+    match refused_with(e) {
         Some(code) => format!("the gateway refused this grant: {code} ({e})"),
         None => format!("the gateway did not open a session: {e}"),
     }
@@ -210,6 +220,18 @@ impl ServerHandler for GrantServer {
             Ok(result) => result,
             Err(rmcp::ServiceError::Timeout { .. }) => {
                 uncertain(&receipt_id, "no answer within 30 s")
+            }
+            // The gateway refused the request itself (a revoked or expired
+            // grant): nothing was forwarded, so this is a refusal.
+            Err(e) if refused_with(&e).is_some() => {
+                self.drop_session().await;
+                let code = refused_with(&e).unwrap_or(ErrorCode::GrantInvalid);
+                CallToolResult::structured_error(json!({
+                    "error": { "code": code.as_str(), "message": format!(
+                        "the gateway refused this grant's call before forwarding it: {code}"
+                    )},
+                    "receiptId": receipt_id,
+                }))
             }
             Err(e) => {
                 self.drop_session().await;

@@ -108,6 +108,9 @@ impl McpHost {
         listen: crate::relay::Listen,
     ) -> Result<pb::CallResult, ClankieError> {
         let started = Instant::now();
+        // What stops the call is taken before its first await, so a revoke
+        // or a cancel at any point of the setup is seen at the boundary.
+        let stops = self.stops(who, caller_gone);
         let ask = Ask::parse(&req)?;
         // 1. A repeated receipt id reads its original and never dispatches.
         if let Some(existing) = self.inner.receipts.get(&ask.receipt_id) {
@@ -147,10 +150,7 @@ impl McpHost {
         }
         // 8. Dispatch in a task of its own, and answer with its outcome, or
         // uncertain once the budget is spent.
-        let attached = dispatch::Attached {
-            stops: self.stops(who, caller_gone),
-            listen,
-        };
+        let attached = dispatch::Attached { stops, listen };
         let settled = self.dispatch(target, &entry, plan.as_ref(), &ask, &record, attached);
         let wait = budget.saturating_sub(started.elapsed());
         Ok(self.answer(settled, record, wait).await)

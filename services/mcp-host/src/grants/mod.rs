@@ -215,13 +215,25 @@ impl Grants {
         }
     }
 
-    /// The abort token of an active grant's calls.
+    /// The abort token of a grant's calls: cancelled by its revocation, and
+    /// already cancelled when the grant no longer stands. The standing is
+    /// read under the tokens' lock, so a revoke lands either before this
+    /// read (a cancelled token) or on the token handed out.
     pub fn abort_token(&self, grant_id: &str) -> CancellationToken {
-        self.aborts
+        let mut aborts = self.aborts.lock();
+        let active = self
+            .book
             .lock()
-            .entry(grant_id.to_string())
-            .or_default()
-            .clone()
+            .value()
+            .grants
+            .iter()
+            .any(|g| g.grant_id == grant_id && g.standing(now_ms()) == Standing::Active);
+        if !active {
+            let stopped = CancellationToken::new();
+            stopped.cancel();
+            return stopped;
+        }
+        aborts.entry(grant_id.to_string()).or_default().clone()
     }
 
     /// Revocations (and invalidations) as they happen, by grant id.
@@ -266,6 +278,8 @@ mod tests {
         let mut feed = grants.revocations();
         grants.revoke(&g.grant_id).expect("revoke");
         assert!(abort.is_cancelled());
+        // A call that asks for its token after the revoke is stopped too.
+        assert!(grants.abort_token(&g.grant_id).is_cancelled());
         assert_eq!(feed.try_recv().expect("told"), g.grant_id);
         let reopened = Grants::open(path.clone());
         let code = reopened.authenticate(&bearer).expect_err("revoked").code;
