@@ -179,14 +179,20 @@ impl Stack {
 
     /// Runs the `clankie` CLI against this stack.
     pub fn clankie(&self, args: &[&str]) -> Output {
-        Command::new(bin_dir().join("clankie"))
-            .args(args)
+        self.clankie_cmd(args)
+            .output()
+            .unwrap_or_else(|e| panic!("running clankie {args:?}: {e}"))
+    }
+
+    /// The CLI against this stack, to run with more environment.
+    pub fn clankie_cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin_dir().join("clankie"));
+        cmd.args(args)
             .env("CLANKIE_STATE", self.state.path())
             .env("PATH", peer_path())
             .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("running clankie {args:?}: {e}"))
+            .stdin(Stdio::null());
+        cmd
     }
 
     /// Runs the CLI and requires success; returns stdout.

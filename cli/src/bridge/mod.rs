@@ -55,6 +55,10 @@ pub struct McpArgs {
     /// The fleet bearer token.
     #[arg(long, env = "CLANKIE_FLEET_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Leave the seat's deliveries alone: the harness reads them itself
+    /// (the Pi worker extension does).
+    #[arg(long, env = "CLANKIE_FLEET_NO_CHANNEL")]
+    pub no_channel: bool,
 }
 
 #[derive(Clone)]
@@ -389,6 +393,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     }
     // The seat channel: only a pane's local route has a seat.
     if let Route::Local { socket } = &up.route
+        && !args.no_channel
         && let Some(pane) = pane_id()
     {
         tokio::spawn(channel::run(up.clone(), socket.clone(), pane));

