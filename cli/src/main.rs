@@ -68,6 +68,11 @@ enum Command {
     },
     /// Hire a worker or reviewer into a new pane of a linked session.
     Hire(hire::HireArgs),
+    /// Pi as a harness: the release probe.
+    Pi {
+        #[command(subcommand)]
+        command: pi::PiCommand,
+    },
     /// Close a hire (only its owning conversation may).
     Close {
         hire_id: String,
@@ -177,6 +182,7 @@ fn main() -> std::process::ExitCode {
             Command::Project { command } => project::project(paths, command).await,
             Command::Lead { command } => lead::lead(paths, command).await,
             Command::Hire(args) => hire::hire(paths, args).await,
+            Command::Pi { command } => pi::run(command).await,
             Command::Close {
                 hire_id,
                 conversation,

@@ -18,6 +18,7 @@ import { connect } from "node:net";
 
 import { McpProcessClient } from "./mcp-client.mjs";
 import { describe, flatten } from "./schema.mjs";
+import { errorOverride } from "./tool-errors.mjs";
 import { WorkerConnection } from "./worker-connection.mjs";
 import { WorkerRuntime } from "./worker-runtime.mjs";
 
@@ -47,7 +48,7 @@ export default function clankieWorker(pi) {
   /** Every name this extension ever registered. */
   const ours = new Set();
   /** Tool calls whose MCP result was an error, by tool call id. */
-  const failed = new Set();
+  const failed = errorOverride(pi);
   let runtime = null;
 
   const end = (why) => {
@@ -142,13 +143,6 @@ export default function clankieWorker(pi) {
       isError: !!result.isError,
     };
   };
-
-  // An MCP error result is a Pi tool error on every release (0.87 reads
-  // only the tool_result patch).
-  pi.on("tool_result", (event) => {
-    if (failed.delete(event.toolCallId)) return { isError: true };
-    return undefined;
-  });
 
   pi.on("message_start", (event) => runtime?.onMessageStart(event.message));
   pi.on("agent_settled", (event) => runtime?.onSettled(event));

@@ -244,3 +244,129 @@ async fn a_pi_worker_on_the_oldest_release_reports_the_time_to_its_lead() {
 async fn a_pi_worker_on_the_newest_release_reports_the_time_to_its_lead() {
     round_trip(NEWEST).await;
 }
+
+/// `clankie pi probe` against an installed release: one JSON line.
+fn probe(stack: &Stack, pi: &Path, env: &[(&str, &str)]) -> (bool, Value, String) {
+    let mut cmd = stack.clankie_cmd(&[
+        "pi",
+        "probe",
+        "--pi",
+        &pi.display().to_string(),
+        "--node",
+        &node().display().to_string(),
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("probe");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line: {stdout}");
+    (out.status.success(), json_of(lines[0]), stdout)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_probe_passes_on_both_releases_and_refuses_an_older_one_unrun() {
+    let stack = Stack::start().await.expect("stack");
+    for version in [OLDEST, NEWEST] {
+        let (ok, verdict, _) = probe(&stack, &pi_bin(version), &[]);
+        assert!(ok, "{verdict}");
+        assert_eq!(verdict["ok"], true, "{verdict}");
+        assert_eq!(verdict["release"], version, "{verdict}");
+        assert_eq!(
+            verdict["surfaces"],
+            json!([
+                "session",
+                "dialog",
+                "receipt",
+                "follow-up",
+                "tool-error",
+                "layout"
+            ])
+        );
+    }
+
+    // A package whose manifest says 0.86: refused without running any of it.
+    let dir = tempfile::tempdir().expect("dir");
+    let old = dir.path().join("pi-coding-agent");
+    let ran = dir.path().join("ran");
+    std::fs::create_dir_all(old.join("dist")).expect("dist");
+    std::fs::write(
+        old.join("package.json"),
+        json!({"name": "@earendil-works/pi-coding-agent", "version": "0.86.1",
+               "bin": {"pi": "dist/cli.js"}})
+        .to_string(),
+    )
+    .expect("manifest");
+    let marker = format!(
+        "require('fs').writeFileSync({:?}, 'ran');",
+        ran.display().to_string()
+    );
+    std::fs::write(old.join("dist/cli.js"), &marker).expect("cli");
+    std::fs::write(old.join("dist/index.js"), &marker).expect("index");
+    let (ok, verdict, _) = probe(&stack, &old, &[]);
+    assert!(!ok);
+    assert_eq!(verdict["surface"], "release", "{verdict}");
+    assert_eq!(verdict["release"], "0.86.1", "{verdict}");
+    // A hire with it is refused the same way, and opens no pane.
+    let lead = stack.add_lead("Lead");
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let hire = stack.clankie(&[
+        "hire",
+        "--project",
+        "alpha",
+        "--conversation",
+        &lead,
+        "--harness",
+        "pi",
+        "--pi",
+        &old.display().to_string(),
+        "--node",
+        &node().display().to_string(),
+    ]);
+    assert!(!hire.status.success());
+    assert!(
+        String::from_utf8_lossy(&hire.stderr).contains("pi_release_unsupported"),
+        "{}",
+        String::from_utf8_lossy(&hire.stderr)
+    );
+    assert!(!ran.exists(), "nothing of the old release ran");
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    assert!(
+        roster.to_string().matches("hireId").count() == 0,
+        "no hire: {roster}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_probe_whose_model_never_answers_fails_naming_the_surface() {
+    let stack = Stack::start().await.expect("stack");
+    // A loopback endpoint that accepts and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let url = format!("http://{}/v1", silent.local_addr().expect("addr"));
+    let held = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        silent.set_nonblocking(true).expect("nonblocking");
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while std::time::Instant::now() < until {
+            match silent.accept() {
+                Ok((c, _)) => conns.push(c),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    });
+    let (ok, verdict, _) = probe(
+        &stack,
+        &pi_bin(NEWEST),
+        &[
+            ("CLANKIE_PI_PROBE_ENDPOINT", &url),
+            ("CLANKIE_PI_PROBE_TIMEOUT_MS", "5000"),
+        ],
+    );
+    assert!(!ok);
+    assert_eq!(verdict["ok"], false, "{verdict}");
+    assert_eq!(verdict["release"], NEWEST, "{verdict}");
+    assert_eq!(verdict["surface"], "follow-up", "{verdict}");
+    drop(held);
+}

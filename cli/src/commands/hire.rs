@@ -48,8 +48,9 @@ pub struct HireArgs {
     pub command: Vec<String>,
 }
 
-/// The pane command a hire runs.
-fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
+/// The pane command a hire runs. A Pi hire is refused unless the release
+/// is accepted and its probe passes.
+async fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
     use crate::support::pi;
     if args.harness != "pi" {
         if args.command.is_empty() {
@@ -62,6 +63,10 @@ fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
         anyhow::bail!("pi_release_unsupported: {why}");
     }
     let node = pi::node(args.node.as_deref())?;
+    let verdict = super::pi::probe(Some(&package.dir), Some(&node)).await;
+    if verdict["ok"] != true {
+        anyhow::bail!("pi_probe_failed: the hire was refused: {verdict}");
+    }
     let worker = pi::worker_dir()?;
     pi::pane_command(&pi::Launch {
         node: &node,
@@ -73,7 +78,7 @@ fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
 }
 
 pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode> {
-    let command = pane_command(&args)?;
+    let command = pane_command(&args).await?;
     let h = clients::mailbox(&paths)?
         .hire(pb::HireRequest {
             project: args.project,

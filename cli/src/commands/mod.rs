@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod hire;
 pub mod lead;
 pub mod message;
+pub mod pi;
 pub mod project;
 pub mod review;
 pub mod roster;
