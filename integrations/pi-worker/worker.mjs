@@ -51,11 +51,13 @@ export default function clankieWorker(pi) {
   const failed = errorOverride(pi);
   let runtime = null;
 
-  const end = (why) => {
+  // The tools end for good; deliveries still reach Pi (the controller is
+  // apart from the MCP process) unless the session itself ends.
+  const end = (why, { controller = false } = {}) => {
+    if (controller) runtime?.stop();
     if (ended) return;
     ended = why;
     log("fleet.ended", { why });
-    runtime?.stop();
     try {
       pi.setActiveTools(pi.getActiveTools().filter((n) => !ours.has(n)));
     } catch {
@@ -148,14 +150,14 @@ export default function clankieWorker(pi) {
   pi.on("agent_settled", (event) => runtime?.onSettled(event));
 
   pi.on("session_shutdown", () => {
-    end("the session ended");
+    end("the session ended", { controller: true });
     mcp?.close();
   });
-  pi.on("session_before_switch", () => end("the session was replaced"));
+  pi.on("session_before_switch", () => end("the session was replaced", { controller: true }));
 
   pi.on("session_start", async (event, ctx) => {
     if (started) {
-      end("a replaced session does not receive fleet tools");
+      end("a replaced session does not receive fleet tools", { controller: true });
       return;
     }
     started = true;
@@ -180,7 +182,6 @@ export default function clankieWorker(pi) {
       await refresh();
     } catch (e) {
       end(`the fleet bridge did not start: ${e.message}`);
-      return;
     }
     const pane = process.env.TMUX_PANE || process.env.HERDR_PANE_ID || "";
     const socket = gatewaySocket();
@@ -190,7 +191,7 @@ export default function clankieWorker(pi) {
         pi,
         log,
       });
-      runtime.run(ctx).catch((e) => end(`the controller was lost: ${e.message}`));
+      runtime.run(ctx).catch((e) => end(`the controller was lost: ${e.message}`, { controller: true }));
     }
   });
 }

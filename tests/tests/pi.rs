@@ -153,32 +153,90 @@ fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// A stack with a linked tmux session, project `alpha`, a lead, the
+/// scripted model and a Pi profile that uses it.
+struct PiStack {
+    stack: Stack,
+    tmux: clankie_tests::TmuxServer,
+    _workspace: tempfile::TempDir,
+    lead: String,
+    dir: tempfile::TempDir,
+    model: Model,
+    agent: PathBuf,
+}
+
+impl PiStack {
+    async fn start() -> PiStack {
+        let stack = Stack::start().await.expect("stack");
+        let tmux = stack.link_tmux("work");
+        let workspace = stack.add_project("alpha", &[]);
+        let lead = stack.add_lead("Lead");
+        let dir = tempfile::tempdir().expect("dir");
+        let model = Model::start(dir.path()).await;
+        let agent = profile(dir.path(), &model);
+        PiStack {
+            stack,
+            tmux,
+            _workspace: workspace,
+            lead,
+            dir,
+            model,
+            agent,
+        }
+    }
+
+    async fn hire(&self, version: &str) -> PiWorker {
+        PiWorker::hire(
+            &self.stack,
+            self.dir.path(),
+            version,
+            &self.lead,
+            &self.agent,
+        )
+        .await
+    }
+
+    /// The lead's brief to a worker (the model's script); its delivery id.
+    fn brief(&self, worker: &PiWorker, lines: &[&str]) -> String {
+        let sent = json_of(&self.stack.clankie_ok(&[
+            "message",
+            worker.hire_id(),
+            &lines.join("\n"),
+            "--conversation",
+            &self.lead,
+        ]));
+        sent["deliveryId"].as_str().expect("delivery").to_string()
+    }
+
+    /// The text of the tool results the model has been shown.
+    fn tool_results(&self) -> Vec<String> {
+        self.model
+            .requests()
+            .iter()
+            .filter(|r| r["roles"].as_array().and_then(|a| a.last()) == Some(&json!("tool")))
+            .filter_map(|r| r["last"].as_str().map(str::to_string))
+            .collect()
+    }
+}
+
 /// The lead briefs a Pi worker; Pi's model searches the fleet tools, calls
 /// the time through `clankie_call` and reports it with `message_clankie`.
 async fn round_trip(version: &str) {
-    let stack = Stack::start().await.expect("stack");
-    let _tmux = stack.link_tmux("work");
-    let _workspace = stack.add_project("alpha", &[]);
-    let lead = stack.add_lead("Lead");
-    stack.connect_stdio("time", &["mcp-server-time"], &[]);
-    let dir = tempfile::tempdir().expect("dir");
-    let model = Model::start(dir.path()).await;
-    let agent = profile(dir.path(), &model);
-    let worker = PiWorker::hire(&stack, dir.path(), version, &lead, &agent).await;
-
-    let brief = [
-        r#"CALL clankie_tools {"query": "time"}"#,
-        r#"CALL clankie_call {"name": "time_get_current_time", "arguments": {"timezone": "UTC"}}"#,
-        r#"CALL message_clankie {"text": "the time: {{last}}"}"#,
-        "SAY reported",
-    ]
-    .join("\n");
-    let sent =
-        json_of(&stack.clankie_ok(&["message", worker.hire_id(), &brief, "--conversation", &lead]));
-    let delivery = sent["deliveryId"].as_str().expect("delivery").to_string();
-
+    let f = PiStack::start().await;
+    f.stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let worker = f.hire(version).await;
+    let delivery = f.brief(
+        &worker,
+        &[
+            r#"CALL clankie_tools {"query": "time"}"#,
+            r#"CALL clankie_call {"name": "time_get_current_time", "arguments": {"timezone": "UTC"}}"#,
+            r#"CALL message_clankie {"text": "the time: {{last}}"}"#,
+            "SAY reported",
+        ],
+    );
+    let (stack, lead, model) = (&f.stack, &f.lead, &f.model);
     let report = eventually(Duration::from_secs(90), async || {
-        transcript(&stack, &lead).into_iter().find(|e| {
+        transcript(stack, lead).into_iter().find(|e| {
             e["text"]
                 .as_str()
                 .is_some_and(|t| t.starts_with("the time:"))
@@ -198,7 +256,7 @@ async fn round_trip(version: &str) {
         report["text"].as_str().unwrap_or("").contains("UTC"),
         "the time came through clankie_call: {report}"
     );
-    let reports: Vec<_> = transcript(&stack, &lead)
+    let reports: Vec<_> = transcript(stack, lead)
         .into_iter()
         .filter(|e| {
             e["text"]
@@ -369,4 +427,141 @@ async fn a_probe_whose_model_never_answers_fails_naming_the_surface() {
     assert_eq!(verdict["release"], NEWEST, "{verdict}");
     assert_eq!(verdict["surface"], "follow-up", "{verdict}");
     drop(held);
+}
+
+impl PiStack {
+    /// The pane's process (Pi itself: the pane command execs it).
+    fn pane_pid(&self, worker: &PiWorker) -> i32 {
+        let pane = worker.hire["paneId"].as_str().expect("pane");
+        self.tmux
+            .run(&["display-message", "-p", "-t", pane, "#{pane_pid}"])
+            .parse()
+            .expect("pane pid")
+    }
+
+    /// The worker's `clankie mcp --fleet` processes.
+    fn bridges(&self, worker: &PiWorker) -> Vec<i32> {
+        Stack::children_matching(self.pane_pid(worker), "--fleet")
+    }
+
+    /// Waits until the model has been shown `n` tool results.
+    async fn wait_results(&self, n: usize) -> Vec<String> {
+        eventually(Duration::from_secs(60), async || {
+            let seen = self.tool_results();
+            (seen.len() >= n).then_some(seen)
+        })
+        .await
+        .unwrap_or_else(|| panic!("fewer than {n} tool results: {:?}", self.model.requests()))
+    }
+}
+
+/// Turning fleet tools off withdraws `clankie_call` inside Pi: a call the
+/// model still makes is refused there, and nothing reaches the upstream.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_withdrawn_tool_refuses_inside_pi_before_anything_is_forwarded() {
+    let f = PiStack::start().await;
+    let log = f.dir.path().join("edge.log");
+    f.stack.connect_edge("edge", &log, &[]);
+    let worker = f.hire(NEWEST).await;
+    f.stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    let withdrawn = eventually(Duration::from_secs(30), async || {
+        worker
+            .events("tools.listed")
+            .into_iter()
+            .find(|e| !e["names"].to_string().contains("clankie_call"))
+    })
+    .await;
+    assert!(withdrawn.is_some(), "{:?}", file_lines(&worker.log));
+    f.brief(
+        &worker,
+        &[r#"CALL clankie_call {"name": "edge_slow", "arguments": {"seconds": 0.1, "tag": "stale"}}"#],
+    );
+    let results = f.wait_results(1).await;
+    assert!(
+        results[0].contains("clankie_call"),
+        "Pi refused the call: {results:?}"
+    );
+    assert!(
+        worker.events("call.answered").is_empty(),
+        "nothing was forwarded"
+    );
+    assert!(!file_lines(&log).iter().any(|l| l.contains("stale")));
+}
+
+/// A killed `clankie mcp --fleet` is not relaunched: the fleet tools are
+/// gone from Pi, and a call the model still makes is refused inside Pi.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_bridge_is_not_relaunched_and_its_tools_are_gone() {
+    let f = PiStack::start().await;
+    let worker = f.hire(OLDEST).await;
+    let bridges = f.bridges(&worker);
+    assert_eq!(bridges.len(), 1, "one bridge: {bridges:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(bridges[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the bridge");
+    let ended = eventually(Duration::from_secs(30), async || {
+        worker.events("fleet.ended").into_iter().next()
+    })
+    .await
+    .unwrap_or_else(|| panic!("{:?}", file_lines(&worker.log)));
+    assert!(
+        ended["why"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not relaunched"),
+        "{ended}"
+    );
+    f.brief(&worker, &[r#"CALL clankie_tools {"query": "time"}"#]);
+    let results = f.wait_results(1).await;
+    assert!(results[0].contains("clankie_tools"), "{results:?}");
+    assert!(f.bridges(&worker).is_empty(), "no replacement bridge");
+}
+
+/// A tool call cancelled in Pi (Escape in its TUI) while the upstream runs
+/// it: Pi's result says it may have applied, with the receipt; the
+/// upstream ran it once, and the receipt settles.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_call_is_uncertain_with_its_receipt_and_ran_at_most_once() {
+    let f = PiStack::start().await;
+    let log = f.dir.path().join("edge.log");
+    f.stack.connect_edge("edge", &log, &[]);
+    let worker = f.hire(NEWEST).await;
+    f.brief(
+        &worker,
+        &[r#"CALL clankie_call {"name": "edge_slow", "arguments": {"seconds": 3, "tag": "pi-cancel"}}"#],
+    );
+    assert!(
+        clankie_tests::wait_file_line(&log, "pi-cancel", Duration::from_secs(60)).await,
+        "the call reached the upstream: {:?}",
+        file_lines(&worker.log)
+    );
+    let pane = worker.hire["paneId"].as_str().expect("pane").to_string();
+    f.tmux.run(&["send-keys", "-t", &pane, "Escape"]);
+    let uncertain = eventually(Duration::from_secs(30), async || {
+        worker.events("call.uncertain").into_iter().next()
+    })
+    .await
+    .unwrap_or_else(|| panic!("{:?}", file_lines(&worker.log)));
+    let receipt = uncertain["receiptId"]
+        .as_str()
+        .expect("receipt")
+        .to_string();
+    assert!(receipt.starts_with("rcpt_"), "{uncertain}");
+    // The slow call finishes upstream and its receipt settles; it ran
+    // once and is not replayed.
+    let audit = f.stack.state.path().join("audit/connected-calls.jsonl");
+    let settled = eventually(Duration::from_secs(30), async || {
+        file_lines(&audit)
+            .into_iter()
+            .find(|l| l.contains(&receipt) && l.contains("\"settle\""))
+    })
+    .await;
+    assert!(settled.is_some(), "{:?}", file_lines(&audit));
+    let ran = file_lines(&log)
+        .iter()
+        .filter(|l| l.contains("pi-cancel"))
+        .count();
+    assert_eq!(ran, 1, "{:?}", file_lines(&log));
 }

@@ -191,7 +191,12 @@ mod tests {
         };
         assert!(pkg("0.87.1").accepted().is_ok());
         assert!(pkg("1.0.3").accepted().is_ok());
-        assert!(pkg("0.86.1").accepted().unwrap_err().contains("not probed"));
+        assert!(
+            pkg("0.86.1")
+                .accepted()
+                .expect_err("old")
+                .contains("not probed")
+        );
         assert!(pkg("").accepted().is_err());
     }
 }
