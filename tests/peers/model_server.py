@@ -4,23 +4,32 @@ Usage: python model_server.py PORT_FILE [LOG_FILE]
 
 Listens on 127.0.0.1 (a free port, written to PORT_FILE once it listens)
 and answers `POST /v1/chat/completions` with server-sent events, as a
-streaming provider does. What it says is scripted by the conversation:
+streaming provider does. What it says is scripted by the conversation.
 
-- The newest user message holds the script, one step per line:
+The script is the newest user message that holds one, one step per line:
     CALL <tool> <json arguments>    one tool call
     SAY <text>                      the final answer (default: "done")
     HANG                            never answer (a provider that is down)
-  Lines that are none of these are ignored.
-- Each tool result since that user message moves the script one CALL on;
-  when the CALLs are used up, the model says the SAY text and stops.
-- In arguments and text, `{{last}}` is the newest tool result's text
-  (JSON-escaped inside arguments), so a step can pass on what a tool said.
+    ON <text>                       starts a section that runs when a later
+                                    user message contains <text>
+Lines before the first ON run when the script message itself is the
+newest user message. Each tool result since the newest user message moves
+its section one CALL on; when the CALLs are used up, the model says the
+section's SAY text. A user message no section answers gets "done".
+
+In arguments and text:
+    {{last}}        the newest tool result's text since that user message
+    {{re:R}}        the first match of regex R in the newest user message
+                    (its first group, when R has one)
+    {{lastre:R}}    the same, in the newest tool result anywhere that has one
+Inside arguments, substituted text is JSON-escaped.
 
 Every request is appended to LOG_FILE as one JSON line: the tools the
-client offered (name and parameters) and the messages' roles, so a test
-can check what the model was shown.
+client offered (name and parameters), the messages' roles and the newest
+message's text, so a test can check what the model was shown.
 """
 import json
+import re
 import sys
 import threading
 import time
@@ -37,29 +46,80 @@ def text_of(content) -> str:
     return ""
 
 
+STEP = re.compile(r"^(CALL|SAY|ON|HANG)\b ?(.*)$")
+TEMPLATE = re.compile(r"\{\{(last|re:(.*?)|lastre:(.*?))\}\}(?!\})")
+
+
+def sections(script: str):
+    """[(trigger or None, [(tool, args)], say)] in order."""
+    out = [[None, [], "done"]]
+    for line in script.splitlines():
+        m = STEP.match(line.strip())
+        if not m:
+            continue
+        kind, rest = m.group(1), m.group(2).strip()
+        if kind == "ON":
+            out.append([rest, [], "done"])
+        elif kind == "CALL":
+            name, _, args = rest.partition(" ")
+            out[-1][1].append((name, args.strip() or "{}"))
+        elif kind == "SAY":
+            out[-1][2] = rest
+        elif kind == "HANG":
+            out[-1][1].append(("HANG", ""))
+    return out
+
+
+def found(pattern: str, text: str) -> str:
+    try:
+        m = re.search(pattern, text)
+    except re.error:
+        return ""
+    if not m:
+        return ""
+    return m.group(1) if m.groups() else m.group(0)
+
+
 def plan(messages):
     """What to do next: ("call", name, args) | ("say", text) | ("hang",)."""
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    script = text_of(messages[last_user].get("content")) if last_user >= 0 else ""
-    after = messages[last_user + 1 :]
-    results = [m for m in after if m.get("role") == "tool"]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return ("say", "done")
+    newest = users[-1]
+    scripted = [i for i in users if any(STEP.match(l.strip()) for l in text_of(messages[i].get("content")).splitlines())]
+    if not scripted:
+        return ("say", "done")
+    script = scripted[-1]
+    now = text_of(messages[newest].get("content"))
+    parts = sections(text_of(messages[script].get("content")))
+    if newest == script:
+        section = parts[0]
+    else:
+        section = next((p for p in parts[1:] if p[0] and p[0] in now), None)
+        if section is None:
+            return ("say", "done")
+    results = [m for m in messages[newest + 1 :] if m.get("role") == "tool"]
+    every = [text_of(m.get("content")) for m in messages if m.get("role") == "tool"]
     last = text_of(results[-1].get("content")) if results else ""
-    calls, say = [], "done"
-    for line in script.splitlines():
-        line = line.strip()
-        if line == "HANG":
-            return ("hang",)
-        if line.startswith("CALL "):
-            rest = line[5:].strip()
-            name, _, args = rest.partition(" ")
-            calls.append((name, args.strip() or "{}"))
-        elif line.startswith("SAY "):
-            say = line[4:]
-    escaped = json.dumps(last)[1:-1]
+
+    def fill(text: str, escape: bool) -> str:
+        def one(m):
+            if m.group(1) == "last":
+                v = last
+            elif m.group(2) is not None:
+                v = found(m.group(2), now)
+            else:
+                v = next((found(m.group(3), t) for t in reversed(every) if found(m.group(3), t)), "")
+            return json.dumps(v)[1:-1] if escape else v
+        return TEMPLATE.sub(one, text)
+
+    calls = section[1]
     if len(results) < len(calls):
         name, args = calls[len(results)]
-        return ("call", name, args.replace("{{last}}", escaped))
-    return ("say", say.replace("{{last}}", last))
+        if name == "HANG":
+            return ("hang",)
+        return ("call", name, fill(args, True))
+    return ("say", fill(section[2], False))
 
 
 def chunk(model: str, delta: dict, finish=None) -> bytes:

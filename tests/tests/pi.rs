@@ -89,8 +89,16 @@ struct PiWorker {
 }
 
 impl PiWorker {
-    async fn hire(stack: &Stack, dir: &Path, version: &str, lead: &str, agent: &Path) -> PiWorker {
-        let log = dir.join(format!("pi-{version}.log"));
+    async fn hire(
+        stack: &Stack,
+        dir: &Path,
+        (version, role): (&str, &str),
+        lead: &str,
+        agent: &Path,
+    ) -> PiWorker {
+        static HIRED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = HIRED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = dir.join(format!("pi-{version}-{role}-{n}.log"));
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("home");
         let out = stack
@@ -100,6 +108,8 @@ impl PiWorker {
                 "alpha",
                 "--conversation",
                 lead,
+                "--role",
+                role,
                 "--harness",
                 "pi",
                 "--pi",
@@ -158,7 +168,7 @@ fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
 struct PiStack {
     stack: Stack,
     tmux: clankie_tests::TmuxServer,
-    _workspace: tempfile::TempDir,
+    _workspace: Option<tempfile::TempDir>,
     lead: String,
     dir: tempfile::TempDir,
     model: Model,
@@ -166,10 +176,17 @@ struct PiStack {
 }
 
 impl PiStack {
+    /// With project `alpha` on a fresh workspace.
     async fn start() -> PiStack {
+        let mut f = Self::bare().await;
+        f._workspace = Some(f.stack.add_project("alpha", &[]));
+        f
+    }
+
+    /// With no project yet.
+    async fn bare() -> PiStack {
         let stack = Stack::start().await.expect("stack");
         let tmux = stack.link_tmux("work");
-        let workspace = stack.add_project("alpha", &[]);
         let lead = stack.add_lead("Lead");
         let dir = tempfile::tempdir().expect("dir");
         let model = Model::start(dir.path()).await;
@@ -177,7 +194,7 @@ impl PiStack {
         PiStack {
             stack,
             tmux,
-            _workspace: workspace,
+            _workspace: None,
             lead,
             dir,
             model,
@@ -186,14 +203,12 @@ impl PiStack {
     }
 
     async fn hire(&self, version: &str) -> PiWorker {
-        PiWorker::hire(
-            &self.stack,
-            self.dir.path(),
-            version,
-            &self.lead,
-            &self.agent,
-        )
-        .await
+        self.hire_as(version, "worker").await
+    }
+
+    async fn hire_as(&self, version: &str, role: &str) -> PiWorker {
+        let who = (version, role);
+        PiWorker::hire(&self.stack, self.dir.path(), who, &self.lead, &self.agent).await
     }
 
     /// The lead's brief to a worker (the model's script); its delivery id.
@@ -564,4 +579,133 @@ async fn a_cancelled_call_is_uncertain_with_its_receipt_and_ran_at_most_once() {
         .filter(|l| l.contains("pi-cancel"))
         .count();
     assert_eq!(ran, 1, "{:?}", file_lines(&log));
+}
+
+/// Two Pi workers talk with `message_peer`: each message is delivered to
+/// the other's Pi, and the sender's receipt says so honestly.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_pi_workers_exchange_peer_messages_with_honest_receipts() {
+    let f = PiStack::start().await;
+    f.stack
+        .clankie_ok(&["fleet", "set", "--peer-messages", "on"]);
+    let a = f.hire(NEWEST).await;
+    let b = f.hire(OLDEST).await;
+    let seat = r#"{{lastre:"seatId": ?"([^"]+)"}}"#;
+    f.brief(
+        &b,
+        &[
+            "ON hello from a",
+            "CALL list_fleet_seats {}",
+            &format!(r#"CALL message_peer {{"seat": "{seat}", "text": "hello back from b", "receiptId": "pi-b-1"}}"#),
+            "SAY replied",
+        ],
+    );
+    f.brief(
+        &a,
+        &[
+            "CALL list_fleet_seats {}",
+            &format!(r#"CALL message_peer {{"seat": "{seat}", "text": "hello from a", "receiptId": "pi-a-1"}}"#),
+            "SAY sent",
+            "ON hello back from b",
+            // The same receipt id reads the first message's receipt again.
+            &format!(r#"CALL message_peer {{"seat": "{seat}", "text": "hello from a", "receiptId": "pi-a-1"}}"#),
+            r#"CALL message_clankie {"text": "a's receipt: {{last}}"}"#,
+            "SAY checked",
+        ],
+    );
+    let (stack, lead) = (&f.stack, &f.lead);
+    let report = eventually(Duration::from_secs(120), async || {
+        transcript(stack, lead).into_iter().find(|e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("a's receipt:"))
+        })
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "a never reported its receipt:\na {:?}\nb {:?}\nmodel {:?}",
+            file_lines(&a.log),
+            file_lines(&b.log),
+            f.model.requests()
+        )
+    });
+    let text = report["text"].as_str().unwrap_or("");
+    assert!(text.contains("delivered"), "honest: b's Pi took it: {text}");
+    // Each side took the other's message once and acknowledged it.
+    for (w, from) in [(&a, "hello back from b"), (&b, "hello from a")] {
+        let acked = w.events("delivery.acknowledged");
+        assert!(!acked.is_empty(), "{:?}", file_lines(&w.log));
+        let shown: Vec<_> = f
+            .model
+            .requests()
+            .into_iter()
+            .filter(|r| r["last"].as_str().is_some_and(|l| l.contains(from)))
+            .collect();
+        assert!(!shown.is_empty(), "{from} reached a model");
+    }
+}
+
+/// A Pi author's `submit_for_review` reaches a Pi reviewer, whose Pi reads
+/// the candidate and lands its verdict.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pi_reviewer_lands_its_verdict_on_a_pi_authors_change() {
+    use clankie_tests::git::{commit, patch_id, work_repo};
+    let f = PiStack::bare().await;
+    let repos = tempfile::tempdir().expect("repos");
+    let (work, base) = work_repo(repos.path(), "work");
+    commit(&work, &[("src/feature.txt", b"the feature\n")], "feature");
+    let expected = patch_id(&work, &base);
+    f.stack.clankie_ok(&[
+        "project",
+        "add",
+        "alpha",
+        "--workspace",
+        &work.display().to_string(),
+        "--reviewer",
+    ]);
+    let author = f.hire(NEWEST).await;
+    let reviewer = f.hire_as(OLDEST, "reviewer").await;
+    f.brief(
+        &reviewer,
+        &[
+            "ON Review candidate",
+            r#"CALL review_candidate {"candidateId": "{{re:cand-[0-9a-f]+}}"}"#,
+            r#"CALL review_verdict {"candidateId": "{{re:cand-[0-9a-f]+}}", "patchId": "{{re:(?<=patch-id )[0-9a-f]{40}}}", "verdict": "approve"}"#,
+            "SAY approved",
+        ],
+    );
+    f.brief(
+        &author,
+        &[
+            &format!(
+                r#"CALL submit_for_review {{"checkout": "{}", "summary": "add the feature"}}"#,
+                work.display()
+            ),
+            "SAY submitted",
+        ],
+    );
+    let stack = &f.stack;
+    let approved = eventually(Duration::from_secs(120), async || {
+        let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+        listed["candidates"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["state"] == "approved").cloned())
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "no verdict landed:\nauthor {:?}\nreviewer {:?}\nmodel {:?}",
+            file_lines(&author.log),
+            file_lines(&reviewer.log),
+            f.model.requests()
+        )
+    });
+    assert_eq!(approved["patchId"], expected.as_str(), "{approved}");
+    // The reviewer's Pi read the exact patch before deciding.
+    let read = f
+        .tool_results()
+        .into_iter()
+        .find(|r| r.contains("the feature"));
+    assert!(read.is_some(), "{:?}", f.tool_results());
 }
