@@ -39,10 +39,19 @@ enum Command {
     Connect(connect::ConnectArgs),
     /// Remove a connected account.
     Disconnect { name: String },
-    /// List connected accounts with verification state and identity.
+    /// List connected accounts with verification state and identity;
+    /// `--workers`: the worker harnesses instead (Pi, with its probe).
     Accounts {
         #[arg(long)]
         json: bool,
+        #[arg(long)]
+        workers: bool,
+        /// With --workers: Pi's executable or package folder.
+        #[arg(long, requires = "workers")]
+        pi: Option<std::path::PathBuf>,
+        /// With --workers: the Node to probe Pi with.
+        #[arg(long, requires = "workers")]
+        node: Option<std::path::PathBuf>,
     },
     /// Manual grants: issue, list, revoke; legacy project records.
     Access {
@@ -175,7 +184,13 @@ fn main() -> std::process::ExitCode {
             Command::Status { json } => status::status(paths, json).await,
             Command::Connect(args) => connect::connect(paths, args).await,
             Command::Disconnect { name } => connect::disconnect(paths, name).await,
-            Command::Accounts { json } => accounts::accounts(paths, json).await,
+            Command::Accounts {
+                workers: true,
+                pi: pi_path,
+                node,
+                ..
+            } => pi::workers(pi_path.as_deref(), node.as_deref()).await,
+            Command::Accounts { json, .. } => accounts::accounts(paths, json).await,
             Command::Fleet { command } => fleet::fleet(paths, command).await,
             Command::Access { command } => access::access(paths, command).await,
             Command::Mcp(args) => bridge::run(paths, args).await,

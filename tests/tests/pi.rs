@@ -236,10 +236,15 @@ impl PiStack {
 
 /// The lead briefs a Pi worker; Pi's model searches the fleet tools, calls
 /// the time through `clankie_call` and reports it with `message_clankie`.
-async fn round_trip(version: &str) {
+async fn round_trip(version: &str, sandboxed: bool) {
     let f = PiStack::start().await;
     f.stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    if sandboxed {
+        f.stack
+            .clankie_ok(&["fleet", "set", "--worker-sandbox", "on"]);
+    }
     let worker = f.hire(version).await;
+    assert_eq!(worker.hire["sandboxed"], sandboxed, "{}", worker.hire);
     let delivery = f.brief(
         &worker,
         &[
@@ -310,12 +315,19 @@ async fn round_trip(version: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pi_worker_on_the_oldest_release_reports_the_time_to_its_lead() {
-    round_trip(OLDEST).await;
+    round_trip(OLDEST, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pi_worker_on_the_newest_release_reports_the_time_to_its_lead() {
-    round_trip(NEWEST).await;
+    round_trip(NEWEST, false).await;
+}
+
+/// The worker sandbox applies to a Pi hire as to any other: Pi runs
+/// confined (the stack's state hidden) and still works the brief.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_pi_worker_still_reports_to_its_lead() {
+    round_trip(NEWEST, true).await;
 }
 
 /// `clankie pi probe` against an installed release: one JSON line.
@@ -358,6 +370,19 @@ async fn the_probe_passes_on_both_releases_and_refuses_an_older_one_unrun() {
             ])
         );
     }
+
+    // `accounts --workers` shows the same verdict.
+    let workers = json_of(&stack.clankie_ok(&[
+        "accounts",
+        "--workers",
+        "--pi",
+        &pi_bin(NEWEST).display().to_string(),
+        "--node",
+        &node().display().to_string(),
+    ]));
+    assert_eq!(workers["workers"][0]["harness"], "pi", "{workers}");
+    assert_eq!(workers["workers"][0]["hireable"], true, "{workers}");
+    assert_eq!(workers["workers"][0]["probe"]["release"], NEWEST);
 
     // A package whose manifest says 0.86: refused without running any of it.
     let dir = tempfile::tempdir().expect("dir");

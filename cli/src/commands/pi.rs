@@ -43,6 +43,16 @@ pub async fn run(command: PiCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `clankie accounts --workers`: each worker harness and whether it can
+/// be hired now (Pi: its release probe).
+pub async fn workers(pi_path: Option<&Path>, node: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let verdict = probe(pi_path, node).await;
+    crate::support::output::print_json(&json!({
+        "workers": [{ "harness": "pi", "hireable": verdict["ok"] == true, "probe": verdict }]
+    }));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The probe's verdict: `{ok: true, release, surfaces, ms}`, or
 /// `{ok: false, release, surface, error}` naming the first surface that
 /// failed (`release` for one refused without probing).
