@@ -52,6 +52,7 @@ export class WorkerRuntime {
   onMessageStart(message) {
     const id = deliveryIdOf(message);
     if (!id) return;
+    this.log("delivery.taken", { deliveryId: id });
     this.running.add(id);
     this.waiting.get(id)?.(true);
   }

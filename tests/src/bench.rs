@@ -442,6 +442,7 @@ mod bench_auto;
 mod bench_caller;
 mod bench_faults;
 mod bench_grants;
+mod bench_pi;
 mod bench_proof;
 mod bench_seats;
 mod bench_tracker;
@@ -476,6 +477,7 @@ async fn main() -> anyhow::Result<()> {
         "memory" => bench_faults::bench_memory(if quick { 100 } else { 500 }).await?,
         "recovery" => bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?,
         "grants" => bench_grants::bench_grants(rounds.min(500)).await?,
+        "pi" => bench_pi::bench_pi(if quick { 10 } else { 30 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -488,10 +490,11 @@ async fn main() -> anyhow::Result<()> {
             bench_faults::bench_memory(if quick { 100 } else { 500 }).await?;
             bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?;
             bench_grants::bench_grants(rounds.min(500)).await?;
+            bench_pi::bench_pi(if quick { 10 } else { 30 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi or all"
             )
         }
     }
