@@ -24,6 +24,13 @@ import { WorkerRuntime } from "./worker-runtime.mjs";
 
 const CALL = "clankie_call";
 
+// The launch token is this process's alone: taken out of the environment
+// at load, so nothing Pi starts (its tools, the bridge) inherits it. A
+// process the model runs in this pane passes the kernel proof, but not
+// the token check.
+const LAUNCH_TOKEN = process.env.CLANKIE_LAUNCH_TOKEN ?? "";
+delete process.env.CLANKIE_LAUNCH_TOKEN;
+
 function logger() {
   const file = process.env.CLANKIE_PI_LOG;
   return (event, data = {}) => {
@@ -49,6 +56,8 @@ export default function clankieWorker(pi) {
   let current = new Map();
   /** Every name this extension ever registered. */
   const ours = new Set();
+  /** The bridge's instructions, for the system prompt's guidelines. */
+  let instructions = "";
   /** Tool calls whose MCP result was an error, by tool call id. */
   const failed = errorOverride(pi);
   let runtime = null;
@@ -97,6 +106,9 @@ export default function clankieWorker(pi) {
       name: tool.name,
       label: tool.title ?? tool.name,
       description: describe(tool.description, alternatives),
+      promptSnippet: String(tool.description ?? "").split(". ")[0].slice(0, 200),
+      // The bridge's own instructions, once, beside its search tool.
+      ...(instructions && tool.name === "clankie_tools" ? { promptGuidelines: [instructions] } : {}),
       parameters: schema,
       execute: (toolCallId, params, signal) => forward(tool.name, toolCallId, params, signal),
     });
@@ -181,7 +193,8 @@ export default function clankieWorker(pi) {
     });
     try {
       const init = await mcp.initialize({ name: "clankie-pi-worker", version: "0.1.0" });
-      log("fleet.attached", { server: init.serverInfo?.name, instructions: !!init.instructions });
+      instructions = typeof init.instructions === "string" ? init.instructions : "";
+      log("fleet.attached", { server: init.serverInfo?.name, instructions: !!instructions });
       await refresh();
     } catch (e) {
       end(`the fleet bridge did not start: ${e.message}`);
@@ -190,7 +203,7 @@ export default function clankieWorker(pi) {
     const socket = gatewaySocket();
     if (pane && socket) {
       runtime = new WorkerRuntime({
-        connection: new WorkerConnection({ socket, pane, token: process.env.CLANKIE_LAUNCH_TOKEN }),
+        connection: new WorkerConnection({ socket, pane, token: LAUNCH_TOKEN }),
         pi,
         log,
       });

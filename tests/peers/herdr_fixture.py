@@ -9,7 +9,8 @@ response schemas, and answers like the recorded Herdr 0.8.0 transcript.
 PANES_JSON maps pane ids to shell pids, e.g. {"w1:p1": 1234}.
 Every schema violation is appended to VIOLATIONS_LOG. pane.split,
 pane.send_text and pane.close change the fixture's panes and, with ACTS_LOG,
-are recorded there as JSON lines {"method", "params"}.
+are recorded there as JSON lines {"method", "params"}, as are the agent
+session reports (pane.report_agent_session).
 """
 import json
 import os
@@ -91,6 +92,11 @@ def answer(req, panes):
         with LOCK:
             if panes.pop(params.get("pane_id"), None) is None:
                 return {"id": rid, "error": {"code": "pane_not_found", "message": "pane not found"}}
+        return {"id": rid, "result": {"type": "ok"}}
+    if method == "pane.report_agent_session":
+        act(req)
+        if params.get("pane_id") not in panes:
+            return {"id": rid, "error": {"code": "pane_not_found", "message": "pane not found"}}
         return {"id": rid, "result": {"type": "ok"}}
     if method == "ping":
         return {"id": rid, "result": {"type": "pong", "version": "0.8.0", "protocol": 20,

@@ -734,3 +734,148 @@ async fn a_pi_reviewer_lands_its_verdict_on_a_pi_authors_change() {
         .find(|r| r.contains("the feature"));
     assert!(read.is_some(), "{:?}", f.tool_results());
 }
+
+/// Under Herdr the extension tells Herdr, from inside the pane, which Pi
+/// session the pane runs (`pane.report_agent_session`, checked against
+/// the real protocol schema); under tmux it reports nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_extension_reports_its_session_to_herdr_from_inside_the_pane() {
+    let mut herdr = clankie_tests::HerdrFixture::start(r#"{"w1:p1": 1}"#, None).await;
+    let tmux = clankie_tests::TmuxServer::start("pi");
+    let dir = tempfile::tempdir().expect("dir");
+    let agent = dir.path().join("agent");
+    std::fs::create_dir_all(&agent).expect("agent");
+    std::fs::write(
+        agent.join("models.json"),
+        json!({"providers": {"scripted": {"baseUrl": "http://127.0.0.1:9/v1",
+            "api": "openai-completions", "apiKey": "offline", "models": [{"id": "scripted"}]}}})
+        .to_string(),
+    )
+    .expect("models");
+    let worker = repo_root().join("integrations/pi-worker/worker.mjs");
+    let package = peers().join(format!(
+        "pi/{NEWEST}/node_modules/@earendil-works/pi-coding-agent"
+    ));
+    let cli = json_of(&std::fs::read_to_string(package.join("package.json")).expect("manifest"))
+        ["bin"]["pi"]
+        .as_str()
+        .expect("bin")
+        .to_string();
+    let start = |log: &Path, herdr_env: bool| {
+        let mut env = vec![
+            format!("HOME={}", dir.path().display()),
+            format!("PI_CODING_AGENT_DIR={}", agent.display()),
+            "PI_OFFLINE=1".to_string(),
+            format!("CLANKIE_PI_LOG={}", log.display()),
+            // No stack here: the fleet bridge fails to start, after the report.
+            "CLANKIE_BIN=/bin/false".to_string(),
+        ];
+        if herdr_env {
+            env.extend([
+                "HERDR_ENV=1".to_string(),
+                format!("HERDR_SOCKET_PATH={}", herdr.socket.display()),
+                "HERDR_PANE_ID=w1:p1".to_string(),
+            ]);
+        }
+        let line = format!(
+            "exec env {} {} {} --extension {} --model scripted/scripted",
+            env.join(" "),
+            node().display(),
+            package.join(&cli).display(),
+            worker.display()
+        );
+        tmux.run(&["new-window", "-d", &line]);
+    };
+    let under_herdr = dir.path().join("herdr.log");
+    start(&under_herdr, true);
+    let started = eventually(Duration::from_secs(60), async || {
+        let lines = file_lines(&under_herdr);
+        let has = |e: &str| lines.iter().any(|l| l.contains(e));
+        (has("session.started") && has("herdr.reported")).then_some(lines)
+    })
+    .await
+    .expect("the extension started and reported");
+    let session: Value = started
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "session.started")
+        .expect("session");
+    let reports: Vec<Value> = herdr
+        .acts_json()
+        .into_iter()
+        .filter(|a| a["method"] == "pane.report_agent_session")
+        .collect();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let p = &reports[0]["params"];
+    assert_eq!(p["pane_id"], "w1:p1");
+    assert_eq!(p["agent"], "pi");
+    assert_eq!(p["agent_session_id"], session["sessionId"], "{p}");
+    assert_eq!(p["agent_session_path"], session["sessionFile"], "{p}");
+
+    // Under tmux alone: the session starts and nothing is reported.
+    let under_tmux = dir.path().join("tmux.log");
+    start(&under_tmux, false);
+    eventually(Duration::from_secs(60), async || {
+        file_lines(&under_tmux)
+            .iter()
+            .any(|l| l.contains("fleet.ended"))
+            .then_some(())
+    })
+    .await
+    .expect("the second Pi started");
+    assert!(
+        !file_lines(&under_tmux)
+            .iter()
+            .any(|l| l.contains("herdr.reported")),
+        "{:?}",
+        file_lines(&under_tmux)
+    );
+    assert_eq!(
+        herdr
+            .acts_json()
+            .iter()
+            .filter(|a| a["method"] == "pane.report_agent_session")
+            .count(),
+        1
+    );
+    assert_eq!(herdr.stop(), Vec::<String>::new(), "no schema violations");
+}
+
+/// The seat's control channel takes the kernel proof and the launch token
+/// together. A process the model starts in the same pane passes the
+/// kernel proof (it runs under the pane's agent) but never sees the token,
+/// so it cannot read the seat's deliveries; the extension itself can.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_pi_starts_in_its_pane_cannot_read_the_seats_deliveries() {
+    let f = PiStack::start().await;
+    let worker = f.hire(NEWEST).await;
+    let poll = format!(
+        "{} {}",
+        python().display(),
+        repo_root().join("tests/clients/seat_poll.py").display()
+    );
+    f.brief(
+        &worker,
+        &[
+            &format!(
+                r#"CALL bash {{"command": "{}"}}"#,
+                poll.replace('\\', "\\\\").replace('"', "\\\"")
+            ),
+            r#"CALL message_clankie {"text": "poll: {{last}}"}"#,
+            "SAY done",
+        ],
+    );
+    let (stack, lead) = (&f.stack, &f.lead);
+    let report = eventually(Duration::from_secs(90), async || {
+        transcript(stack, lead)
+            .into_iter()
+            .find(|e| e["text"].as_str().is_some_and(|t| t.starts_with("poll:")))
+    })
+    .await
+    .unwrap_or_else(|| panic!("{:?}\n{:?}", file_lines(&worker.log), f.model.requests()));
+    let text = report["text"].as_str().unwrap_or("");
+    assert!(text.contains("launch_token_invalid"), "{text}");
+    assert!(text.contains(r#""launchTokenInEnv": false"#), "{text}");
+    // The extension's own connection kept working: it took the brief.
+    assert_eq!(worker.events("delivery.acknowledged").len(), 1);
+}

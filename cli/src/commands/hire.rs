@@ -81,6 +81,8 @@ pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode>
     let command = pane_command(&args).await?;
     let h = clients::mailbox(&paths)?
         .hire(pb::HireRequest {
+            // Pi's extension holds the seat's control connection.
+            launch_token: args.harness == "pi",
             project: args.project,
             role: args.role,
             command,

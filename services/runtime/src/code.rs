@@ -87,6 +87,7 @@ codes! {
     PeerMessagesOff => "peer_messages_off",
     RecipientUnknown => "recipient_unknown",
     NativeSeatRequired => "native_seat_required",
+    LaunchTokenInvalid => "launch_token_invalid",
     ReviewNotConfigured => "review_not_configured",
     NoReviewer => "no_reviewer",
     CandidateNotFound => "candidate_not_found",
@@ -130,6 +131,7 @@ impl ErrorCode {
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
+            | ErrorCode::LaunchTokenInvalid
             | ErrorCode::NotReviewer
             | ErrorCode::TrackerOutOfScope
             | ErrorCode::GrantRevoked
@@ -200,6 +202,7 @@ impl ErrorCode {
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
+            | ErrorCode::LaunchTokenInvalid
             | ErrorCode::NotReviewer
             | ErrorCode::TrackerOutOfScope
             | ErrorCode::GrantRevoked

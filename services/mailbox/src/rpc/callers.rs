@@ -127,6 +127,41 @@ impl MailboxService {
         Ok((rec, settings))
     }
 
+    /// The native seat behind a seat-mailbox request, with its hire's
+    /// launch token when the hire prepared one: the kernel proof and the
+    /// token together, never the token alone.
+    pub(crate) async fn control_seat<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<seats::SeatRec, ClankieError> {
+        let (seat, _) = self.native_seat(req).await?;
+        let expected = {
+            let store = self.inner.store.lock().await;
+            store
+                .state
+                .hires
+                .iter()
+                .find(|h| {
+                    h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
+                })
+                .map(|h| h.launch_token_sha256.clone())
+                .unwrap_or_default()
+        };
+        if expected.is_empty() {
+            return Ok(seat);
+        }
+        let presented = grpc::launch_token(req.metadata()).unwrap_or("");
+        let hash = clankie_runtime::owner::token_hash(presented);
+        if presented.is_empty()
+            || !clankie_runtime::owner::constant_time_eq(hash.as_bytes(), expected.as_bytes())
+        {
+            return Err(ErrorCode::LaunchTokenInvalid.err(
+                "this seat's mailbox needs the launch token its hire prepared, beside the pane proof",
+            ));
+        }
+        Ok(seat)
+    }
+
     pub(crate) async fn resolve_caller(
         &self,
         request: Request<pb::ResolveCallerRequest>,

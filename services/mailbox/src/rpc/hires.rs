@@ -358,7 +358,7 @@ impl MailboxService {
         };
         // The hire learns where the gateway is, never where the state is:
         // the state folder holds the owner credential.
-        let env = [
+        let mut env = vec![
             ("CLANKIE_WORKER_PANE", "1".to_string()),
             ("CLANKIE_OPERATOR_TOKEN", String::new()),
             ("CLANKIE_CAPTAIN_TOKEN", String::new()),
@@ -368,6 +368,16 @@ impl MailboxService {
                 self.inner.paths.gateway_discovery().display().to_string(),
             ),
         ];
+        // A launch token for this launch alone: the pane is told it, the
+        // hire keeps its hash.
+        let launch_token_sha256 = if req.launch_token {
+            let token = clankie_runtime::owner::random_token("clkl");
+            let hash = clankie_runtime::owner::token_hash(&token);
+            env.push(("CLANKIE_LAUNCH_TOKEN", token));
+            hash
+        } else {
+            String::new()
+        };
         let pane_id = open_pane(&link, &workspace.path, &env, &command)
             .await
             .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
@@ -388,6 +398,7 @@ impl MailboxService {
             occupant_pidfs_id: 0,
             occupant_start_time: 0,
             sandboxed: launch.sandbox.is_some(),
+            launch_token_sha256,
         };
         store.state.hires.push(hire.clone());
         if let Err(e) = store.save() {

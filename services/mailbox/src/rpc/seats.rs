@@ -224,7 +224,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatPollRequest>,
     ) -> Result<Response<pb::SeatPollResponse>, Status> {
-        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?;
         let wait = Duration::from_millis(u64::from(request.into_inner().wait_ms)).min(MAX_WAIT);
         let deadline = tokio::time::Instant::now() + wait;
         let mut changes = self.inner.queued.subscribe();
@@ -245,7 +245,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatAckRequest>,
     ) -> Result<Response<pb::SeatAckResponse>, Status> {
-        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         let delivery_id = req.delivery_id;
         let mut book = self.inner.book.lock().await;
@@ -461,7 +461,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatClaimRequest>,
     ) -> Result<Response<pb::SeatClaimResponse>, Status> {
-        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?;
         let ids = request.into_inner().delivery_ids;
         let claim_id = short_id("claim");
         let mut book = self.inner.book.lock().await;
@@ -480,7 +480,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatReleaseRequest>,
     ) -> Result<Response<pb::SeatAckResponse>, Status> {
-        let (seat, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         let mut book = self.inner.book.lock().await;
         let released = book.release(&seat, &req.delivery_id, &req.claim_id);

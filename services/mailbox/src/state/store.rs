@@ -112,6 +112,10 @@ pub struct HireRec {
     /// Started under the worker sandbox (bubblewrap).
     #[serde(default)]
     pub sandboxed: bool,
+    /// The SHA-256 of the launch token prepared for the harness's control
+    /// connection (empty: none was). The token itself is never stored.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub launch_token_sha256: String,
 }
 
 /// A project name: 1-64 letters, digits, `-`, `_` or `.`, never `.` or
