@@ -105,6 +105,28 @@ async fn inspector_cli_searches_describes_and_calls_through_the_gateway() {
     assert!(!out.status.success());
 }
 
+/// Runs a Python SDK client from `tests/clients/` against `clankie mcp
+/// --fleet` (the bearer route) and returns the JSON its last line prints.
+fn python_through_the_bridge(stack: &Stack, token: &str, script: &str, args: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(repo_root().join("tests/clients").join(script))
+        .arg(bin_dir().join("clankie"))
+        .args(args)
+        .env("PATH", peer_path())
+        .env("CLANKIE_FLEET_URL", &stack.mcp_url)
+        .env("CLANKIE_FLEET_TOKEN", token)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run the python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("json")
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn python_sdk_through_the_stdio_fleet_bridge() {
     let stack = Stack::start().await.expect("stack");
@@ -116,22 +138,7 @@ async fn python_sdk_through_the_stdio_fleet_bridge() {
         &[],
     );
     let token = stack.token("alpha");
-    let out = Command::new(python())
-        .arg(repo_root().join("tests/clients/fleet_session.py"))
-        .arg(bin_dir().join("clankie"))
-        .env("PATH", peer_path())
-        .env("CLANKIE_FLEET_URL", &stack.mcp_url)
-        .env("CLANKIE_FLEET_TOKEN", &token)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run the python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("json");
+    let seen = python_through_the_bridge(&stack, &token, "fleet_session.py", &[]);
     assert_eq!(seen["server"], "clankie-fleet");
     assert_eq!(
         seen["tools"],
@@ -225,23 +232,7 @@ async fn progress_and_log_lines_reach_the_client_at_the_level_it_set() {
     let token = stack.token("hearing");
     let client = stack.client(&token).await.expect("client");
     clankie_tests::wait_tool(&client, "everything_toggle-simulated-logging").await;
-    let out = Command::new(python())
-        .arg(repo_root().join("tests/clients/hear_session.py"))
-        .arg(bin_dir().join("clankie"))
-        .arg("warning")
-        .env("PATH", peer_path())
-        .env("CLANKIE_FLEET_URL", &stack.mcp_url)
-        .env("CLANKIE_FLEET_TOKEN", &token)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run the python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("json");
+    let seen = python_through_the_bridge(&stack, &token, "hear_session.py", &["warning"]);
     assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
     assert_eq!(
         seen["progress"],

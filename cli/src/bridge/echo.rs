@@ -136,14 +136,17 @@ impl Echo {
         self.downstream.lock().await.clone()
     }
 
-    /// Keeps the harness's level and sets it on the gateway session.
+    /// Keeps the harness's level and sets it on the gateway session (the
+    /// bridge's `logging/setLevel`).
     pub(crate) async fn set_level(
         &self,
         level: LoggingLevel,
-        gateway: &Peer<RoleClient>,
-    ) -> Result<(), String> {
+        gateway: Result<Peer<RoleClient>, String>,
+    ) -> Result<(), rmcp::ErrorData> {
+        let internal = |e: String| rmcp::ErrorData::internal_error(e, None);
+        let gateway = gateway.map_err(internal)?;
         *self.level.lock() = Some(level);
-        self.resend(gateway).await
+        self.resend(&gateway).await.map_err(internal)
     }
 
     /// Sets the kept level on a (new) gateway session.

@@ -184,14 +184,7 @@ impl ServerHandler for GrantServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let gateway = self
-            .peer()
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
-        self.echo
-            .set_level(request.level, &gateway)
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))
+        self.echo.set_level(request.level, self.peer().await).await
     }
 
     async fn call_tool(

@@ -305,16 +305,10 @@ impl ServerHandler for FleetServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let gateway = self
-            .up
-            .peer()
-            .await
-            .map_err(|e| ErrorData::internal_error(e, None))?;
         self.up
             .echo
-            .set_level(request.level, &gateway)
+            .set_level(request.level, self.up.peer().await)
             .await
-            .map_err(|e| ErrorData::internal_error(e, None))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

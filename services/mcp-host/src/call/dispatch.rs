@@ -382,3 +382,44 @@ fn mark_history(mut result: Value) -> Value {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cancelled() -> Option<CancellationToken> {
+        let t = CancellationToken::new();
+        t.cancel();
+        Some(t)
+    }
+
+    #[test]
+    fn the_boundary_stops_a_revoked_or_cancelled_call_with_nothing_sent() {
+        let live = Stops {
+            revoked: Some(CancellationToken::new()),
+            caller_gone: Some(CancellationToken::new()),
+        };
+        assert!(live.fired().is_none(), "nothing fired: the call goes out");
+        assert!(Stops::default().fired().is_none());
+
+        let revoked = Stops {
+            revoked: cancelled(),
+            caller_gone: cancelled(),
+        };
+        let why = revoked.fired().expect("fired");
+        assert!(matches!(why, Stopped::Revoked), "the revoke is named first");
+        let (outcome, body, detail) = not_dispatched(why);
+        assert_eq!(outcome, Outcome::Error, "definite: nothing was sent");
+        assert_eq!(body.expect("body")["isError"], true);
+        assert!(detail.expect("detail").starts_with("not dispatched"));
+
+        let gone = Stops {
+            revoked: None,
+            caller_gone: cancelled(),
+        };
+        let (_, body, detail) = not_dispatched(gone.fired().expect("fired"));
+        assert!(detail.expect("detail").contains("cancelled by the caller"));
+        let text = body.expect("body").to_string();
+        assert!(text.contains("nothing was sent"), "{text}");
+    }
+}
