@@ -38,10 +38,12 @@ export class WorkerRuntime {
    * @param {{ connection: import("./worker-connection.mjs").WorkerConnection,
    *           pi: object, log?: (event: string, data?: object) => void }} parts
    */
-  constructor({ connection, pi, log }) {
+  constructor({ connection, pi, log, onInterrupted }) {
     this.connection = connection;
     this.pi = pi;
     this.log = log ?? (() => {});
+    /** Told the delivery ids of a run the user stopped. */
+    this.onInterrupted = onInterrupted ?? (() => {});
     this.waiting = new Map(); // deliveryId -> resolve(accepted)
     this.running = new Set(); // deliveryIds taken, not settled
     this.stopped = false;
@@ -58,10 +60,13 @@ export class WorkerRuntime {
   }
 
   onSettled(event) {
-    for (const id of this.running) {
+    const ids = [...this.running];
+    this.running.clear();
+    for (const id of ids) {
       this.log(event?.aborted ? "delivery.interrupted" : "delivery.settled", { deliveryId: id });
     }
-    this.running.clear();
+    // Pi 1.x says when a run was aborted; 0.87 does not.
+    if (event?.aborted && ids.length) this.onInterrupted(ids);
   }
 
   /** Reads the mailbox until stopped. */

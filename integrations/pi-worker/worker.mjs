@@ -114,6 +114,19 @@ export default function clankieWorker(pi) {
     });
   };
 
+  // The lead hears that a run working on its delivery was stopped in Pi:
+  // the seat's own report, said as the extension's observation.
+  const reportInterruption = async (ids) => {
+    if (ended || !mcp || !current.has("message_clankie")) return;
+    const text = `[observed by the Pi worker extension] the run for ${ids.join(", ")} was interrupted in Pi before it finished; its work may be partial.`;
+    try {
+      await mcp.callTool("message_clankie", { text });
+      log("interruption.reported", { deliveryIds: ids });
+    } catch (e) {
+      log("interruption.unreported", { error: e.message });
+    }
+  };
+
   const forward = async (name, toolCallId, params, signal) => {
     // A held definition the bridge no longer lists refuses here.
     if (ended) throw new Error(`${name} is not available: ${ended}; nothing was sent`);
@@ -206,6 +219,7 @@ export default function clankieWorker(pi) {
         connection: new WorkerConnection({ socket, pane, token: LAUNCH_TOKEN }),
         pi,
         log,
+        onInterrupted: (ids) => void reportInterruption(ids),
       });
       runtime.run(ctx).catch((e) => end(`the controller was lost: ${e.message}`, { controller: true }));
     }

@@ -614,6 +614,18 @@ async fn a_cancelled_call_is_uncertain_with_its_receipt_and_ran_at_most_once() {
         .filter(|l| l.contains("pi-cancel"))
         .count();
     assert_eq!(ran, 1, "{:?}", file_lines(&log));
+    // Pi 1.x says the run was aborted: the lead hears it was interrupted.
+    let (stack, lead) = (&f.stack, &f.lead);
+    let told = eventually(Duration::from_secs(30), async || {
+        transcript(stack, lead).into_iter().find(|e| {
+            e["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("was interrupted in Pi"))
+        })
+    })
+    .await
+    .unwrap_or_else(|| panic!("{:?}", file_lines(&worker.log)));
+    assert_eq!(told["untrusted"], true, "{told}");
 }
 
 /// Two Pi workers talk with `message_peer`: each message is delivered to
