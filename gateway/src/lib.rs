@@ -96,6 +96,8 @@ pub(crate) struct Shared {
     pub(crate) peers: parking_lot::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
     /// Every connected account's log lines, as mcp-host's feed gives them.
     pub(crate) log_lines: tokio::sync::broadcast::Sender<mpb::LogLine>,
+    /// The grant calls being served, so a revoke answers them first.
+    pub(crate) grant_calls: grants::GrantCalls,
     pub(crate) request_budget: Duration,
     session_caps: sessions::SessionCaps,
     allowed_hosts: Vec<String>,
@@ -130,6 +132,7 @@ impl Options {
                 announced: watch::channel(0).0,
                 peers: parking_lot::Mutex::new(Vec::new()),
                 log_lines: tokio::sync::broadcast::channel(256).0,
+                grant_calls: Default::default(),
                 request_budget: self.request_budget.min(REQUEST_BUDGET),
                 session_caps: self.session_caps,
                 allowed_hosts: self.allowed_hosts,

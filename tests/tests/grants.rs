@@ -343,6 +343,14 @@ async fn a_revoke_closes_the_session_and_nothing_dispatches_after_it() {
         run.join().expect("session")
     });
     assert_eq!(answers[1]["isError"], false, "{answers:?}");
+    // The running call is answered at once, as possibly applied, before
+    // its session closes.
+    let running = &answers[2];
+    assert_eq!(running["structured"]["outcome"], "uncertain", "{running}");
+    assert!(
+        running.to_string().contains("revoked while this call ran"),
+        "{running}"
+    );
     // Refused before anything left, as such (not "uncertain").
     let after = &answers[3];
     assert!(

@@ -26,12 +26,30 @@ impl Budget {
     }
 }
 
-/// The receipt id a caller chose in the request's `_meta`, if any.
-fn chosen_receipt(meta: &RequestMetaObject) -> Option<String> {
-    meta.0
-        .get(RECEIPT_META)
-        .and_then(Value::as_str)
-        .map(str::to_string)
+/// A grant call's receipt id, fixed before anything leaves: the caller's
+/// own (from `_meta`), or a new one.
+pub(super) fn receipt_for(meta: &RequestMetaObject) -> Result<String, ClankieError> {
+    match meta.0.get(RECEIPT_META).and_then(Value::as_str) {
+        Some(id) if !limits::receipt_id_ok(id) => {
+            Err(ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE))
+        }
+        Some(id) => Ok(id.to_string()),
+        None => Ok(format!("rcpt_{}", uuid::Uuid::new_v4().simple())),
+    }
+}
+
+/// The answer to a grant call still running when its grant was revoked:
+/// the call may have applied (its receipt says, to the owner), and the
+/// session closes right after.
+pub(super) fn revoked_mid_call(receipt_id: &str) -> CallToolResult {
+    call_result(mpb::CallResult {
+        receipt_id: receipt_id.to_string(),
+        outcome: "uncertain".into(),
+        detail: "the grant was revoked while this call ran: it may have applied, and this \
+                 session is closing"
+            .into(),
+        ..Default::default()
+    })
 }
 
 impl Bridge {
@@ -69,23 +87,16 @@ impl Bridge {
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
-    /// One granted tool, forwarded once. The receipt id is fixed before
-    /// anything leaves: the caller's own (from `_meta`), or a new one.
+    /// One granted tool, forwarded once under `receipt_id`.
     pub(super) async fn grant_call(
         &self,
         bearer: &str,
         budget: &Budget,
         request: CallToolRequestParams,
-        meta: &RequestMetaObject,
+        receipt_id: &str,
         hearing: Option<super::hear::Hearing>,
     ) -> CallToolResult {
-        let receipt_id = match chosen_receipt(meta) {
-            Some(id) if !limits::receipt_id_ok(&id) => {
-                return refused(&ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE));
-            }
-            Some(id) => id,
-            None => format!("rcpt_{}", uuid::Uuid::new_v4().simple()),
-        };
+        let receipt_id = receipt_id.to_string();
         let msg = mpb::CallToolRequest {
             name: request.name.to_string(),
             arguments_json: Value::Object(request.arguments.unwrap_or_default()).to_string(),

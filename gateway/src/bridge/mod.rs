@@ -169,10 +169,17 @@ impl ServerHandler for Bridge {
         let ct = context.ct.clone();
         let cancelled = || ErrorData::invalid_request("cancelled by the caller", None);
         if let Some(bearer) = &a.grant {
+            let receipt_id = match grant::receipt_for(&context.meta) {
+                Ok(id) => id,
+                Err(e) => return Ok(refused(&e).into()),
+            };
+            // A revoke answers this call before its session closes.
+            let (revoked, _in_flight) = self.shared.grant_calls.enter(&a.principal.link_id);
             let hearing = hear::Hearing::asked(&context.peer, &context.meta, &self.level, true);
-            let work = self.grant_call(bearer, &budget, request, &context.meta, hearing);
+            let work = self.grant_call(bearer, &budget, request, &receipt_id, hearing);
             return tokio::select! {
                 r = work.instrument(span) => Ok(r.into()),
+                _ = revoked.cancelled() => Ok(grant::revoked_mid_call(&receipt_id).into()),
                 _ = ct.cancelled() => Err(cancelled()),
             };
         }
