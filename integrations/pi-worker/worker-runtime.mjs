@@ -2,7 +2,8 @@
 //
 // The seat's mailbox is read over the control connection. Each listed
 // delivery is claimed (a claim is exclusive and survives lost answers),
-// handed to Pi as a user message (a follow-up while Pi is working), and
+// handed to Pi as a user message (while Pi works: the lead's steers the
+// run, a peer's waits as a follow-up), and
 // acknowledged under its claim only once Pi has taken it: when the message
 // starts in the session. That acknowledgement is the delivery receipt the
 // lead sees. A delivery Pi did not take in time stays claimed: it may yet
@@ -140,8 +141,13 @@ export class WorkerRuntime {
         resolve(ok);
       });
     });
+    // An idle Pi starts a run with it. A busy one: the lead's word steers
+    // the run (it lands before Pi's next model call); a peer's, a review's
+    // or a wake waits as a follow-up until the run has no more work.
     const busy = this.ctx && typeof this.ctx.isIdle === "function" && !this.ctx.isIdle();
-    this.pi.sendUserMessage(envelope(d), busy ? { deliverAs: "followUp" } : undefined);
+    const deliverAs = ["peer", "review", "wake"].includes(d.kind) ? "followUp" : "steer";
+    this.pi.sendUserMessage(envelope(d), busy ? { deliverAs } : undefined);
+    this.log("delivery.handed", { deliveryId: d.deliveryId, as: busy ? deliverAs : "prompt" });
     return taken;
   }
 }

@@ -679,3 +679,62 @@ async fn pi_in_rpc_mode_gets_no_fleet_tools() {
     assert!(children.is_empty(), "no bridge in RPC mode: {children:?}");
     assert!(!file_lines(&log).iter().any(|l| l.contains("tools.listed")));
 }
+
+/// A lead's message to a Pi that is working steers the run: it reaches the
+/// model right after the running tool's result, before the run goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leads_message_to_a_busy_pi_steers_its_run() {
+    let f = PiStack::start().await;
+    let log = f.dir.path().join("edge.log");
+    f.stack.connect_edge("edge", &log, &[]);
+    let worker = f.hire(NEWEST).await;
+    f.brief(
+        &worker,
+        &[
+            r#"CALL clankie_call {"name": "edge_slow", "arguments": {"seconds": 5, "tag": "busy"}}"#,
+            r#"CALL clankie_call {"name": "edge_slow", "arguments": {"seconds": 0.1, "tag": "second"}}"#,
+            "SAY finished",
+        ],
+    );
+    assert!(
+        clankie_tests::wait_file_line(&log, "busy", Duration::from_secs(60)).await,
+        "{:?}",
+        file_lines(&worker.log)
+    );
+    // While the slow call runs, the lead changes course.
+    let steer = f.brief(&worker, &["SAY changed course"]);
+    let (model, w) = (&f.model, &worker);
+    let steered = eventually(Duration::from_secs(60), async || {
+        w.events("delivery.handed")
+            .into_iter()
+            .find(|e| e["deliveryId"] == steer.as_str())
+            .and_then(|handed| {
+                // The next model request after the slow call's result.
+                let after: Vec<Value> = model
+                    .requests()
+                    .into_iter()
+                    .filter(|r| {
+                        r["last"]
+                            .as_str()
+                            .is_some_and(|l| l.contains("changed course"))
+                    })
+                    .collect();
+                after.first().cloned().map(|r| (handed, r))
+            })
+    })
+    .await
+    .unwrap_or_else(|| panic!("{:?}\n{:?}", file_lines(&worker.log), f.model.requests()));
+    assert_eq!(steered.0["as"], "steer", "{}", steered.0);
+    let roles = steered.1["roles"].as_array().cloned().unwrap_or_default();
+    let n = roles.len();
+    assert!(n >= 2, "{roles:?}");
+    assert_eq!(
+        roles[n - 2],
+        "tool",
+        "right after the slow call's result: {roles:?}"
+    );
+    assert_eq!(roles[n - 1], "user", "{roles:?}");
+    // The steered model answered the lead; the brief's second call never ran.
+    let ran = file_lines(&log);
+    assert!(!ran.iter().any(|l| l.contains("second")), "{ran:?}");
+}
