@@ -76,7 +76,11 @@ export default function clankieWorker(pi) {
     }
   };
 
-  const refresh = async () => {
+  // One listing at a time: a change heard mid-listing lists again after.
+  let listing = Promise.resolve();
+  const refresh = () => (listing = listing.then(listOnce, listOnce));
+
+  const listOnce = async () => {
     if (ended || !mcp) return;
     let tools;
     try {
