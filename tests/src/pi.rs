@@ -185,6 +185,17 @@ pub struct PiStack {
 }
 
 impl PiStack {
+    /// The lead's first transcript entry whose text holds `needle`,
+    /// waiting up to `within` for it.
+    pub async fn lead_hears(&self, needle: &str, within: Duration) -> Option<Value> {
+        eventually(within, async || {
+            transcript(&self.stack, &self.lead)
+                .into_iter()
+                .find(|e| e["text"].as_str().is_some_and(|t| t.contains(needle)))
+        })
+        .await
+    }
+
     /// With project `alpha` on a fresh workspace.
     pub async fn start() -> PiStack {
         let mut f = Self::bare().await;

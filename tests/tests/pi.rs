@@ -33,29 +33,23 @@ async fn round_trip(version: &str, sandboxed: bool) {
             "SAY reported",
         ],
     );
-    let (stack, lead, model) = (&f.stack, &f.lead, &f.model);
-    let report = eventually(Duration::from_secs(90), async || {
-        transcript(stack, lead).into_iter().find(|e| {
-            e["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("the time:"))
-        })
-    })
-    .await
-    .unwrap_or_else(|| {
-        panic!(
-            "no report reached the lead: {:?}\n{:?}",
-            file_lines(&worker.log),
-            model.requests()
-        )
-    });
+    let report = f
+        .lead_hears("the time:", Duration::from_secs(90))
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "no report reached the lead: {:?}\n{:?}",
+                file_lines(&worker.log),
+                f.model.requests()
+            )
+        });
     assert_eq!(report["role"], "agent", "{report}");
     assert_eq!(report["untrusted"], true, "{report}");
     assert!(
         report["text"].as_str().unwrap_or("").contains("UTC"),
         "the time came through clankie_call: {report}"
     );
-    let reports: Vec<_> = transcript(stack, lead)
+    let reports: Vec<_> = transcript(&f.stack, &f.lead)
         .into_iter()
         .filter(|e| {
             e["text"]
@@ -80,7 +74,7 @@ async fn round_trip(version: &str, sandboxed: bool) {
     assert!(settled.is_some(), "{:?}", file_lines(&worker.log));
 
     // What Pi showed the model: clankie_call without a top-level anyOf.
-    let shown = model.requests();
+    let shown = f.model.requests();
     let call = shown
         .iter()
         .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
@@ -358,16 +352,10 @@ async fn a_cancelled_call_is_uncertain_with_its_receipt_and_ran_at_most_once() {
         .count();
     assert_eq!(ran, 1, "{:?}", file_lines(&log));
     // Pi 1.x says the run was aborted: the lead hears it was interrupted.
-    let (stack, lead) = (&f.stack, &f.lead);
-    let told = eventually(Duration::from_secs(30), async || {
-        transcript(stack, lead).into_iter().find(|e| {
-            e["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("was interrupted in Pi"))
-        })
-    })
-    .await
-    .unwrap_or_else(|| panic!("{:?}", file_lines(&worker.log)));
+    let told = f
+        .lead_hears("was interrupted in Pi", Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|| panic!("{:?}", file_lines(&worker.log)));
     assert_eq!(told["untrusted"], true, "{told}");
 }
 
@@ -403,23 +391,17 @@ async fn two_pi_workers_exchange_peer_messages_with_honest_receipts() {
             "SAY checked",
         ],
     );
-    let (stack, lead) = (&f.stack, &f.lead);
-    let report = eventually(Duration::from_secs(120), async || {
-        transcript(stack, lead).into_iter().find(|e| {
-            e["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("a's receipt:"))
-        })
-    })
-    .await
-    .unwrap_or_else(|| {
-        panic!(
-            "a never reported its receipt:\na {:?}\nb {:?}\nmodel {:?}",
-            file_lines(&a.log),
-            file_lines(&b.log),
-            f.model.requests()
-        )
-    });
+    let report = f
+        .lead_hears("a's receipt:", Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "a never reported its receipt:\na {:?}\nb {:?}\nmodel {:?}",
+                file_lines(&a.log),
+                file_lines(&b.log),
+                f.model.requests()
+            )
+        });
     let text = report["text"].as_str().unwrap_or("");
     assert!(text.contains("delivered"), "honest: b's Pi took it: {text}");
     // Each side took the other's message once and acknowledged it.
@@ -623,14 +605,10 @@ async fn a_process_pi_starts_in_its_pane_cannot_read_the_seats_deliveries() {
             "SAY done",
         ],
     );
-    let (stack, lead) = (&f.stack, &f.lead);
-    let report = eventually(Duration::from_secs(90), async || {
-        transcript(stack, lead)
-            .into_iter()
-            .find(|e| e["text"].as_str().is_some_and(|t| t.starts_with("poll:")))
-    })
-    .await
-    .unwrap_or_else(|| panic!("{:?}\n{:?}", file_lines(&worker.log), f.model.requests()));
+    let report = f
+        .lead_hears("poll:", Duration::from_secs(90))
+        .await
+        .unwrap_or_else(|| panic!("{:?}\n{:?}", file_lines(&worker.log), f.model.requests()));
     let text = report["text"].as_str().unwrap_or("");
     assert!(text.contains("launch_token_invalid"), "{text}");
     assert!(text.contains(r#""launchTokenInEnv": false"#), "{text}");
