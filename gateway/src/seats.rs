@@ -66,28 +66,6 @@ fn request<T>(shared: &Shared, a: &Admitted, msg: T, extra: Duration) -> tonic::
         .request()
 }
 
-/// A seat-mailbox request: the ticket, and the launch token the caller
-/// presented (`x-clankie-launch`), which the mailbox checks against the
-/// hire's beside the kernel proof.
-fn seat_request<T>(
-    shared: &Shared,
-    a: &Admitted,
-    msg: T,
-    extra: Duration,
-    headers: &http::HeaderMap,
-) -> tonic::Request<T> {
-    let mut r = request(shared, a, msg, extra);
-    if let Some(v) = headers
-        .get(clankie_runtime::grpc::LAUNCH_KEY)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-    {
-        r.metadata_mut()
-            .insert(clankie_runtime::grpc::LAUNCH_KEY, v);
-    }
-    r
-}
-
 fn failed(s: tonic::Status) -> Response {
     refusal(&ClankieError::from_status(&s))
 }
@@ -196,7 +174,6 @@ pub(crate) async fn mailbox(
     Extension(a): Extension<Admitted>,
     Path(pane): Path<String>,
     Query(q): Query<Wait>,
-    headers: http::HeaderMap,
 ) -> Response {
     if let Err(e) = check_pane(&a, &pane) {
         return refusal(&e);
@@ -205,14 +182,13 @@ pub(crate) async fn mailbox(
     let known = q.revision.unwrap_or_default();
     // The poll ends on a delivery or on a catalog change, whichever is first.
     let mut client = shared.mailbox.clone();
-    let poll = client.seat_poll(seat_request(
+    let poll = client.seat_poll(request(
         &shared,
         &a,
         pb::SeatPollRequest {
             wait_ms: wait.as_millis() as u32,
         },
         wait,
-        &headers,
     ));
     let changed = async {
         if known.is_empty() {
@@ -282,7 +258,6 @@ pub(crate) async fn claim(
     State(shared): State<Arc<Shared>>,
     Extension(a): Extension<Admitted>,
     Path(pane): Path<String>,
-    headers: http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
     seat_post(&a, &pane, &body, |c: Claim| async {
@@ -291,7 +266,7 @@ pub(crate) async fn claim(
         };
         let mut mailbox = shared.mailbox.clone();
         let r = mailbox
-            .seat_claim(seat_request(&shared, &a, msg, Duration::ZERO, &headers))
+            .seat_claim(request(&shared, &a, msg, Duration::ZERO))
             .await
             .map_err(grpc_err)?
             .into_inner();
@@ -307,7 +282,6 @@ pub(crate) async fn release(
     State(shared): State<Arc<Shared>>,
     Extension(a): Extension<Admitted>,
     Path(pane): Path<String>,
-    headers: http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
     seat_post(&a, &pane, &body, |r: Ack| async {
@@ -317,7 +291,7 @@ pub(crate) async fn release(
         };
         let mut mailbox = shared.mailbox.clone();
         let r = mailbox
-            .seat_release(seat_request(&shared, &a, msg, Duration::ZERO, &headers))
+            .seat_release(request(&shared, &a, msg, Duration::ZERO))
             .await
             .map_err(grpc_err)?;
         Ok(json!({ "released": r.into_inner().recorded }))
@@ -334,7 +308,6 @@ pub(crate) async fn ack(
     State(shared): State<Arc<Shared>>,
     Extension(a): Extension<Admitted>,
     Path(pane): Path<String>,
-    headers: http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
     seat_post(&a, &pane, &body, |ack: Ack| async {
@@ -344,7 +317,7 @@ pub(crate) async fn ack(
         };
         let mut mailbox = shared.mailbox.clone();
         let r = mailbox
-            .seat_ack(seat_request(&shared, &a, msg, Duration::ZERO, &headers))
+            .seat_ack(request(&shared, &a, msg, Duration::ZERO))
             .await
             .map_err(grpc_err)?;
         Ok(json!({ "recorded": r.into_inner().recorded }))

@@ -64,6 +64,8 @@ pub struct Fact {
     pub exited: bool,
     pub pgid: i32,
     pub tpgid: i32,
+    pub ns_pid: i32,
+    pub ns_depth: u32,
 }
 
 impl From<Fact> for pb::ProcessFact {
@@ -79,6 +81,8 @@ impl From<Fact> for pb::ProcessFact {
             exited: f.exited,
             pgid: f.pgid,
             tpgid: f.tpgid,
+            ns_pid: f.ns_pid,
+            ns_depth: f.ns_depth,
         }
     }
 }
@@ -148,15 +152,49 @@ pub fn more_privileged(pid: i32) -> Result<bool, ObsError> {
     Ok(theirs & !own_caps() != 0)
 }
 
-/// The real uid from `/proc/PID/status`.
-pub fn uid(pid: i32) -> Result<u32, ObsError> {
+/// What `/proc/PID/status` says about a process's user and pid namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// The real uid.
+    pub uid: u32,
+    /// The pid in the process's own (innermost) pid namespace.
+    pub ns_pid: i32,
+    /// How many pid namespaces below ours that is.
+    pub ns_depth: u32,
+}
+
+/// Reads `/proc/PID/status`.
+pub fn status(pid: i32) -> Result<Status, ObsError> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|e| ObsError::from_io(&e))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .ok_or(ObsError::Io(0))
+    parse_status(&text).ok_or(ObsError::Io(0))
+}
+
+/// The `Uid:` and `NSpid:` lines (a kernel without `NSpid` shows only its
+/// own namespace: the pid itself, depth 0).
+pub fn parse_status(text: &str) -> Option<Status> {
+    let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key));
+    let uid = field("Uid:")?.split_whitespace().next()?.parse().ok()?;
+    let (ns_pid, ns_depth) = match field("NSpid:") {
+        Some(v) => {
+            let pids: Vec<i32> = v
+                .split_whitespace()
+                .map(|p| p.parse().ok())
+                .collect::<Option<_>>()?;
+            (*pids.last()?, u32::try_from(pids.len() - 1).ok()?)
+        }
+        None => (field("Pid:")?.trim().parse().ok()?, 0),
+    };
+    Some(Status {
+        uid,
+        ns_pid,
+        ns_depth,
+    })
+}
+
+/// The real uid from `/proc/PID/status`.
+pub fn uid(pid: i32) -> Result<u32, ObsError> {
+    status(pid).map(|s| s.uid)
 }
 
 /// Opens a pidfd for `pid` and returns its pidfs inode.
@@ -187,7 +225,7 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
     if again.start_time != first.start_time {
         return Err(ObsError::Gone);
     }
-    let uid = uid(pid)?;
+    let status = status(pid)?;
     let executable = std::fs::read_link(format!("/proc/{pid}/exe"))
         .map(|p| p.to_string_lossy().to_string())
         .unwrap_or_default();
@@ -203,7 +241,7 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
     Ok(Fact {
         pid,
         ppid: again.ppid,
-        uid,
+        uid: status.uid,
         pidfs_id,
         start_time: again.start_time,
         executable,
@@ -211,6 +249,8 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
         exited: again.dead() || has_exited(&fd),
         pgid: again.pgid,
         tpgid: again.tpgid,
+        ns_pid: status.ns_pid,
+        ns_depth: status.ns_depth,
     })
 }
 
@@ -233,6 +273,29 @@ mod tests {
         );
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) S"), None);
+    }
+
+    #[test]
+    fn status_names_the_uid_and_the_innermost_pid() {
+        let nested = "Name:\tnode\nPid:\t4242\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t2\n";
+        assert_eq!(
+            parse_status(nested),
+            Some(Status {
+                uid: 1000,
+                ns_pid: 2,
+                ns_depth: 1
+            })
+        );
+        let old_kernel = "Pid:\t7\nUid:\t0\t0\t0\t0\n";
+        assert_eq!(
+            parse_status(old_kernel),
+            Some(Status {
+                uid: 0,
+                ns_pid: 7,
+                ns_depth: 0
+            })
+        );
+        assert_eq!(parse_status("NSpid:\tx\nUid:\t0\n"), None);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 // The extension's one control connection to the stack: HTTP/1.1 kept alive
 // over the gateway's local Unix socket, so every request on it comes from
-// this process and the kernel proves which pane that is. The launch token
-// the hire prepared travels on every request; the gateway accepts it only
-// from the pane it was prepared for, so a token alone attaches nothing.
+// this process and the kernel proves which pane that is, and that this is
+// the harness itself: the seat's control routes refuse a process Pi
+// starts. No secret travels: there is none to steal.
 //
 // Answers are bounded UTF-8 JSON: a body over MAX_BODY, or one that is not
 // valid UTF-8 or JSON, closes the connection with a clear error.
@@ -12,16 +12,12 @@ import http from "node:http";
 /** The largest answer accepted from the stack. */
 export const MAX_BODY = 1024 * 1024;
 
-/** Where the launch token travels. */
-export const LAUNCH_HEADER = "x-clankie-launch";
-
 export class WorkerConnection {
-  /** @param {{ socket: string, pane: string, token?: string }} endpoint */
-  constructor({ socket, pane, token }) {
+  /** @param {{ socket: string, pane: string }} endpoint */
+  constructor({ socket, pane }) {
     if (!socket) throw new Error("no stack endpoint was prepared for this launch");
     this.socket = socket;
     this.pane = pane;
-    this.token = token ?? "";
     // One socket, kept alive: the stack proves this process once per connection.
     this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     this.base = `/v1/fleet/seats/${encodeURIComponent(pane)}`;
@@ -61,7 +57,6 @@ export class WorkerConnection {
           path,
           headers: {
             host: "localhost",
-            ...(this.token ? { [LAUNCH_HEADER]: this.token } : {}),
             ...(payload ? { "content-type": "application/json", "content-length": payload.length } : {}),
           },
           timeout: timeoutMs,

@@ -24,13 +24,6 @@ import { WorkerRuntime } from "./worker-runtime.mjs";
 
 const CALL = "clankie_call";
 
-// The launch token is this process's alone: taken out of the environment
-// at load, so nothing Pi starts (its tools, the bridge) inherits it. A
-// process the model runs in this pane passes the kernel proof, but not
-// the token check.
-const LAUNCH_TOKEN = process.env.CLANKIE_LAUNCH_TOKEN ?? "";
-delete process.env.CLANKIE_LAUNCH_TOKEN;
-
 function logger() {
   const file = process.env.CLANKIE_PI_LOG;
   return (event, data = {}) => {
@@ -220,7 +213,7 @@ export default function clankieWorker(pi) {
     const socket = gatewaySocket();
     if (pane && socket) {
       runtime = new WorkerRuntime({
-        connection: new WorkerConnection({ socket, pane, token: LAUNCH_TOKEN }),
+        connection: new WorkerConnection({ socket, pane }),
         pi,
         log,
         onInterrupted: (ids) => void reportInterruption(ids),

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 pub mod git;
 pub mod pi;
+pub mod sandbox;
 pub mod seat;
 
 /// The repository root.
@@ -82,6 +83,8 @@ pub fn edge_server() -> PathBuf {
 /// A running stack: `clankie up` and its services, in a private state folder.
 pub struct Stack {
     pub state: tempfile::TempDir,
+    /// The account the stack runs as (None: the test's own).
+    pub user: Option<Account>,
     up: Child,
     lines: Arc<Mutex<Vec<String>>>,
     pub url: String,
@@ -100,6 +103,35 @@ pub struct StackOptions {
     pub path: Option<String>,
     /// More environment for the stack's processes (HOME, ...).
     pub env: Vec<(String, String)>,
+    /// Run the stack, and the CLI against it, as this account.
+    pub user: Option<Account>,
+}
+
+/// An account a stack or a tmux server runs as: the test, when root,
+/// runs a second stack as an ordinary user.
+#[derive(Clone, Debug)]
+pub struct Account {
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+}
+
+impl Account {
+    /// Runs `cmd` as this account, with its home.
+    pub fn apply(&self, cmd: &mut Command) {
+        use std::os::unix::process::CommandExt as _;
+        cmd.uid(self.uid).gid(self.gid).env("HOME", &self.home);
+    }
+
+    /// Hands `path` to this account.
+    pub fn own(&self, path: &Path) {
+        nix::unistd::chown(
+            path,
+            Some(nix::unistd::Uid::from_raw(self.uid)),
+            Some(nix::unistd::Gid::from_raw(self.gid)),
+        )
+        .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+    }
 }
 
 impl Stack {
@@ -126,6 +158,7 @@ impl Stack {
         let (up, lines) = launch(state.path(), &options)?;
         let mut stack = Stack {
             state,
+            user: options.user.clone(),
             up,
             lines,
             url: String::new(),
@@ -193,6 +226,9 @@ impl Stack {
             .env("PATH", peer_path())
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null());
+        if let Some(user) = &self.user {
+            user.apply(&mut cmd);
+        }
         cmd
     }
 
@@ -228,7 +264,7 @@ impl Stack {
 
     /// Links a new tmux server's `session` to this stack.
     pub fn link_tmux(&self, session: &str) -> TmuxServer {
-        let tmux = TmuxServer::start(session);
+        let tmux = TmuxServer::start_as(session, self.user.as_ref());
         let socket = tmux.socket.display().to_string();
         self.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", session]);
         tmux
@@ -246,9 +282,20 @@ impl Stack {
             .to_string();
         let clankie = bin_dir().join("clankie").display().to_string();
         let folder = dir.display().to_string();
+        // The harness writes its files in `dir`: a profile folder, writable
+        // under the worker sandbox.
         let mut args = vec!["hire"];
         args.extend_from_slice(flags);
-        args.extend(["--", &py, &script, &clankie, &folder, name]);
+        args.extend([
+            "--profile",
+            &folder,
+            "--",
+            &py,
+            &script,
+            &clankie,
+            &folder,
+            name,
+        ]);
         let out = self.clankie_ok(&args);
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
     }
@@ -472,6 +519,9 @@ fn launch(
     for (k, v) in &options.env {
         cmd.env(k, v);
     }
+    if let Some(user) = &options.user {
+        user.apply(&mut cmd);
+    }
     let mut up = cmd.spawn().context("starting clankie up")?;
     let lines = Arc::new(Mutex::new(Vec::new()));
     let stdout = up.stdout.take().context("no stdout")?;
@@ -490,29 +540,47 @@ fn launch(
 /// A private tmux server (its own socket) with one session; killed on drop.
 pub struct TmuxServer {
     pub socket: PathBuf,
+    user: Option<Account>,
     _dir: tempfile::TempDir,
 }
 
 impl TmuxServer {
     /// Starts a server with a detached session named `session`.
     pub fn start(session: &str) -> Self {
+        Self::start_as(session, None)
+    }
+
+    /// Starts a server run by `user` (None: the test's own account).
+    pub fn start_as(session: &str, user: Option<&Account>) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("tmx")
             .tempdir_in("/tmp")
             .expect("tmp");
+        if let Some(user) = user {
+            user.own(dir.path());
+        }
         let server = TmuxServer {
             socket: dir.path().join("tmux.sock"),
+            user: user.cloned(),
             _dir: dir,
         };
         server.run(&["new-session", "-d", "-s", session, "-x", "120", "-y", "30"]);
         server
     }
 
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&self.socket);
+        if let Some(user) = &self.user {
+            user.apply(&mut cmd);
+        }
+        cmd
+    }
+
     /// Runs a tmux command against this server; requires success.
     pub fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
+        let out = self
+            .command()
             .args(args)
             .output()
             .expect("tmux (scripts/install-peers installs it)");
@@ -526,11 +594,7 @@ impl TmuxServer {
 
     /// Stops the server (its socket file stays).
     pub fn kill(&self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
+        let _ = self.command().arg("kill-server").status();
     }
 }
 

@@ -107,9 +107,12 @@ impl PiWorker {
     ) -> PiWorker {
         static HIRED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = HIRED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let log = dir.join(format!("pi-{version}-{role}-{n}.log"));
+        // The log and the home sit in folders the hire may write under the
+        // worker sandbox too: Pi's profile, and a profile folder named here.
+        let log = agent.join(format!("pi-{version}-{role}-{n}.log"));
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("home");
+        let home_arg = home.display().to_string();
         let out = stack
             .clankie_cmd(&[
                 "hire",
@@ -127,6 +130,8 @@ impl PiWorker {
                 &node().display().to_string(),
                 "--model",
                 "scripted/scripted",
+                "--profile",
+                &home_arg,
             ])
             .env("PI_CODING_AGENT_DIR", agent)
             .env("CLANKIE_PI_LOG", &log)

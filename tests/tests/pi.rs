@@ -581,39 +581,104 @@ async fn the_extension_reports_its_session_to_herdr_from_inside_the_pane() {
     assert_eq!(herdr.stop(), Vec::<String>::new(), "no schema violations");
 }
 
-/// The seat's control channel takes the kernel proof and the launch token
-/// together. A process the model starts in the same pane passes the
-/// kernel proof (it runs under the pane's agent) but never sees the token,
-/// so it cannot read the seat's deliveries; the extension itself can.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_process_pi_starts_in_its_pane_cannot_read_the_seats_deliveries() {
+/// The seat's control channel answers only Pi itself. A process the model
+/// starts in the same pane passes the pane proof (it runs under the pane's
+/// agent), reads every environment and command line it can see, and tries
+/// every control route with whatever it found, directly and as an orphan
+/// the nearest reaper adopted (inside the sandbox: the sandbox's init, right
+/// where Pi itself sits). There is no secret to find, every route refuses
+/// it, and the lead's next message still reaches Pi.
+async fn a_process_pi_starts_cannot_take_the_seats_deliveries(sandboxed: bool) {
     let f = PiStack::start().await;
+    if sandboxed {
+        f.stack
+            .clankie_ok(&["fleet", "set", "--worker-sandbox", "on"]);
+    }
     let worker = f.hire(NEWEST).await;
-    let poll = format!(
+    assert_eq!(worker.hire["sandboxed"], sandboxed);
+    let thief = format!(
         "{} {}",
         python().display(),
-        repo_root().join("tests/clients/seat_poll.py").display()
+        repo_root().join("tests/clients/seat_thief.py").display()
     );
     f.brief(
         &worker,
         &[
             &format!(
                 r#"CALL bash {{"command": "{}"}}"#,
-                poll.replace('\\', "\\\\").replace('"', "\\\"")
+                thief.replace('\\', "\\\\").replace('"', "\\\"")
             ),
-            r#"CALL message_clankie {"text": "poll: {{last}}"}"#,
+            r#"CALL message_clankie {"text": "thief: {{last}}"}"#,
             "SAY done",
         ],
     );
     let report = f
-        .lead_hears("poll:", Duration::from_secs(90))
+        .lead_hears("thief:", Duration::from_secs(90))
         .await
         .unwrap_or_else(|| panic!("{:?}\n{:?}", file_lines(&worker.log), f.model.requests()));
     let text = report["text"].as_str().unwrap_or("");
-    assert!(text.contains("launch_token_invalid"), "{text}");
-    assert!(text.contains(r#""launchTokenInEnv": false"#), "{text}");
-    // The extension's own connection kept working: it took the brief.
-    assert_eq!(worker.events("delivery.acknowledged").len(), 1);
+    let seen: Value = text
+        .find('{')
+        .and_then(|i| serde_json::from_str(text[i..].trim()).ok())
+        .unwrap_or_else(|| panic!("no JSON in the report: {text}"));
+    assert!(seen["scanned"].as_u64().unwrap_or(0) > 0, "{seen}");
+    assert_eq!(
+        seen["secrets"],
+        json!([]),
+        "no secret in any environment or argv: {seen}"
+    );
+    let refused = |tries: &Value, codes: &[&str]| {
+        for (route, tries) in tries.as_object().expect("routes") {
+            for t in tries.as_array().expect("tries") {
+                assert_eq!(t["status"], 403, "{route}: {seen}");
+                let code = t["code"].as_str().unwrap_or("");
+                assert!(codes.contains(&code), "{route}: {seen}");
+            }
+        }
+    };
+    refused(&seen["routes"], &["harness_process_required"]);
+    // Adopted by the sandbox's init, the orphan sits where Pi sits, one
+    // step under the agent, and is still not Pi. Outside the sandbox a
+    // reaper outside the pane adopts it.
+    let orphan_codes: &[&str] = if sandboxed {
+        &["harness_process_required"]
+    } else {
+        &[
+            "harness_process_required",
+            "local_process_membership_required",
+        ]
+    };
+    refused(&seen["orphan"], orphan_codes);
+    // Pi's own connection kept working: it took the brief, then takes the
+    // next message, and acknowledged exactly those two.
+    f.brief(
+        &worker,
+        &[
+            r#"CALL message_clankie {"text": "second brief taken"}"#,
+            "SAY ok",
+        ],
+    );
+    assert!(
+        f.lead_hears("second brief taken", Duration::from_secs(90))
+            .await
+            .is_some()
+    );
+    let acked = eventually(Duration::from_secs(30), async || {
+        let n = worker.events("delivery.acknowledged").len();
+        (n >= 2).then_some(n)
+    })
+    .await;
+    assert_eq!(acked, Some(2), "{:?}", file_lines(&worker.log));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_pi_starts_in_its_pane_cannot_take_the_seats_deliveries() {
+    a_process_pi_starts_cannot_take_the_seats_deliveries(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_a_sandboxed_pi_starts_cannot_take_the_seats_deliveries_even_as_an_orphan() {
+    a_process_pi_starts_cannot_take_the_seats_deliveries(true).await;
 }
 
 /// Only the session Pi starts in its TUI gets fleet tools: Pi in RPC mode

@@ -43,6 +43,11 @@ pub struct HireArgs {
     /// Pi: the model, as PROVIDER/MODEL.
     #[arg(long)]
     pub model: Option<String>,
+    /// A folder the harness keeps its config and sessions in, writable
+    /// under the worker sandbox (repeat for more). A Pi hire adds its
+    /// profile (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`).
+    #[arg(long = "profile", value_name = "DIR")]
+    pub profiles: Vec<std::path::PathBuf>,
     /// The worker's command (or Pi's arguments), after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -77,12 +82,31 @@ async fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
     })
 }
 
+/// The profile folders, absolute: the ones named, and Pi's own for a Pi
+/// hire.
+fn profiles(args: &HireArgs) -> anyhow::Result<Vec<String>> {
+    let mut dirs = args.profiles.clone();
+    if args.harness == "pi" {
+        dirs.extend(crate::support::pi::profile_dir());
+    }
+    dirs.iter()
+        .map(|d| {
+            std::fs::canonicalize(d)
+                .map(|d| d.display().to_string())
+                .map_err(|e| anyhow::anyhow!("the profile folder {}: {e}", d.display()))
+        })
+        .collect()
+}
+
 pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode> {
     let command = pane_command(&args).await?;
+    let profile = profiles(&args)?;
     let h = clients::mailbox(&paths)?
         .hire(pb::HireRequest {
-            // Pi's extension holds the seat's control connection.
-            launch_token: args.harness == "pi",
+            // Pi's extension holds the seat's control connection in Pi's
+            // own process: nothing Pi starts may use it.
+            harness_only_control: args.harness == "pi",
+            profile,
             project: args.project,
             role: args.role,
             command,

@@ -110,6 +110,16 @@ pub fn worker_dir() -> anyhow::Result<PathBuf> {
         .context("the Pi worker extension (pi-worker/worker.mjs) is not beside this binary or in its source tree")
 }
 
+/// Pi's profile folder, where it keeps its settings and sessions:
+/// `PI_CODING_AGENT_DIR`, else `~/.pi/agent`, when it exists.
+pub fn profile_dir() -> Option<PathBuf> {
+    std::env::var_os("PI_CODING_AGENT_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pi/agent")))
+        .filter(|d| d.is_dir())
+}
+
 /// The selected Node: `--node PATH`, else `node` on PATH.
 pub fn node(chosen: Option<&Path>) -> anyhow::Result<PathBuf> {
     match chosen {

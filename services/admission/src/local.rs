@@ -406,6 +406,7 @@ pub async fn observe_seat(
     if !proof.lineage.contains(&identity(&after)) {
         return Err(not_member("foreground_mismatch", "seat"));
     }
+    let owner_is_harness = owner_is_harness(helper, &proof.lineage, &after).await?;
     let pb_identity = |i: &Identity| apb::ProcessIdentity {
         pid: i.pid,
         pidfs_id: i.pidfs_id,
@@ -420,5 +421,42 @@ pub async fn observe_seat(
         agent_executable: after.executable,
         agent_argv: after.argv.into_iter().take(8).collect(),
         settings: None,
+        owner_is_harness,
     })
+}
+
+/// Whether the connection's owner (the lineage's first process) is the
+/// harness itself rather than something it started: the agent, or, for an
+/// agent that is the worker sandbox, the one command the sandbox's init
+/// started first. That command is pid 2 of a pid namespace one below the
+/// agent's; its parent is that namespace's init (pid 1, running the agent's
+/// own executable), whose parent is the agent. A process the harness starts
+/// is neither: the namespace never hands out pid 2 again while the harness
+/// lives, and an orphan the init adopts keeps its own pid.
+async fn owner_is_harness(
+    helper: &HelperClient,
+    lineage: &[Identity],
+    agent: &hpb::ProcessFact,
+) -> Result<bool, Refusal> {
+    let agent_id = identity(agent);
+    let (owner, init) = match lineage {
+        [owner, ..] if *owner == agent_id => return Ok(true),
+        [owner, init, parent, ..] if *parent == agent_id => (owner, init),
+        _ => return Ok(false),
+    };
+    let facts = observe(helper, vec![owner.pid, init.pid], false).await?;
+    let [o, i] = facts.as_slice() else {
+        return Ok(false);
+    };
+    Ok(identity(o) == *owner
+        && identity(i) == *init
+        && !o.exited
+        && !i.exited
+        && i.executable == agent.executable
+        && i.ppid == agent.pid
+        && i.ns_pid == 1
+        && i.ns_depth == agent.ns_depth + 1
+        && o.ppid == init.pid
+        && o.ns_pid == 2
+        && o.ns_depth == i.ns_depth)
 }

@@ -87,7 +87,9 @@ codes! {
     PeerMessagesOff => "peer_messages_off",
     RecipientUnknown => "recipient_unknown",
     NativeSeatRequired => "native_seat_required",
-    LaunchTokenInvalid => "launch_token_invalid",
+    HarnessProcessRequired => "harness_process_required",
+    HostNotAllowed => "host_not_allowed",
+    OriginNotAllowed => "origin_not_allowed",
     ReviewNotConfigured => "review_not_configured",
     NoReviewer => "no_reviewer",
     CandidateNotFound => "candidate_not_found",
@@ -131,7 +133,9 @@ impl ErrorCode {
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
-            | ErrorCode::LaunchTokenInvalid
+            | ErrorCode::HarnessProcessRequired
+            | ErrorCode::HostNotAllowed
+            | ErrorCode::OriginNotAllowed
             | ErrorCode::NotReviewer
             | ErrorCode::TrackerOutOfScope
             | ErrorCode::GrantRevoked
@@ -202,7 +206,9 @@ impl ErrorCode {
             | ErrorCode::RoleNotAllowed
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
-            | ErrorCode::LaunchTokenInvalid
+            | ErrorCode::HarnessProcessRequired
+            | ErrorCode::HostNotAllowed
+            | ErrorCode::OriginNotAllowed
             | ErrorCode::NotReviewer
             | ErrorCode::TrackerOutOfScope
             | ErrorCode::GrantRevoked

@@ -207,15 +207,6 @@ pub fn set_ticket<T>(req: &mut tonic::Request<T>, ticket: &str) {
     }
 }
 
-/// Metadata key carrying a hire's launch token: the control connection of
-/// a harness prepared for one launch presents it beside its kernel proof.
-pub const LAUNCH_KEY: &str = "x-clankie-launch";
-
-/// Reads a launch token from request metadata.
-pub fn launch_token(metadata: &MetadataMap) -> Option<&str> {
-    metadata.get(LAUNCH_KEY)?.to_str().ok()
-}
-
 /// Metadata key carrying a manual grant's bearer, in place of a ticket.
 pub const GRANT_KEY: &str = "x-clankie-grant";
 

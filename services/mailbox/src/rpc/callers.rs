@@ -61,6 +61,17 @@ impl MailboxService {
         &self,
         req: &Request<T>,
     ) -> Result<(seats::SeatRec, apb::FleetSettings), ClankieError> {
+        self.observed_seat(req)
+            .await
+            .map(|(seat, settings, _)| (seat, settings))
+    }
+
+    /// [`Self::native_seat`], and whether the connection's owner is the
+    /// harness itself (not a process it started).
+    async fn observed_seat<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<(seats::SeatRec, apb::FleetSettings, bool), ClankieError> {
         let ticket = Self::ticket_of(req)?;
         // One call: admission rechecks the ticket's proof, then observes the
         // seat fresh (bearer tickets have no seat).
@@ -85,6 +96,7 @@ impl MailboxService {
             })?
             .into_inner();
         let settings = seat.settings.unwrap_or_default();
+        let owner_is_harness = seat.owner_is_harness;
         let agent = seat.agent.unwrap_or_default();
         let rec = seats::SeatRec {
             seat_id: seats::seat_id(
@@ -124,39 +136,29 @@ impl MailboxService {
                 store.save().map_err(internal)?;
             }
         }
-        Ok((rec, settings))
+        Ok((rec, settings, owner_is_harness))
     }
 
-    /// The native seat behind a seat-mailbox request, with its hire's
-    /// launch token when the hire prepared one: the kernel proof and the
-    /// token together, never the token alone.
+    /// The native seat behind a seat-mailbox request. A hire that asked
+    /// for it answers only its harness process itself: a process the model
+    /// runs in the pane passes the pane proof but is not the harness.
     pub(crate) async fn control_seat<T>(
         &self,
         req: &Request<T>,
     ) -> Result<seats::SeatRec, ClankieError> {
-        let (seat, _) = self.native_seat(req).await?;
-        let expected = {
+        let (seat, _, owner_is_harness) = self.observed_seat(req).await?;
+        let harness_only = {
             let store = self.inner.store.lock().await;
-            store
-                .state
-                .hires
-                .iter()
-                .find(|h| {
-                    h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
-                })
-                .map(|h| h.launch_token_sha256.clone())
-                .unwrap_or_default()
+            store.state.hires.iter().any(|h| {
+                h.ended.is_empty()
+                    && h.link_id == seat.link_id
+                    && h.pane_id == seat.pane_id
+                    && h.harness_only()
+            })
         };
-        if expected.is_empty() {
-            return Ok(seat);
-        }
-        let presented = grpc::launch_token(req.metadata()).unwrap_or("");
-        let hash = clankie_runtime::owner::token_hash(presented);
-        if presented.is_empty()
-            || !clankie_runtime::owner::constant_time_eq(hash.as_bytes(), expected.as_bytes())
-        {
-            return Err(ErrorCode::LaunchTokenInvalid.err(
-                "this seat's mailbox needs the launch token its hire prepared, beside the pane proof",
+        if harness_only && !owner_is_harness {
+            return Err(ErrorCode::HarnessProcessRequired.err(
+                "this seat's mailbox answers only its harness process, not a process it started",
             ));
         }
         Ok(seat)

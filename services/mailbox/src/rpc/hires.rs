@@ -341,24 +341,29 @@ impl MailboxService {
         // With the worker sandbox on, the hire starts confined or not at all.
         let command = match &launch.sandbox {
             Some(sandbox) => {
-                let mut protected =
-                    sandbox::Protected::for_stack(&self.inner.paths, Path::new(&workspace.path));
-                for socket in &launch.sockets {
-                    protected.hide(socket);
-                }
-                sandbox::prepare(&protected).map_err(|e| {
+                let profiles: Vec<std::path::PathBuf> =
+                    req.profile.iter().map(std::path::PathBuf::from).collect();
+                let reach = sandbox::Reach::for_stack(
+                    &self.inner.paths,
+                    Path::new(&workspace.path),
+                    &launch.sockets,
+                    &profiles,
+                )
+                .map_err(refuse)?;
+                reach.prepare().map_err(|e| {
                     refuse(
                         ErrorCode::WorkerSandboxUnavailable
                             .err(format!("could not prepare the sandbox's covers: {e}")),
                     )
                 })?;
-                sandbox.wrap(&protected, &req.command)
+                sandbox.wrap(&reach, &req.command)
             }
             None => req.command.clone(),
         };
         // The hire learns where the gateway is, never where the state is:
-        // the state folder holds the owner credential.
-        let mut env = vec![
+        // the state folder holds the owner credential. Nothing secret rides
+        // in the environment or on the multiplexer's command line.
+        let env = vec![
             ("CLANKIE_WORKER_PANE", "1".to_string()),
             ("CLANKIE_OPERATOR_TOKEN", String::new()),
             ("CLANKIE_CAPTAIN_TOKEN", String::new()),
@@ -368,16 +373,6 @@ impl MailboxService {
                 self.inner.paths.gateway_discovery().display().to_string(),
             ),
         ];
-        // A launch token for this launch alone: the pane is told it, the
-        // hire keeps its hash.
-        let launch_token_sha256 = if req.launch_token {
-            let token = clankie_runtime::owner::random_token("clkl");
-            let hash = clankie_runtime::owner::token_hash(&token);
-            env.push(("CLANKIE_LAUNCH_TOKEN", token));
-            hash
-        } else {
-            String::new()
-        };
         let pane_id = open_pane(&link, &workspace.path, &env, &command)
             .await
             .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
@@ -398,7 +393,8 @@ impl MailboxService {
             occupant_pidfs_id: 0,
             occupant_start_time: 0,
             sandboxed: launch.sandbox.is_some(),
-            launch_token_sha256,
+            harness_only_control: req.harness_only_control,
+            legacy_launch_token: String::new(),
         };
         store.state.hires.push(hire.clone());
         if let Err(e) = store.save() {

@@ -112,10 +112,20 @@ pub struct HireRec {
     /// Started under the worker sandbox (bubblewrap).
     #[serde(default)]
     pub sandboxed: bool,
-    /// The SHA-256 of the launch token prepared for the harness's control
-    /// connection (empty: none was). The token itself is never stored.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub launch_token_sha256: String,
+    /// The seat's control routes answer only the harness process itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub harness_only_control: bool,
+    /// Records written when a launch token guarded the control routes: its
+    /// hash meant what `harness_only_control` means now. Read, never written.
+    #[serde(default, rename = "launchTokenSha256", skip_serializing)]
+    pub legacy_launch_token: String,
+}
+
+impl HireRec {
+    /// Whether the seat's control routes answer only the harness itself.
+    pub fn harness_only(&self) -> bool {
+        self.harness_only_control || !self.legacy_launch_token.is_empty()
+    }
 }
 
 /// A project name: 1-64 letters, digits, `-`, `_` or `.`, never `.` or
