@@ -14,6 +14,7 @@ mod grants;
 mod intake;
 pub mod local;
 mod operator;
+mod origin;
 mod seats;
 mod serve;
 mod sessions;
@@ -173,14 +174,14 @@ impl Gateway {
     /// The axum router.
     pub fn router(&self, shutdown: CancellationToken) -> Router {
         let shared = self.shared.clone();
-        let mut config = StreamableHttpServerConfig::default()
+        // Host and Origin are checked once, in front of every route
+        // (`origin.rs`), not again inside the MCP service.
+        let config = StreamableHttpServerConfig::default()
             .with_cancellation_token(shutdown.child_token())
-            .with_max_request_body_bytes(MAX_BODY);
-        if !self.shared.allowed_hosts.is_empty() {
-            let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
-            hosts.extend(self.shared.allowed_hosts.iter().cloned());
-            config = config.with_allowed_hosts(hosts);
-        }
+            .with_max_request_body_bytes(MAX_BODY)
+            .disable_allowed_hosts()
+            .disable_allowed_origins();
+        let hosts = Arc::new(origin::Hosts::new(&self.shared.allowed_hosts));
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(SESSION_IDLE);
         let manager = Arc::new(manager);
@@ -250,6 +251,7 @@ impl Gateway {
             .route("/healthz", axum::routing::get(healthz))
             .route("/readyz", axum::routing::get(readyz))
             .with_state(shared)
+            .layer(axum::middleware::from_fn_with_state(hosts, origin::guard))
     }
 
     /// Serves HTTP on `listener` until `shutdown` (bearer clients).

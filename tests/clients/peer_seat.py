@@ -4,7 +4,8 @@ Runs `clankie mcp --fleet` (no token), records every channel notification
 the bridge hands it (`notifications/claude/channel`) in DIR/NAME.inbox, one
 JSON object per line, and executes commands the test drops in
 DIR/NAME.cmd.N (JSON {"tool", "args"} for an MCP tool call, or {"http":
-[METHOD, PATH, BODY]} for a request on the gateway's local Unix socket),
+[METHOD, PATH, BODY], "headers": {...}} for a request on the gateway's
+local Unix socket),
 writing each answer to DIR/NAME.res.N. Its own seat id goes to DIR/NAME.seat.
 
 Usage: python peer_seat.py CLANKIE_BIN DIR NAME
@@ -36,10 +37,10 @@ clankie, folder, name = sys.argv[1], sys.argv[2], sys.argv[3]
 files = SeatFiles(folder, name)
 
 
-def do_http(method: str, target: str, body) -> dict:
+def do_http(method: str, target: str, body, headers=None) -> dict:
     # A hire is told where the discovery file is, not where the state is.
     conn = UnixHTTP(discovery.gateway()["unix"])
-    return request_json(conn, method, pane_target(target), body)
+    return request_json(conn, method, pane_target(target), body, headers)
 
 
 async def on_channel(params: Channel) -> None:
@@ -71,7 +72,8 @@ async def main() -> None:
                     return {"tools": sorted(t.name for t in tools.tools)}
                 if "http" in c:
                     method, target, body = c["http"]
-                    return await anyio.to_thread.run_sync(do_http, method, target, body)
+                    headers = c.get("headers")
+                    return await anyio.to_thread.run_sync(do_http, method, target, body, headers)
                 return bridge.outcome(await s.call_tool(c["tool"], c.get("args", {})))
 
             await files.serve(answer)

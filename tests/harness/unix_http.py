@@ -23,10 +23,14 @@ def pane_target(target: str) -> str:
     return target.replace("{pane}", os.environ["TMUX_PANE"].replace("%", "%25"))
 
 
-def request_json(conn: http.client.HTTPConnection, method: str, target: str, body=None) -> dict:
-    """One request with an optional JSON body: {"status", "body"}, the body
-    parsed as JSON (null when empty)."""
+def request_json(
+    conn: http.client.HTTPConnection, method: str, target: str, body=None, headers=None
+) -> dict:
+    """One request with an optional JSON body and more headers (a `Host`
+    there replaces the default): {"status", "body"}, the body parsed as
+    JSON (null when empty)."""
     data = json.dumps(body) if body is not None else None
-    conn.request(method, target, body=data, headers={"Content-Type": "application/json"})
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    conn.request(method, target, body=data, headers=all_headers)
     r = conn.getresponse()
     return {"status": r.status, "body": json.loads(r.read() or b"null")}

@@ -737,7 +737,7 @@ pub fn http(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u
 }
 
 /// One HTTP/1.1 request; the status, the response headers (names in lower
-/// case) and the body.
+/// case) and the body. A `Host` among `headers` replaces the URL's.
 pub fn http_response(
     url: &str,
     method: &str,
@@ -749,14 +749,45 @@ pub fn http_response(
         .split_once('/')
         .map(|(h, p)| (h, format!("/{p}")))
         .unwrap_or((rest, "/".into()));
-    use std::io::{Read as _, Write as _};
-    let mut s = std::net::TcpStream::connect(host).expect("connect");
+    let s = std::net::TcpStream::connect(host).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+    exchange(s, host, method, &path, headers, body)
+}
+
+/// [`http`] over a Unix socket, with `Host: localhost` unless `headers`
+/// name another.
+pub fn unix_http(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let s = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let (status, _, body) = exchange(s, "localhost", method, path, headers, body);
+    (status, body)
+}
+
+fn exchange<S: std::io::Read + std::io::Write>(
+    mut s: S,
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::{Read as _, Write as _};
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {host}\r\n"));
+    }
+    req.push_str(&format!(
+        "Connection: close\r\nContent-Length: {}\r\n",
         body.len()
-    );
+    ));
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }

@@ -627,3 +627,106 @@ async fn descriptors_sent_along_to_the_local_socket_are_closed_not_kept() {
         after.saturating_sub(before)
     );
 }
+
+/// One Host and Origin check stands in front of every route, on every
+/// listener: a request naming another host (a rebound name) or sent from
+/// another site's page is refused before admission, on the seat, operator,
+/// MCP and health routes alike. From inside a pane, where the kernel proof
+/// passes, the same request with the gateway's own name goes through.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_and_origin_check_stands_in_front_of_every_route() {
+    let (stack, _tmux, _workspace, lead) = seat_stack().await;
+    let discovery: clankie_types::discovery::GatewayDiscovery = serde_json::from_slice(
+        &std::fs::read(stack.state.path().join("run/fleet/gateway.json")).expect("discovery"),
+    )
+    .expect("discovery json");
+    let tcp_base = |url: &str| {
+        url.trim_end_matches("/mcp")
+            .trim_end_matches('/')
+            .to_string()
+    };
+    let bearer = tcp_base(&stack.url);
+    let local_tcp = tcp_base(&discovery.local_mcp);
+    let routes = [
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("POST", "/mcp"),
+        ("GET", "/v1/operator/projects"),
+        ("POST", "/v1/operator/projects/remove-workspace"),
+        ("GET", "/v1/tracker/request-budget"),
+        ("GET", "/v1/fleet/seats/%251/mailbox?wait=0"),
+        ("POST", "/v1/fleet/seats/%251/mailbox/ack"),
+        ("POST", "/v1/fleet/seats/%251/peer-messages"),
+        ("POST", "/v1/fleet/seats/%251/review-verdicts"),
+    ];
+    let bad: [(&str, &str, &str); 4] = [
+        ("Host", "evil.example:7755", "host_not_allowed"),
+        ("Host", "127.0.0.1.evil.example", "host_not_allowed"),
+        ("Origin", "https://evil.example", "origin_not_allowed"),
+        ("Origin", "null", "origin_not_allowed"),
+    ];
+    let mut tried = 0;
+    for (method, path) in routes {
+        for (name, value, code) in bad {
+            let answers = [
+                clankie_tests::http(&format!("{bearer}{path}"), method, &[(name, value)], "{}"),
+                clankie_tests::http(
+                    &format!("{local_tcp}{path}"),
+                    method,
+                    &[(name, value)],
+                    "{}",
+                ),
+                clankie_tests::unix_http(&discovery.unix, method, path, &[(name, value)], "{}"),
+            ];
+            for (status, body) in answers {
+                assert_eq!(status, 403, "{method} {path} {name}: {value}: {body}");
+                assert_eq!(
+                    json_of(&body)["error"]["code"],
+                    code,
+                    "{method} {path} {name}: {value}"
+                );
+                tried += 1;
+            }
+        }
+    }
+    assert_eq!(tried, 120);
+    // Not a blanket refusal: the gateway's own names pass.
+    let (status, _) = clankie_tests::http(&format!("{bearer}/healthz"), "GET", &[], "");
+    assert_eq!(status, 200);
+    let (status, _) = clankie_tests::unix_http(
+        &discovery.unix,
+        "GET",
+        "/healthz",
+        &[("Origin", "http://localhost:7755")],
+        "",
+    );
+    assert_eq!(status, 200);
+
+    // A page in a pane (the kernel proof passes there) cannot act as the
+    // seat through another name or from another site.
+    let dir = tempfile::tempdir().expect("dir");
+    let a = Seat::hire(&stack, dir.path(), "a", &lead).await;
+    let mailbox = "/v1/fleet/seats/{pane}/mailbox?wait=0";
+    let from_pane = |headers: Value| {
+        let a = &a;
+        async move {
+            a.run(json!({ "http": ["GET", mailbox, null], "headers": headers }))
+                .await
+        }
+    };
+    let rebound = from_pane(json!({ "Host": "evil.example" })).await;
+    assert_eq!(rebound["status"], 403, "{rebound}");
+    assert_eq!(rebound["body"]["error"]["code"], "host_not_allowed");
+    let cross = from_pane(json!({ "Origin": "https://evil.example" })).await;
+    assert_eq!(cross["status"], 403, "{cross}");
+    assert_eq!(cross["body"]["error"]["code"], "origin_not_allowed");
+    let own = from_pane(json!({})).await;
+    assert_eq!(own["status"], 200, "{own}");
+    // Each refusal was logged with its reason, never the name it carried.
+    let text: String = logs(&stack).into_iter().map(|(_, t)| t).collect();
+    assert!(text.contains("host_not_allowed"));
+    assert!(
+        !text.contains("evil.example"),
+        "the refused name is not logged"
+    );
+}
