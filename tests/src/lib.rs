@@ -779,7 +779,6 @@ fn exchange<S: std::io::Read + std::io::Write>(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
-    use std::io::{Read as _, Write as _};
     let mut req = format!("{method} {path} HTTP/1.1\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {host}\r\n"));
