@@ -10,6 +10,7 @@
 //! Does not own: any state, accounts, receipts or settings.
 
 mod bridge;
+mod caps;
 mod grants;
 mod intake;
 pub mod local;
@@ -19,7 +20,7 @@ mod seats;
 mod serve;
 mod sessions;
 
-pub use serve::ConnLimits;
+pub use serve::{ConnLimits, PeerKey};
 
 /// Entry points for the fuzz targets (`fuzz/`): the intake's pure parsers.
 #[doc(hidden)]
@@ -267,7 +268,7 @@ impl Gateway {
             router,
             limits,
             |_, _| None::<()>,
-            |addr: &SocketAddr| Some(addr.ip()),
+            |addr: &SocketAddr, _| Some(serve::PeerKey::Ip(addr.ip())),
             shutdown,
         )
         .await
@@ -288,7 +289,7 @@ impl Gateway {
             router,
             limits,
             |io, _| Some(local::LocalPeer::unix(io)),
-            |_| None,
+            |_, peer: Option<&local::LocalPeer>| peer.map(local::LocalPeer::key),
             shutdown,
         )
         .await
@@ -309,7 +310,7 @@ impl Gateway {
             router,
             limits,
             |io, addr: &SocketAddr| Some(local::LocalPeer::tcp(io, *addr)),
-            |addr: &SocketAddr| Some(addr.ip()),
+            |addr: &SocketAddr, _| Some(serve::PeerKey::Ip(addr.ip())),
             shutdown,
         )
         .await
@@ -368,6 +369,17 @@ async fn run_admitted(
         .get::<Admitted>()
         .map(|a| sessions::owner_key(&a.principal))
         .unwrap_or_default();
+    // An admitted member's connection is never displaced by a newcomer, up
+    // to its share of the listener.
+    if let Some(conn) = req.extensions().get::<serve::ConnHandle>()
+        && !conn.0.prove(&owner)
+    {
+        return refusal(
+            &ErrorCode::TooManyConnections.err(
+                "this member holds its most connections to the gateway; close one, or reuse it",
+            ),
+        );
+    }
     if let Err(e) = sessions.check(req.headers(), &owner) {
         return refusal(&e);
     }

@@ -334,6 +334,18 @@ fn pidfs_id(stream: &UnixStream) -> Option<u64> {
 }
 
 impl LocalPeer {
+    /// Who a Unix connection counts against before it proves anything: the
+    /// process the kernel named (its pidfs id, else its pid), never the
+    /// address every local client shares.
+    pub fn key(&self) -> crate::serve::PeerKey {
+        let p = &self.0;
+        crate::serve::PeerKey::Process(if p.pidfs_id != 0 {
+            p.pidfs_id
+        } else {
+            u64::from(p.pid.unsigned_abs())
+        })
+    }
+
     /// What the kernel says about a Unix connection's peer.
     pub fn unix(io: &CredStream) -> Self {
         let (pid, uid) = io

@@ -43,9 +43,14 @@ struct Args {
     /// (past it, the oldest such connection is closed).
     #[arg(long, env = "CLANKIE_MAX_WAITING", default_value_t = clankie_gateway::ConnLimits::default().max_waiting)]
     max_waiting: usize,
-    /// Most connections from one address on a TCP listener.
-    #[arg(long, env = "CLANKIE_MAX_CONNECTIONS_PER_IP", default_value_t = clankie_gateway::ConnLimits::default().max_per_ip)]
-    max_connections_per_ip: usize,
+    /// Most connections one peer holds: one address on a TCP listener, one
+    /// process on the Unix socket.
+    #[arg(long, env = "CLANKIE_MAX_CONNECTIONS_PER_PEER", default_value_t = clankie_gateway::ConnLimits::default().max_per_peer)]
+    max_connections_per_peer: usize,
+    /// Most connections one admitted member (pane, bearer link, grant)
+    /// holds proven.
+    #[arg(long, env = "CLANKIE_MAX_CONNECTIONS_PER_MEMBER", default_value_t = clankie_gateway::ConnLimits::default().max_per_member)]
+    max_connections_per_member: usize,
 }
 
 #[tokio::main]
@@ -79,7 +84,8 @@ async fn main() -> anyhow::Result<()> {
         header_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
         max_conns: args.max_connections,
         max_waiting: args.max_waiting,
-        max_per_ip: args.max_connections_per_ip,
+        max_per_peer: args.max_connections_per_peer,
+        max_per_member: args.max_connections_per_member,
     };
     let addr = tcp.local_addr()?;
     let local_addr = local_tcp.local_addr()?;

@@ -3,22 +3,13 @@
 //!
 //! - A connection must send its request head within the header timeout
 //!   (slow or silent clients are closed).
-//! - A listener holds at most `max_conns` connections and at most
-//!   `max_per_ip` from one address; a connection past either is answered
-//!   503 (Retry-After) without its request being read.
-//! - At most `max_waiting` connections may be open without having sent a
-//!   request: these are unauthenticated, and cost a descriptor each. A new
-//!   one past that evicts the oldest waiting one if it has waited a quarter
-//!   of the header timeout, and is answered 503 otherwise. A real client
-//!   sends its request at once, so a flood of idle connections only ever
-//!   displaces itself and members keep getting in, while a burst of real
-//!   requests is told to retry rather than cut off.
-//! - Once its first request head arrives a connection stops waiting and is
-//!   never evicted; its request is then admitted or refused at once.
+//! - Each connection holds a place in its listener's book (`caps.rs`): past
+//!   a cap, a newcomer displaces the oldest connection that has proven
+//!   nothing and is not being answered, or is answered 503 (Retry-After)
+//!   without its request being read.
+//! - Each request marks its connection busy until its answer is sent, and
+//!   carries the connection's handle, so admission can mark it proven.
 
-use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,145 +17,53 @@ use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
+
+use crate::caps::{Caps, Conn};
+pub use crate::caps::{ConnLimits, PeerKey};
 
 /// How long open connections may finish after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Connection bounds of one listener.
-#[derive(Clone, Copy, Debug)]
-pub struct ConnLimits {
-    /// The time a connection has to send a complete request head.
-    pub header_timeout: Duration,
-    pub max_conns: usize,
-    pub max_waiting: usize,
-    pub max_per_ip: usize,
+/// An answer's body that marks its connection no longer busy when it is
+/// dropped (sent, or abandoned). Its size is the inner body's, so a sized
+/// answer keeps its Content-Length.
+struct Answered {
+    inner: axum::body::Body,
+    conn: Conn,
 }
 
-impl Default for ConnLimits {
-    fn default() -> Self {
-        ConnLimits {
-            header_timeout: Duration::from_secs(10),
-            max_conns: 1024,
-            max_waiting: 128,
-            max_per_ip: 256,
-        }
-    }
-}
-
-/// Connections waiting for their first admitted request, oldest first.
-#[derive(Default)]
-struct Waiting {
-    next: u64,
-    queue: VecDeque<(u64, std::time::Instant, CancellationToken)>,
-}
-
-type WaitingRef = Arc<Mutex<Waiting>>;
-
-/// A connection's place in the waiting queue; it leaves on its first
-/// request head, or when it closes.
-#[derive(Clone)]
-struct ConnTag {
-    id: u64,
-    waiting: WaitingRef,
-}
-
-impl ConnTag {
-    fn leave(&self) {
-        let mut w = self.waiting.lock();
-        w.queue.retain(|(id, _, _)| *id != self.id);
-    }
-}
-
-/// Open connections per client address.
-type PerIp = Arc<Mutex<HashMap<IpAddr, usize>>>;
-
-/// One listener's counts.
-struct Caps {
-    limits: ConnLimits,
-    conns: Arc<Semaphore>,
-    waiting: WaitingRef,
-    per_ip: PerIp,
-    refusing: Arc<Semaphore>,
-}
-
-/// Holds one connection's place; freed when the connection ends.
-struct Place {
-    _conn: OwnedSemaphorePermit,
-    ip: Option<(IpAddr, PerIp)>,
-}
-
-impl Drop for Place {
+impl Drop for Answered {
     fn drop(&mut self) {
-        if let Some((ip, map)) = &self.ip {
-            let mut map = map.lock();
-            if let Some(n) = map.get_mut(ip) {
-                *n -= 1;
-                if *n == 0 {
-                    map.remove(ip);
-                }
-            }
-        }
+        self.conn.end();
     }
 }
 
-impl Caps {
-    fn new(limits: ConnLimits) -> Self {
-        Caps {
-            limits,
-            conns: Arc::new(Semaphore::new(limits.max_conns)),
-            waiting: Arc::default(),
-            per_ip: Arc::new(Mutex::new(HashMap::new())),
-            refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
-        }
+impl http_body::Body for Answered {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
     }
 
-    /// A place for a new connection (its tag, and the token that evicts
-    /// it while it waits), or None past a cap.
-    fn place(&self, ip: Option<IpAddr>) -> Option<(Place, ConnTag, CancellationToken)> {
-        let conn = self.conns.clone().try_acquire_owned().ok()?;
-        // Every check comes before anything is counted, so a connection
-        // turned away leaves no count behind. One accept loop serves a
-        // listener, so nothing changes between the checks and the counts.
-        if let Some(ip) = ip
-            && self.per_ip.lock().get(&ip).copied().unwrap_or(0) >= self.limits.max_per_ip
-        {
-            return None;
-        }
-        let evict = CancellationToken::new();
-        let id = {
-            let mut w = self.waiting.lock();
-            if w.queue.len() >= self.limits.max_waiting.max(1) {
-                let old_enough = w
-                    .queue
-                    .front()
-                    .is_some_and(|(_, since, _)| since.elapsed() >= self.limits.header_timeout / 4);
-                if !old_enough {
-                    return None;
-                }
-                if let Some((_, _, oldest)) = w.queue.pop_front() {
-                    oldest.cancel();
-                }
-            }
-            w.next += 1;
-            let id = w.next;
-            w.queue
-                .push_back((id, std::time::Instant::now(), evict.clone()));
-            id
-        };
-        let ip = ip.map(|ip| {
-            *self.per_ip.lock().entry(ip).or_insert(0) += 1;
-            (ip, self.per_ip.clone())
-        });
-        let tag = ConnTag {
-            id,
-            waiting: self.waiting.clone(),
-        };
-        Some((Place { _conn: conn, ip }, tag, evict))
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
+
+/// The connection a request arrived on, for admission to mark proven.
+#[derive(Clone)]
+pub(crate) struct ConnHandle(pub(crate) Conn);
 
 /// How many turned-away connections may be answered at once; past this a
 /// connection is simply closed.
@@ -202,13 +101,13 @@ async fn turn_away<I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut 
 
 /// Serves `router` on `listener` until `shutdown`. `peer` names what the
 /// kernel says about each connection (inserted as `ConnectInfo` on every
-/// request), `ip` the address the per-IP cap counts.
+/// request), `key` who the connection counts against.
 pub async fn serve<L, P>(
     mut listener: L,
     router: Router,
     limits: ConnLimits,
     peer: impl Fn(&L::Io, &L::Addr) -> Option<P> + Send + 'static,
-    ip: impl Fn(&L::Addr) -> Option<IpAddr> + Send + 'static,
+    key: impl Fn(&L::Addr, Option<&P>) -> Option<PeerKey> + Send + 'static,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()>
 where
@@ -216,6 +115,7 @@ where
     P: Clone + Send + Sync + 'static,
 {
     let caps = Caps::new(limits);
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut refused: u64 = 0;
     loop {
@@ -223,14 +123,15 @@ where
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => accepted,
         };
-        let Some((place, tag, evict)) = caps.place(ip(&addr)) else {
+        let info = peer(&io, &addr);
+        let Some(place) = caps.place(key(&addr, info.as_ref())) else {
             // Answered without reading the request. Logged once per power of
             // two, so a flood cannot flood the log too.
             refused += 1;
             if refused.is_power_of_two() {
                 tracing::warn!(refused, "gateway.connection.refused");
             }
-            if let Ok(permit) = caps.refusing.clone().try_acquire_owned() {
+            if let Ok(permit) = refusing.clone().try_acquire_owned() {
                 tokio::spawn(async move {
                     let _permit = permit;
                     turn_away(io).await;
@@ -238,18 +139,24 @@ where
             }
             continue;
         };
-        let info = peer(&io, &addr);
-        let leave = tag.clone();
-        let service =
-            router
-                .clone()
-                .map_request(move |mut req: http::Request<hyper::body::Incoming>| {
-                    tag.leave();
-                    if let Some(info) = &info {
-                        req.extensions_mut().insert(ConnectInfo(info.clone()));
-                    }
-                    req.map(axum::body::Body::new)
-                });
+        let router = router.clone();
+        let conn = place.conn.clone();
+        let service = tower::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let (router, conn, info) = (router.clone(), conn.clone(), info.clone());
+            async move {
+                conn.begin();
+                let mut req = req.map(axum::body::Body::new);
+                if let Some(info) = info {
+                    req.extensions_mut().insert(ConnectInfo(info));
+                }
+                req.extensions_mut().insert(ConnHandle(conn.clone()));
+                let resp = router.oneshot(req).await?;
+                // The connection is busy until the answer's body is done.
+                Ok::<_, std::convert::Infallible>(
+                    resp.map(|inner| axum::body::Body::new(Answered { inner, conn })),
+                )
+            }
+        });
         // HTTP/1.1 only: MCP's streamable HTTP needs nothing more, and the
         // header timeout then bounds every connection's head (h2c has none).
         let conn = hyper::server::conn::http1::Builder::new()
@@ -258,13 +165,12 @@ where
             .serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
-            let _place = place;
             tokio::select! {
                 _ = conn => {}
-                // Evicted while still waiting for admission: dropped.
-                _ = evict.cancelled() => {}
+                // Displaced by a newcomer: dropped.
+                _ = place.evicted.cancelled() => {}
             }
-            leave.leave();
+            drop(place);
         });
     }
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
@@ -274,77 +180,4 @@ where
         tracing::warn!("gateway connections still open after the shutdown grace");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn limits(max_conns: usize, max_waiting: usize, max_per_ip: usize) -> ConnLimits {
-        ConnLimits {
-            header_timeout: Duration::from_secs(1),
-            max_conns,
-            max_waiting,
-            max_per_ip,
-        }
-    }
-
-    #[test]
-    fn the_oldest_waiting_connection_is_evicted_and_active_ones_never_are() {
-        let mut l = limits(100, 2, 100);
-        l.header_timeout = Duration::ZERO;
-        let caps = Caps::new(l);
-        let (_p1, t1, e1) = caps.place(None).expect("one");
-        let (_p2, _t2, e2) = caps.place(None).expect("two");
-        t1.leave();
-        let (_p3, _t3, e3) = caps.place(None).expect("three");
-        assert!(
-            !e1.is_cancelled(),
-            "a connection that sent a request is never evicted"
-        );
-        assert!(!e2.is_cancelled());
-        let (_p4, _t4, _e4) = caps.place(None).expect("four");
-        assert!(e2.is_cancelled(), "the oldest waiting one goes");
-        assert!(!e3.is_cancelled());
-        // A waiting connection younger than a quarter of the header timeout
-        // is not evicted: the newcomer is turned away instead.
-        let young = Caps::new(limits(100, 1, 100));
-        let (_p, _t, first) = young.place(None).expect("first");
-        assert!(young.place(None).is_none());
-        assert!(!first.is_cancelled());
-    }
-
-    #[test]
-    fn connection_and_per_address_caps_refuse_and_free_on_close() {
-        let ip: IpAddr = "192.0.2.7".parse().expect("ip");
-        let other: IpAddr = "192.0.2.8".parse().expect("ip");
-        let caps = Caps::new(limits(3, 10, 2));
-        let a = caps.place(Some(ip)).expect("a");
-        let _b = caps.place(Some(ip)).expect("b");
-        assert!(caps.place(Some(ip)).is_none(), "per address");
-        let _c = caps.place(Some(other)).expect("another address");
-        drop(a);
-        let d = caps.place(Some(ip)).expect("room again after a close");
-        assert!(caps.place(Some(other)).is_none(), "total");
-        drop(d);
-    }
-
-    #[test]
-    fn a_connection_turned_away_leaves_no_count_behind() {
-        let ip: IpAddr = "192.0.2.9".parse().expect("ip");
-        // One waiting place, never old enough to evict: every newcomer from
-        // this address is turned away, many more times than its cap.
-        let caps = Caps::new(limits(100, 1, 2));
-        let (first, tag, _e) = caps.place(Some(ip)).expect("first");
-        for _ in 0..10 {
-            assert!(caps.place(Some(ip)).is_none());
-        }
-        // The first connection ends: it leaves the queue and frees its place.
-        tag.leave();
-        drop(first);
-        let _a = caps
-            .place(Some(ip))
-            .expect("the address has its places back");
-        assert_eq!(caps.per_ip.lock().get(&ip).copied(), Some(1));
-    }
 }

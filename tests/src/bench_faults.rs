@@ -67,7 +67,10 @@ pub async fn bench_memory(n: usize) -> anyhow::Result<()> {
                 (4 * n).to_string(),
             ),
             ("CLANKIE_MAX_CONNECTIONS".into(), (4 * n).to_string()),
-            ("CLANKIE_MAX_CONNECTIONS_PER_IP".into(), (4 * n).to_string()),
+            (
+                "CLANKIE_MAX_CONNECTIONS_PER_PEER".into(),
+                (4 * n).to_string(),
+            ),
         ],
         ..Default::default()
     })

@@ -361,3 +361,103 @@ async fn service_logs_rotate_at_their_cap() {
         assert!(len <= cap + 4096, "{f} is {len} bytes, past its cap");
     }
 }
+
+/// A `GET /healthz` on `s`, kept alive; true once its answer was read.
+fn healthz_kept_alive<S: std::io::Read + std::io::Write>(s: &mut S) -> bool {
+    if s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while !got.ends_with(br#"{"status":"ok"}"#) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got.starts_with(b"HTTP/1.1 200")
+}
+
+/// One local process holds keep-alive connections, each of which sent one
+/// unauthenticated request, past every connection cap, on the bearer TCP
+/// listener and on the local Unix socket. Members beside it are never
+/// refused: a bearer member on fresh connections, and a pane's seat whose
+/// every request opens a new Unix connection.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_flood_of_keep_alive_connections_never_locks_a_member_out() {
+    const CAP: usize = 48;
+    let stack = Stack::start_with(StackOptions {
+        env: vec![
+            ("CLANKIE_MAX_CONNECTIONS".into(), CAP.to_string()),
+            (
+                "CLANKIE_MAX_CONNECTIONS_PER_PEER".into(),
+                (CAP / 2).to_string(),
+            ),
+        ],
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let lead = stack.add_lead("Lead");
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = clankie_tests::seat::Seat::hire(&stack, dir.path(), "a", &lead).await;
+    let token = stack.token("alpha");
+    let addr = stack.url.trim_start_matches("http://").to_string();
+    let unix = stack.state.path().join("run/fleet/mcp.sock");
+
+    // The flood: twice the cap on each listener, each connection answered
+    // once and then held open.
+    let mut tcp_flood = Vec::new();
+    let mut unix_flood = Vec::new();
+    let mut answered = 0;
+    for _ in 0..2 * CAP {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+            answered += usize::from(healthz_kept_alive(&mut s));
+            tcp_flood.push(s);
+        }
+        if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&unix) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+            answered += usize::from(healthz_kept_alive(&mut s));
+            unix_flood.push(s);
+        }
+    }
+    // At least a full listener's worth was answered and is held open.
+    assert!(
+        answered >= CAP,
+        "the flood's requests were answered: {answered}"
+    );
+
+    // Members: every call on a fresh connection, every one served.
+    for i in 0..20 {
+        let (status, body) = clankie_tests::http(
+            &stack.mcp_url,
+            "POST",
+            &[JSON, ACCEPT, ("Authorization", &format!("Bearer {token}"))],
+            &init_body(),
+        );
+        assert_eq!(status, 200, "bearer member call {i}: {body}");
+        let polled = seat
+            .run(json!({ "http": ["GET", "/v1/fleet/seats/{pane}/mailbox?wait=0", null] }))
+            .await;
+        assert_eq!(polled["status"], 200, "seat call {i}: {polled}");
+        // The flood keeps coming back for its places.
+        for _ in 0..4 {
+            if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+                s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                healthz_kept_alive(&mut s);
+                tcp_flood.push(s);
+            }
+            if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&unix) {
+                s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                healthz_kept_alive(&mut s);
+                unix_flood.push(s);
+            }
+        }
+    }
+    drop(tmux);
+}

@@ -57,6 +57,7 @@ codes! {
     WorkerSandboxUnavailable => "worker_sandbox_unavailable",
     SessionNotFound => "session_not_found",
     TooManySessions => "too_many_sessions",
+    TooManyConnections => "too_many_connections",
     NotOwner => "not_owner",
     RoleNotAllowed => "role_not_allowed",
     AccountNotFound => "account_not_found",
@@ -177,9 +178,10 @@ impl ErrorCode {
             | ErrorCode::ShuttingDown => Code::Unavailable,
             ErrorCode::UpstreamError => Code::Unknown,
             ErrorCode::DeadlineExceeded => Code::DeadlineExceeded,
-            ErrorCode::RequestBudget | ErrorCode::ReviewQuota | ErrorCode::TooManySessions => {
-                Code::ResourceExhausted
-            }
+            ErrorCode::RequestBudget
+            | ErrorCode::ReviewQuota
+            | ErrorCode::TooManySessions
+            | ErrorCode::TooManyConnections => Code::ResourceExhausted,
             ErrorCode::Internal => Code::Internal,
         }
     }
@@ -253,9 +255,10 @@ impl ErrorCode {
             | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::UpstreamError => StatusCode::BAD_GATEWAY,
             ErrorCode::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
-            ErrorCode::RequestBudget | ErrorCode::ReviewQuota | ErrorCode::TooManySessions => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ErrorCode::RequestBudget
+            | ErrorCode::ReviewQuota
+            | ErrorCode::TooManySessions
+            | ErrorCode::TooManyConnections => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
