@@ -161,6 +161,8 @@ enum AgentCommand {
 }
 
 fn main() -> std::process::ExitCode {
+    // What the CLI and the stack it starts create is the owner's alone.
+    clankie_runtime::state::private_umask();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let paths = cli

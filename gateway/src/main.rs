@@ -56,6 +56,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    clankie_runtime::state::private_umask();
     telemetry::init(Service::Gateway.name());
     let paths = args.common.paths();
     let shutdown = shutdown::on_signals();

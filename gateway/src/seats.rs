@@ -340,6 +340,7 @@ pub(crate) async fn tool_catalog(
     axum::Json(json!({ "catalogRevision": revision })).into_response()
 }
 
+/// A seat as a sender needs it to address the seat: no process facts.
 pub(crate) fn seat_json(s: &pb::Seat) -> Value {
     json!({
         "seatId": s.seat_id,
@@ -349,14 +350,21 @@ pub(crate) fn seat_json(s: &pb::Seat) -> Value {
         "hireId": s.hire_id,
         "role": s.role,
         "projectId": s.project_id,
-        "binding": {
-            "agentPid": s.agent_pid,
-            "agentPidfsId": s.agent_pidfs_id.to_string(),
-            "agentStartTime": s.agent_start_time.to_string(),
-            "agentExecutable": s.agent_executable,
-        },
         "reachable": s.reachable,
     })
+}
+
+/// The caller's own seat, with the agent it is bound to: facts about its
+/// own pane's processes, which it could read from `/proc` anyway.
+fn own_seat_json(s: &pb::Seat) -> Value {
+    let mut v = seat_json(s);
+    v["binding"] = json!({
+        "agentPid": s.agent_pid,
+        "agentPidfsId": s.agent_pidfs_id.to_string(),
+        "agentStartTime": s.agent_start_time.to_string(),
+        "agentExecutable": s.agent_executable,
+    });
+    v
 }
 
 pub(crate) fn receipt_json(r: &pb::PeerReceipt) -> Value {
@@ -391,7 +399,7 @@ pub(crate) async fn list_peers(shared: &Shared, a: &Admitted) -> Result<Value, C
         .map_err(|s| ClankieError::from_status(&s))?
         .into_inner();
     Ok(json!({
-        "self": r.self_.as_ref().map(seat_json),
+        "self": r.self_.as_ref().map(own_seat_json),
         "seats": r.seats.iter().map(seat_json).collect::<Vec<_>>(),
     }))
 }

@@ -31,7 +31,8 @@ async fn seats_message_each_other_with_honest_receipts() {
     let b = Seat::hire(&stack, dir.path(), "b", &lead).await;
     let (a_id, b_id) = (a.seat_id(), b.seat_id());
 
-    // Discovery: each sees the other, with its exact binding.
+    // Discovery: each sees the other, as a sender needs it, and no process
+    // facts of another pane's.
     let listed = a.call("list_fleet_seats", json!({})).await;
     assert_eq!(listed["isError"], false, "{listed}");
     assert_eq!(listed["result"]["self"]["seatId"], a_id.as_str());
@@ -45,7 +46,22 @@ async fn seats_message_each_other_with_honest_receipts() {
         .expect("b listed");
     assert_eq!(seen_b["paneId"], b.hire["paneId"]);
     assert_eq!(seen_b["hireId"], b.hire["hireId"]);
-    assert!(seen_b["binding"]["agentPid"].as_i64().unwrap_or(0) > 0);
+    assert!(seen_b.get("binding").is_none(), "{seen_b}");
+    let text = listed["result"]["seats"].to_string();
+    for fact in [
+        "agentPid",
+        "agentExecutable",
+        "agentPidfsId",
+        "agentStartTime",
+    ] {
+        assert!(!text.contains(fact), "{fact} in {text}");
+    }
+    assert!(
+        listed["result"]["self"]["binding"]["agentPid"]
+            .as_i64()
+            .unwrap_or(0)
+            > 0
+    );
 
     // A message, its native delivery, and its receipt.
     let sent = a

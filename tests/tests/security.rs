@@ -730,3 +730,51 @@ async fn the_host_and_origin_check_stands_in_front_of_every_route() {
         "the refused name is not logged"
     );
 }
+
+/// Nothing in the state folder is readable by another account: logs, the
+/// tracker's database, journals, receipts, sockets, whatever the umask the
+/// owner started the stack with; and a folder an older release left
+/// readable is made private at start.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_state_log_and_database_file_is_private_to_the_owner() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let state = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in("/tmp")
+        .expect("state");
+    std::fs::create_dir_all(state.path().join("logs")).expect("mkdir");
+    let old = state.path().join("logs/old.log");
+    std::fs::write(&old, "an older release's log").expect("write");
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    // A loose umask, as a login shell often has.
+    let before = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    let stack = Stack::start_in(state, StackOptions::default())
+        .await
+        .expect("stack");
+    nix::sys::stat::umask(before);
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "time_get_current_time").await;
+    let answer = clankie_tests::utc_now(&client).await.expect("call");
+    assert_eq!(answer["outcome"], "ok", "{answer}");
+    let _workspace = stack.add_project("alpha", &[]);
+    stack.add_lead("Lead");
+    let mut seen = 0;
+    let mut stack_dirs = vec![stack.state.path().to_path_buf()];
+    while let Some(d) = stack_dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read").flatten() {
+            let meta = e.path().symlink_metadata().expect("meta");
+            let mode = meta.permissions().mode() & 0o777;
+            assert_eq!(mode & 0o077, 0, "{} is {mode:o}", e.path().display());
+            seen += 1;
+            if meta.is_dir() {
+                stack_dirs.push(e.path());
+            }
+        }
+    }
+    assert!(seen >= 20, "the stack wrote its files: {seen}");
+    for file in ["tracker/tracker.db", "logs/mailbox.log", "logs/old.log"] {
+        assert!(stack.state.path().join(file).exists(), "{file}");
+    }
+}

@@ -129,7 +129,7 @@ async fn issue(
 ) -> anyhow::Result<ExitCode> {
     let ask = read_request(request)?;
     // Checked before anything is issued, so a bad path costs no grant.
-    if out.exists() {
+    if out.symlink_metadata().is_ok() {
         bail!("{} exists; a grant file is always new", out.display());
     }
     let endpoint = match endpoint {

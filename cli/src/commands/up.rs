@@ -166,6 +166,12 @@ fn signal(child: &Child, sig: Signal) {
 
 pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode> {
     state::private_dir(paths.root())?;
+    // A state folder an older release wrote may hold readable logs or a
+    // readable database: nothing in it is anyone else's to read.
+    let tightened = state::tighten(paths.root()).context("making the state folder private")?;
+    if tightened > 0 {
+        println!("made {tightened} file(s) in the state folder private to this user");
+    }
     owner::ensure_owner_token(&paths.owner_credential())
         .context("creating the owner credential")?;
     if grpc::health(

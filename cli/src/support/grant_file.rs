@@ -4,7 +4,6 @@
 //! printed or logged.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use anyhow::{Context, bail};
@@ -25,13 +24,10 @@ pub struct GrantFile {
 }
 
 impl GrantFile {
-    /// Writes a new private file; an existing one is never replaced.
+    /// Writes a new private file; an existing one is never replaced, and a
+    /// path with a symbolic link in any component is refused.
     pub fn create(&self, path: &Path) -> anyhow::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
+        let mut f = create_new_private(path)
             .with_context(|| format!("cannot create {} as a new private file", path.display()))?;
         let body = serde_json::to_vec_pretty(self)?;
         f.write_all(&body)?;
@@ -49,6 +45,52 @@ impl GrantFile {
         }
         Ok(file)
     }
+}
+
+/// Creates `path` as a new 0600 file. Each folder on the way is opened
+/// relative to the one before and never through a symbolic link, and the
+/// file itself is never a link: a link planted anywhere on the path (by a
+/// process that expects the bearer to land where it can read it) refuses
+/// the write, and nothing can be swapped in between the checks.
+fn create_new_private(path: &Path) -> anyhow::Result<std::fs::File> {
+    use nix::fcntl::{OFlag, open, openat};
+    use nix::sys::stat::Mode;
+    use std::path::Component;
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        bail!("{} names no file", path.display());
+    };
+    let walk = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+    let refused = |e: nix::Error, what: &Path| match e {
+        nix::Error::ELOOP | nix::Error::ENOTDIR => anyhow::anyhow!(
+            "{} is a symbolic link (or not a folder); a grant file is never written through a link",
+            what.display()
+        ),
+        e => anyhow::anyhow!("{}: {e}", what.display()),
+    };
+    let mut dir = open("/", walk, Mode::empty()).map_err(|e| refused(e, Path::new("/")))?;
+    let mut walked = std::path::PathBuf::from("/");
+    for c in parent.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(c) => {
+                walked.push(c);
+                dir = openat(&dir, c, walk, Mode::empty()).map_err(|e| refused(e, &walked))?;
+            }
+            Component::ParentDir | Component::Prefix(_) => {
+                bail!("{} holds `..`; name the folder directly", path.display())
+            }
+        }
+    }
+    let create =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = openat(&dir, name, create, Mode::from_bits_truncate(0o600))
+        .map_err(|e| refused(e, path))?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// A grant's endpoint must be HTTPS, or HTTP on a loopback address: a
@@ -122,5 +164,24 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         assert!(f.create(&path).is_err(), "never over an existing file");
         assert_eq!(GrantFile::read(&path).expect("reads").grant_id, "g");
+        // A symbolic link anywhere on the path refuses the write, and
+        // nothing lands where the link points.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        std::os::unix::fs::symlink(&elsewhere, dir.path().join("linked")).expect("link");
+        let through = dir.path().join("linked").join("g.json");
+        let err = f.create(&through).expect_err("through a linked folder");
+        assert!(format!("{err:#}").contains("symbolic link"), "{err:#}");
+        std::os::unix::fs::symlink(elsewhere.join("h.json"), dir.path().join("h.json"))
+            .expect("link");
+        assert!(
+            f.create(&dir.path().join("h.json")).is_err(),
+            "the file itself"
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).expect("dir").count(), 0);
+        assert!(
+            f.create(&dir.path().join("sub/../i.json")).is_err(),
+            "no .."
+        );
     }
 }

@@ -68,7 +68,8 @@ pub fn peer_definitions() -> Vec<Tool> {
         {
             "name": PEERS,
             "description": "List the current seats of your own fleet (yourself included as `self`), \
-                with each seat's id and exact binding. Use a returned seatId with message_peer.",
+                with what addresses each seat (your own entry also names the agent your seat is \
+                bound to). Use a returned seatId with message_peer.",
             "inputSchema": { "type": "object", "properties": {}, "additionalProperties": false }
         },
         {

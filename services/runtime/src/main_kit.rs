@@ -84,6 +84,7 @@ where
     F: FnOnce(StatePaths, CancellationToken) -> Fut,
     Fut: Future<Output = anyhow::Result<S>>,
 {
+    crate::state::private_umask();
     telemetry::init(service.name());
     let paths = common.paths();
     let shutdown = shutdown::on_signals();
