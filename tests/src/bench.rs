@@ -18,6 +18,8 @@
 //!   clankie-bench grants     a direct grant tool call through the gateway vs
 //!                            the same tool called directly; grant issue and
 //!                            revoke vs a bare owner RPC
+//!   clankie-bench sandbox    a hire's start (pane opened → first command
+//!                            runs) under the worker sandbox vs without it
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -444,6 +446,7 @@ mod bench_faults;
 mod bench_grants;
 mod bench_pi;
 mod bench_proof;
+mod bench_sandbox;
 mod bench_seats;
 mod bench_tracker;
 
@@ -478,6 +481,7 @@ async fn main() -> anyhow::Result<()> {
         "recovery" => bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?,
         "grants" => bench_grants::bench_grants(rounds.min(500)).await?,
         "pi" => bench_pi::bench_pi(if quick { 10 } else { 30 }).await?,
+        "sandbox" => bench_sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -491,10 +495,11 @@ async fn main() -> anyhow::Result<()> {
             bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?;
             bench_grants::bench_grants(rounds.min(500)).await?;
             bench_pi::bench_pi(if quick { 10 } else { 30 }).await?;
+            bench_sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox or all"
             )
         }
     }
