@@ -123,7 +123,7 @@ seen["write"] = {
     "profile": outcome(lambda: create_in(cfg["profile"])),
     "home": outcome(lambda: create_in(cfg["home"])),
 }
-marker = f"/tmp/clankie-probe-{os.getpid()}"
+marker = f"/tmp/clankie-probe-{os.urandom(8).hex()}"
 seen["tmp"] = outcome(lambda: open(marker, "w").write("x"))
 seen["tmp_marker"] = marker
 
