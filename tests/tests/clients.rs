@@ -250,3 +250,42 @@ async fn progress_and_log_lines_reach_the_client_at_the_level_it_set() {
         );
     }
 }
+
+/// A harness of any era gets the same tools and answers through the
+/// bridge: the SDK's handshake (2025-11-25), a handshake whose calls also
+/// carry the 2026-07-28 stamp in `_meta` (as Claude Code 2.x stamps its
+/// requests), and the stateless 2026-07-28 era (`server/discover`). None
+/// of the harness's protocol keys crosses into the bridge's own session. The model sees the receipt: a connected call's
+/// upstream blocks come back as they were, followed by one text block
+/// naming its receipt and outcome.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_protocol_era_a_harness_speaks_gets_the_same_tools_and_sees_its_receipt() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let token = stack.token("alpha");
+    for mode in ["handshake", "stamped", "modern"] {
+        let seen = python_through_the_bridge(&stack, &token, "versions_session.py", &[mode]);
+        assert_eq!(
+            seen["tools"],
+            serde_json::json!(["clankie_call", "clankie_tools"]),
+            "{mode}: {seen}"
+        );
+        assert_eq!(seen["search"]["isError"], false, "{mode}: {seen}");
+        let call = &seen["call"];
+        assert_eq!(call["isError"], false, "{mode}: {seen}");
+        assert_eq!(call["result"]["outcome"], "ok", "{mode}: {seen}");
+        let receipt = call["result"]["receiptId"].as_str().unwrap_or("");
+        assert!(receipt.starts_with("rcpt_"), "{mode}: {seen}");
+        let blocks = seen["content"].as_array().expect("content");
+        assert!(blocks.len() >= 2, "{mode}: {seen}");
+        assert_eq!(
+            blocks[0]["text"], "Echo: versions",
+            "the upstream's block first, as sent: {seen}"
+        );
+        let last = blocks.last().and_then(|b| b["text"].as_str()).unwrap_or("");
+        assert!(
+            last.contains(receipt) && last.contains("\"outcome\":\"ok\""),
+            "{mode}: the receipt is where the model reads: {seen}"
+        );
+    }
+}

@@ -200,7 +200,7 @@ impl ServerHandler for GrantServer {
             .map(str::to_string);
         let receipt_id =
             chosen.unwrap_or_else(|| format!("rcpt_{}", uuid::Uuid::new_v4().simple()));
-        let mut meta = context.meta.clone();
+        let mut meta = super::era::forwardable(&context.meta);
         meta.0.insert(RECEIPT_META.into(), json!(receipt_id));
         request.meta = Some(meta);
         let peer = match self.peer().await {
@@ -209,7 +209,7 @@ impl ServerHandler for GrantServer {
             Err(e) => return Err(ErrorData::internal_error(e, None)),
         };
         let called = self.echo.call(&peer, request, REQUEST_BUDGET).await;
-        Ok(match called {
+        Ok(super::era::complete(match called {
             Ok(result) => result,
             Err(rmcp::ServiceError::Timeout { .. }) => {
                 uncertain(&receipt_id, "no answer within 30 s")
@@ -230,7 +230,7 @@ impl ServerHandler for GrantServer {
                 self.drop_session().await;
                 uncertain(&receipt_id, &format!("the gateway connection failed ({e})"))
             }
-        }
+        })
         .into())
     }
 }

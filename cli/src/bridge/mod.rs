@@ -33,6 +33,7 @@ use tokio::sync::{Mutex, Notify, RwLock};
 
 pub(crate) mod channel;
 mod echo;
+mod era;
 mod grant;
 pub(crate) mod submit;
 pub(crate) mod upstream;
@@ -102,6 +103,51 @@ fn keep_receipt(mut result: CallToolResult, receipt_id: Option<&str>) -> CallToo
     } else {
         CallToolResult::structured(Value::Object(body))
     }
+}
+
+/// Harnesses show the model a result's content blocks and drop its
+/// `_meta`, where a passed-through answer names its receipt. So a
+/// `clankie_call` answer keeps the upstream's blocks as they were and
+/// gains one trailing text block with its receipt and outcome (and the
+/// detail of an uncertain one), unless a block already names the receipt.
+fn receipt_block(mut result: CallToolResult) -> CallToolResult {
+    let from_meta = |key: &str| {
+        result
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let body = result.structured_content.as_ref();
+    let field = |key: &str| {
+        body.and_then(|b| b.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let Some(receipt) = from_meta("clankie/receiptId").or_else(|| field("receiptId")) else {
+        return result;
+    };
+    let shown = result
+        .content
+        .iter()
+        .any(|c| c.as_text().is_some_and(|t| t.text.contains(&receipt)));
+    if shown {
+        return result;
+    }
+    let mut note = serde_json::Map::new();
+    note.insert("receiptId".into(), json!(receipt));
+    if let Some(outcome) = from_meta("clankie/outcome").or_else(|| field("outcome")) {
+        note.insert("outcome".into(), json!(outcome));
+    }
+    if let Some(detail) = from_meta("clankie/detail").or_else(|| field("detail")) {
+        note.insert("detail".into(), json!(detail));
+    }
+    result.content.push(rmcp::model::ContentBlock::text(format!(
+        "clankie_call receipt {}",
+        Value::Object(note)
+    )));
+    result
 }
 
 fn refusal_result(code: ErrorCode, message: String) -> CallToolResult {
@@ -196,6 +242,28 @@ impl FleetServer {
                     return keep_receipt(result, receipt_id.as_deref());
                 }
                 Err(rmcp::ServiceError::Timeout { .. }) => "no reply within 30 s".to_string(),
+                // The gateway answered, with a JSON-RPC error: the request
+                // was refused as a whole before any tool ran, so it is a
+                // refusal, never "may have applied".
+                Err(rmcp::ServiceError::McpError(e)) => {
+                    self.up.note_outcome::<()>(&Ok(()));
+                    let code = e
+                        .data
+                        .as_ref()
+                        .and_then(|d| d["code"].as_str())
+                        .and_then(ErrorCode::parse)
+                        .unwrap_or(ErrorCode::MalformedRequest);
+                    return keep_receipt(
+                        refusal_result(
+                            code,
+                            format!(
+                                "the gateway refused the request ({}: {}); nothing was dispatched",
+                                e.code.0, e.message
+                            ),
+                        ),
+                        receipt_id.as_deref(),
+                    );
+                }
                 Err(e) => e.to_string(),
             };
             if pre_forward(&err) == Some(ErrorCode::FleetAdmissionUnavailable) && !retried {
@@ -274,8 +342,7 @@ impl ServerHandler for FleetServer {
             ));
         }
         match self.up.tools.read().await.clone() {
-            Some(tools) => serde_json::from_value(json!({ "tools": tools }))
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None)),
+            Some(tools) => Ok(ListToolsResult::with_all_items(tools)),
             None => Err(ErrorData::internal_error(
                 format!(
                     "the fleet catalog is not available: {}",
@@ -291,12 +358,15 @@ impl ServerHandler for FleetServer {
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The harness's `_meta` travels on: a progress token comes back
-        // with the gateway's steps under the same token.
-        if !context.meta.0.is_empty() {
-            request.meta = Some(context.meta.clone());
-        }
-        Ok(self.forward(request).await.into())
+        // The harness's `_meta` travels on, less its own session's protocol
+        // keys: a progress token comes back with the gateway's steps under
+        // the same token.
+        let meta = era::forwardable(&context.meta);
+        request.meta = (!meta.0.0.is_empty()).then_some(meta);
+        let call = request.name == "clankie_call";
+        let result = self.forward(request).await;
+        let result = if call { receipt_block(result) } else { result };
+        Ok(era::complete(result).into())
     }
 
     #[allow(deprecated, reason = "MCP logging is still what harnesses set")]
