@@ -1,10 +1,16 @@
-"""A scripted OpenAI-compatible model for driving real Pi turns offline.
+"""A scripted model for driving real harness turns offline: Pi, Claude Code
+and Codex.
 
 Usage: python model_server.py PORT_FILE [LOG_FILE]
 
 Listens on 127.0.0.1 (a free port, written to PORT_FILE once it listens)
-and answers `POST /v1/chat/completions` with server-sent events, as a
-streaming provider does. What it says is scripted by the conversation.
+and answers, with server-sent events as a streaming provider does:
+    POST /v1/chat/completions   OpenAI chat completions (Pi)
+    POST /v1/messages           Anthropic Messages (Claude Code)
+    POST /v1/responses          OpenAI Responses (Codex)
+Each request is read into one conversation shape (user, assistant and
+tool messages; see `apis.py`), so one script drives every harness alike.
+What it says is scripted by the conversation.
 
 The script is the newest user message that holds one, one step per line:
     CALL <tool> <json arguments>    one tool call
@@ -16,6 +22,10 @@ Lines before the first ON run when the script message itself is the
 newest user message. Each tool result since the newest user message moves
 its section one CALL on; when the CALLs are used up, the model says the
 section's SAY text. A user message no section answers gets "done".
+
+A CALL names a tool the client offered, or one whose offered name ends in
+`__<tool>` (Claude Code's `mcp__SERVER__TOOL`), or a function inside an
+offered namespace (Codex's `mcp__SERVER`).
 
 In arguments and text:
     {{last}}        the newest tool result's text since that user message
@@ -35,15 +45,12 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import apis
+
 LOG_LOCK = threading.Lock()
 
 
-def text_of(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
+text_of = apis.text_of
 
 
 STEP = re.compile(r"^(CALL|SAY|ON|HANG)\b ?(.*)$")
@@ -122,17 +129,6 @@ def plan(messages):
     return ("say", fill(section[2], False))
 
 
-def chunk(model: str, delta: dict, finish=None) -> bytes:
-    body = {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
-
-
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -147,21 +143,29 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body.encode())
 
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_POST(self):
+        path = self.path.split("?")[0]
+        api = apis.for_path(path)
         length = int(self.headers.get("Content-Length") or 0)
         try:
             req = json.loads(self.rfile.read(length) or b"{}")
         except ValueError:
             self.send_error(400, "not JSON")
             return
-        messages = req.get("messages") or []
+        if api is None:
+            self.send_error(404, "no such API")
+            return
+        messages = api.messages(req)
+        tools = api.tools(req)
         if LOG:
             entry = {
-                "tools": [
-                    {"name": t.get("function", {}).get("name"),
-                     "parameters": t.get("function", {}).get("parameters")}
-                    for t in req.get("tools") or []
-                ],
+                "api": api.name,
+                "tools": tools,
                 "roles": [m.get("role") for m in messages],
                 "last": text_of(messages[-1].get("content")) if messages else "",
             }
@@ -171,23 +175,15 @@ class Handler(BaseHTTPRequestHandler):
         if step[0] == "hang":
             time.sleep(3600)
             return
-        model = req.get("model", "scripted")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        out = [chunk(model, {"role": "assistant", "content": ""})]
         if step[0] == "call":
-            _, name, args = step
-            call = {"index": 0, "id": f"call_{len(messages)}", "type": "function",
-                    "function": {"name": name, "arguments": args}}
-            out.append(chunk(model, {"tool_calls": [call]}))
-            out.append(chunk(model, {}, "tool_calls"))
+            out = api.call(req, apis.resolve(step[1], tools), step[2], len(messages))
         else:
-            out.append(chunk(model, {"content": step[1]}))
-            out.append(chunk(model, {}, "stop"))
-        out.append(b"data: [DONE]\n\n")
+            out = api.say(req, step[1])
         for piece in out:
             self.wfile.write(piece)
             self.wfile.flush()

@@ -19,7 +19,9 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
+pub mod claude;
 pub mod git;
+pub mod model;
 pub mod pi;
 pub mod sandbox;
 pub mod seat;

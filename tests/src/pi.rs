@@ -1,5 +1,5 @@
 //! The Pi scenarios' fixture: real Pi releases from `target/peers/pi/`,
-//! the scripted OpenAI-compatible model (`tests/peers/model_server.py`), a
+//! the scripted model (`tests/peers/model_server.py`, [`crate::model`]), a
 //! throwaway Pi profile that uses it, and a stack with a linked tmux
 //! session where `clankie hire --harness pi` starts Pi in a pane.
 
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub use crate::model::Model;
 use crate::seat::json_of;
-use crate::{Stack, TmuxServer, eventually, file_lines, peers, python, repo_root};
+use crate::{Stack, TmuxServer, eventually, file_lines, peers};
 
 pub const OLDEST: &str = "0.87.1";
 pub const NEWEST: &str = "1.6.0";
@@ -30,51 +31,6 @@ pub fn pi_cli(version: &str) -> PathBuf {
 
 pub fn pi_bin(version: &str) -> PathBuf {
     peers().join(format!("pi/{version}/node_modules/.bin/pi"))
-}
-
-/// The scripted model, listening on a free loopback port.
-pub struct Model {
-    pub child: std::process::Child,
-    pub port: u16,
-    pub log: PathBuf,
-}
-
-impl Model {
-    pub async fn start(dir: &Path) -> Model {
-        let port_file = dir.join("model.port");
-        let log = dir.join("model.log");
-        let child = std::process::Command::new(python())
-            .arg(repo_root().join("tests/peers/model_server.py"))
-            .arg(&port_file)
-            .arg(&log)
-            .spawn()
-            .expect("model server");
-        let port = eventually(Duration::from_secs(20), async || {
-            std::fs::read_to_string(&port_file)
-                .ok()?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .await
-        .expect("the model server listens");
-        Model { child, port, log }
-    }
-
-    /// Every request the model saw.
-    pub fn requests(&self) -> Vec<Value> {
-        file_lines(&self.log)
-            .iter()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A throwaway Pi profile whose one model is the scripted one.

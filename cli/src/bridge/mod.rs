@@ -24,7 +24,7 @@ use clankie_runtime::paths::StatePaths;
 use clap::Args;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
@@ -65,6 +65,9 @@ pub struct McpArgs {
 #[derive(Clone)]
 struct FleetServer {
     up: Arc<Upstream>,
+    /// This bridge pushes the seat's deliveries (`claude/channel`): only
+    /// session eras carry them, so it offers no stateless era.
+    channel: bool,
 }
 
 /// Every answer to a dispatch names the receipt id the bridge chose for it,
@@ -105,11 +108,14 @@ fn keep_receipt(mut result: CallToolResult, receipt_id: Option<&str>) -> CallToo
     }
 }
 
-/// Harnesses show the model a result's content blocks and drop its
-/// `_meta`, where a passed-through answer names its receipt. So a
-/// `clankie_call` answer keeps the upstream's blocks as they were and
-/// gains one trailing text block with its receipt and outcome (and the
-/// detail of an uncertain one), unless a block already names the receipt.
+/// Harnesses drop a result's `_meta`, where a passed-through answer names
+/// its receipt, and show the model either its content blocks (Codex) or,
+/// when it has one, its structured content (Claude Code). So a
+/// `clankie_call` answer keeps the upstream's blocks as they were and gains
+/// one trailing text block with its receipt and outcome (and the detail of
+/// an uncertain one), and an object of structured content gains the same
+/// under `clankie/receipt` (`clankie_call` declares no output schema, so
+/// no harness holds the upstream's object to one).
 fn receipt_block(mut result: CallToolResult) -> CallToolResult {
     let from_meta = |key: &str| {
         result
@@ -132,9 +138,6 @@ fn receipt_block(mut result: CallToolResult) -> CallToolResult {
         .content
         .iter()
         .any(|c| c.as_text().is_some_and(|t| t.text.contains(&receipt)));
-    if shown {
-        return result;
-    }
     let mut note = serde_json::Map::new();
     note.insert("receiptId".into(), json!(receipt));
     if let Some(outcome) = from_meta("clankie/outcome").or_else(|| field("outcome")) {
@@ -143,10 +146,17 @@ fn receipt_block(mut result: CallToolResult) -> CallToolResult {
     if let Some(detail) = from_meta("clankie/detail").or_else(|| field("detail")) {
         note.insert("detail".into(), json!(detail));
     }
-    result.content.push(rmcp::model::ContentBlock::text(format!(
-        "clankie_call receipt {}",
-        Value::Object(note)
-    )));
+    let note = Value::Object(note);
+    if let Some(Value::Object(body)) = result.structured_content.as_mut()
+        && !body.contains_key("receiptId")
+    {
+        body.insert("clankie/receipt".into(), note.clone());
+    }
+    if !shown {
+        result.content.push(rmcp::model::ContentBlock::text(format!(
+            "clankie_call receipt {note}"
+        )));
+    }
     result
 }
 
@@ -294,6 +304,37 @@ impl FleetServer {
 }
 
 impl ServerHandler for FleetServer {
+    /// Every era through 2025-11-25; 2026-07-28 (stateless) too, unless the
+    /// bridge carries the seat channel: a notification pushed into a
+    /// session exists only where there is a session, and Claude Code
+    /// registers channels only on a session era.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.channel {
+            std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        } else {
+            std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
+    /// A channel-carrying bridge answers `server/discover` as a session-era
+    /// server does (method not found), so the harness falls back to
+    /// `initialize`.
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        let _ = context;
+        if self.channel {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::DiscoverRequestMethod,
+            >());
+        }
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     #[allow(deprecated, reason = "MCP logging is still what harnesses set")]
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
@@ -456,16 +497,21 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         });
     }
     // The seat channel: only a pane's local route has a seat.
+    let mut channel = false;
     if let Route::Local { socket } = &up.route
         && !args.no_channel
         && let Some(pane) = pane_id()
     {
         tokio::spawn(channel::run(up.clone(), socket.clone(), pane));
+        channel = true;
     }
-    let server = FleetServer { up: up.clone() }
-        .serve(rmcp::transport::stdio())
-        .await
-        .context("serving MCP on stdio")?;
+    let server = FleetServer {
+        up: up.clone(),
+        channel,
+    }
+    .serve(rmcp::transport::stdio())
+    .await
+    .context("serving MCP on stdio")?;
     let _ = server.waiting().await;
     up.drop_connection().await;
     Ok(ExitCode::SUCCESS)

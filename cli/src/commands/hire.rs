@@ -1,6 +1,7 @@
 //! `clankie hire` and `clankie close`: a hire into a new pane of a linked
 //! session, and its close by the owning conversation.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clankie_proto::mailbox::v1 as pb;
@@ -29,11 +30,15 @@ pub struct HireArgs {
     /// The linked session's link id, when several are linked.
     #[arg(long, default_value = "")]
     pub link: String,
-    /// What runs in the pane: `command` (the command after `--`) or `pi`
-    /// (Pi with the worker extension; what follows `--` are Pi's own
-    /// arguments).
-    #[arg(long, default_value = "command", value_parser = ["command", "pi"])]
+    /// What runs in the pane: `command` (the command after `--`), `pi` (Pi
+    /// with the worker extension) or `claude` (Claude Code with the worker
+    /// plugin's channel, in a profile of the hire's own); what follows
+    /// `--` are then the harness's own arguments.
+    #[arg(long, default_value = "command", value_parser = ["command", "pi", "claude"])]
     pub harness: String,
+    /// Claude: its executable (default: `claude` on PATH).
+    #[arg(long)]
+    pub claude: Option<PathBuf>,
     /// Pi: its executable or package folder (default: `pi` on PATH).
     #[arg(long)]
     pub pi: Option<std::path::PathBuf>,
@@ -45,7 +50,9 @@ pub struct HireArgs {
     pub model: Option<String>,
     /// A folder the harness keeps its config and sessions in, writable
     /// under the worker sandbox (repeat for more). A Pi hire adds its
-    /// profile (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`).
+    /// profile (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`); a Claude hire
+    /// uses the first as its `CLAUDE_CONFIG_DIR` (default: a fresh one under
+    /// `~/.local/share/clankie/profiles`).
     #[arg(long = "profile", value_name = "DIR")]
     pub profiles: Vec<std::path::PathBuf>,
     /// The worker's command (or Pi's arguments), after `--`.
@@ -53,16 +60,34 @@ pub struct HireArgs {
     pub command: Vec<String>,
 }
 
-/// The pane command a hire runs. A Pi hire is refused unless the release
-/// is accepted and its probe passes.
-async fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
-    use crate::support::pi;
-    if args.harness != "pi" {
-        if args.command.is_empty() {
-            anyhow::bail!("give the worker's command after `--`, or --harness pi");
+/// What a hire starts in its pane: the command, the profile folders the
+/// harness writes, and whether its control channel is the harness's own.
+struct Pane {
+    command: Vec<String>,
+    profiles: Vec<PathBuf>,
+    harness_only_control: bool,
+}
+
+/// The pane a hire runs. A harness is refused unless it is installed, its
+/// release is accepted and (Pi) its probe passes.
+async fn pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
+    let plain = |command: Vec<String>| Pane {
+        command,
+        profiles: args.profiles.clone(),
+        harness_only_control: false,
+    };
+    match args.harness.as_str() {
+        "pi" => pi_pane(args).await,
+        "claude" => claude_pane(paths, args).await,
+        _ if args.command.is_empty() => {
+            anyhow::bail!("give the worker's command after `--`, or --harness pi|claude")
         }
-        return Ok(args.command.clone());
+        _ => Ok(plain(args.command.clone())),
     }
+}
+
+async fn pi_pane(args: &HireArgs) -> anyhow::Result<Pane> {
+    use crate::support::pi;
     let package = pi::PiPackage::find(args.pi.as_deref())?;
     if let Err(why) = package.accepted() {
         anyhow::bail!("pi_release_unsupported: {why}");
@@ -73,22 +98,68 @@ async fn pane_command(args: &HireArgs) -> anyhow::Result<Vec<String>> {
         anyhow::bail!("pi_probe_failed: the hire was refused: {verdict}");
     }
     let worker = pi::worker_dir()?;
-    pi::pane_command(&pi::Launch {
+    let command = pi::pane_command(&pi::Launch {
         node: &node,
         package: &package,
         worker: &worker,
         model: args.model.as_deref(),
         pi_args: &args.command,
+    })?;
+    let mut profiles = args.profiles.clone();
+    profiles.extend(pi::profile_dir());
+    // Pi's extension holds the seat's control connection in Pi's own
+    // process: nothing Pi starts may use it.
+    Ok(Pane {
+        command,
+        profiles,
+        harness_only_control: true,
     })
 }
 
-/// The profile folders, absolute: the ones named, and Pi's own for a Pi
-/// hire.
-fn profiles(args: &HireArgs) -> anyhow::Result<Vec<String>> {
-    let mut dirs = args.profiles.clone();
-    if args.harness == "pi" {
-        dirs.extend(crate::support::pi::profile_dir());
+/// Claude Code in a profile of the hire's own (the first `--profile`, else
+/// a fresh one), with the worker plugin's channel.
+async fn claude_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
+    use crate::support::{claude, harness};
+    let claude = claude::Claude::find(args.claude.as_deref()).await?;
+    claude.accepted()?;
+    let profile = match args.profiles.first() {
+        Some(p) => p.clone(),
+        None => harness::fresh_profile("claude")?,
+    };
+    let workspaces = workspaces(paths, &args.project).await?;
+    claude
+        .prepare(&profile, &claude::marketplace_dir()?, &workspaces)
+        .await?;
+    let command = claude.pane_command(&profile, args.model.as_deref(), &args.command)?;
+    let mut profiles = args.profiles.clone();
+    if !profiles.contains(&profile) {
+        profiles.push(profile);
     }
+    Ok(Pane {
+        command,
+        profiles,
+        harness_only_control: false,
+    })
+}
+
+/// The workspace folders a hire into `project` may open in (every
+/// project's, when none is named).
+async fn workspaces(paths: &StatePaths, project: &str) -> anyhow::Result<Vec<String>> {
+    let projects = clients::mailbox(paths)?
+        .list_projects(pb::ListProjectsRequest {})
+        .await
+        .map_err(refused)?
+        .into_inner()
+        .projects;
+    Ok(projects
+        .into_iter()
+        .filter(|p| project.is_empty() || p.name == project || p.project_id == project)
+        .flat_map(|p| p.workspaces.into_iter().map(|w| w.path))
+        .collect())
+}
+
+/// The profile folders, absolute.
+fn absolute(dirs: &[PathBuf]) -> anyhow::Result<Vec<String>> {
     dirs.iter()
         .map(|d| {
             std::fs::canonicalize(d)
@@ -99,17 +170,14 @@ fn profiles(args: &HireArgs) -> anyhow::Result<Vec<String>> {
 }
 
 pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode> {
-    let command = pane_command(&args).await?;
-    let profile = profiles(&args)?;
+    let pane = pane(&paths, &args).await?;
     let h = clients::mailbox(&paths)?
         .hire(pb::HireRequest {
-            // Pi's extension holds the seat's control connection in Pi's
-            // own process: nothing Pi starts may use it.
-            harness_only_control: args.harness == "pi",
-            profile,
+            harness_only_control: pane.harness_only_control,
+            profile: absolute(&pane.profiles)?,
             project: args.project,
             role: args.role,
-            command,
+            command: pane.command,
             conversation_id: args.conversation,
             link_id: args.link,
             workspace_id: String::new(),

@@ -1,8 +1,11 @@
-//! What every command shares: the owner's clients, terminal output, and the
-//! gateway's discovery file.
+//! What every command shares: the owner's clients, terminal output, the
+//! gateway's discovery file, and the harness launchers (Pi, Claude Code,
+//! Codex) with what they share.
 
+pub mod claude;
 pub mod clients;
 pub mod discovery;
 pub mod grant_file;
+pub mod harness;
 pub mod output;
 pub mod pi;

@@ -28,7 +28,7 @@ impl PiPackage {
     pub fn find(pi: Option<&Path>) -> anyhow::Result<PiPackage> {
         let start = match pi {
             Some(p) => p.to_path_buf(),
-            None => which("pi").context("no `pi` on PATH; pass --pi PATH")?,
+            None => super::harness::which("pi").context("no `pi` on PATH; pass --pi PATH")?,
         };
         let real = std::fs::canonicalize(&start)
             .with_context(|| format!("{} does not exist", start.display()))?;
@@ -94,20 +94,7 @@ pub fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
 /// The worker extension's folder: beside the binaries in a release
 /// (`pi-worker/`), else in the source tree this binary was built from.
 pub fn worker_dir() -> anyhow::Result<PathBuf> {
-    if let Ok(dir) = std::env::var("CLANKIE_PI_WORKER_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    let exe = std::env::current_exe().context("where is this binary")?;
-    let mut candidates = Vec::new();
-    if let Some(bin) = exe.parent() {
-        candidates.push(bin.join("pi-worker"));
-    }
-    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../integrations/pi-worker"));
-    candidates
-        .into_iter()
-        .find(|d| d.join("worker.mjs").is_file())
-        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
-        .context("the Pi worker extension (pi-worker/worker.mjs) is not beside this binary or in its source tree")
+    super::harness::integration_dir("CLANKIE_PI_WORKER_DIR", "pi-worker", "worker.mjs")
 }
 
 /// Pi's profile folder, where it keeps its settings and sessions:
@@ -124,16 +111,10 @@ pub fn profile_dir() -> Option<PathBuf> {
 pub fn node(chosen: Option<&Path>) -> anyhow::Result<PathBuf> {
     match chosen {
         Some(p) => Ok(p.to_path_buf()),
-        None => which("node").context("no `node` on PATH; pass --node PATH (Node 22)"),
+        None => {
+            super::harness::which("node").context("no `node` on PATH; pass --node PATH (Node 22)")
+        }
     }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 /// What the hire needs to start Pi in its pane.
