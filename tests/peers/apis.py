@@ -199,11 +199,18 @@ class Responses:
                           "total_tokens": 2}}
 
     def stream(self, req, n, item, deltas=()):
+        # The item as it starts: its text and arguments arrive as deltas or
+        # with its end, never twice (Codex adds them up).
+        started = dict(item)
+        if "arguments" in started:
+            started["arguments"] = ""
+        if "content" in started:
+            started["content"] = []
         return [
             sse("response.created", {"type": "response.created",
                                       "response": self.response(req, n, "in_progress", [])}),
             sse("response.output_item.added", {"type": "response.output_item.added",
-                                               "output_index": 0, "item": item}),
+                                               "output_index": 0, "item": started}),
             *deltas,
             sse("response.output_item.done", {"type": "response.output_item.done",
                                               "output_index": 0, "item": item}),

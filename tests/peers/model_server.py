@@ -12,7 +12,8 @@ Each request is read into one conversation shape (user, assistant and
 tool messages; see `apis.py`), so one script drives every harness alike.
 What it says is scripted by the conversation.
 
-The script is the newest user message that holds one, one step per line:
+The script is the newest user message that holds one, one step per line
+(or per ` ;; `, for a script that must fit on one line):
     CALL <tool> <json arguments>    one tool call
     SAY <text>                      the final answer (default: "done")
     HANG                            never answer (a provider that is down)
@@ -57,10 +58,17 @@ STEP = re.compile(r"^(CALL|SAY|ON|HANG)\b ?(.*)$")
 TEMPLATE = re.compile(r"\{\{(last|re:(.*?)|lastre:(.*?))\}\}(?!\})")
 
 
+def script_lines(text: str):
+    """A script's steps: one per line, or separated by ` ;; ` where the
+    script had to fit one line (a harness's first prompt on its command
+    line, where a newline is refused)."""
+    return [part for line in text.splitlines() for part in line.split(" ;; ")]
+
+
 def sections(script: str):
     """[(trigger or None, [(tool, args)], say)] in order."""
     out = [[None, [], "done"]]
-    for line in script.splitlines():
+    for line in script_lines(script):
         m = STEP.match(line.strip())
         if not m:
             continue
@@ -93,7 +101,7 @@ def plan(messages):
     if not users:
         return ("say", "done")
     newest = users[-1]
-    scripted = [i for i in users if any(STEP.match(l.strip()) for l in text_of(messages[i].get("content")).splitlines())]
+    scripted = [i for i in users if any(STEP.match(l.strip()) for l in script_lines(text_of(messages[i].get("content"))))]
     if not scripted:
         return ("say", "done")
     script = scripted[-1]
@@ -172,6 +180,10 @@ class Handler(BaseHTTPRequestHandler):
             with LOG_LOCK, open(LOG, "a") as f:
                 f.write(json.dumps(entry) + "\n")
         step = plan(messages)
+        if step[0] == "call" and not tools:
+            # A side request that offers no tools (Codex titling its
+            # thread, say) is not the script's turn.
+            step = ("say", "done")
         if step[0] == "hang":
             time.sleep(3600)
             return

@@ -20,6 +20,7 @@ use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 
 pub mod claude;
+pub mod codex;
 pub mod git;
 pub mod model;
 pub mod pi;

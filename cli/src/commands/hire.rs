@@ -31,14 +31,18 @@ pub struct HireArgs {
     #[arg(long, default_value = "")]
     pub link: String,
     /// What runs in the pane: `command` (the command after `--`), `pi` (Pi
-    /// with the worker extension) or `claude` (Claude Code with the worker
-    /// plugin's channel, in a profile of the hire's own); what follows
-    /// `--` are then the harness's own arguments.
-    #[arg(long, default_value = "command", value_parser = ["command", "pi", "claude"])]
+    /// with the worker extension), `claude` (Claude Code with the worker
+    /// plugin's channel) or `codex` (Codex with the bridge registered), the
+    /// last two in a profile of the hire's own; what follows `--` are then
+    /// the harness's own arguments.
+    #[arg(long, default_value = "command", value_parser = ["command", "pi", "claude", "codex"])]
     pub harness: String,
     /// Claude: its executable (default: `claude` on PATH).
     #[arg(long)]
     pub claude: Option<PathBuf>,
+    /// Codex: its executable (default: `codex` on PATH).
+    #[arg(long)]
+    pub codex: Option<PathBuf>,
     /// Pi: its executable or package folder (default: `pi` on PATH).
     #[arg(long)]
     pub pi: Option<std::path::PathBuf>,
@@ -50,9 +54,9 @@ pub struct HireArgs {
     pub model: Option<String>,
     /// A folder the harness keeps its config and sessions in, writable
     /// under the worker sandbox (repeat for more). A Pi hire adds its
-    /// profile (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`); a Claude hire
-    /// uses the first as its `CLAUDE_CONFIG_DIR` (default: a fresh one under
-    /// `~/.local/share/clankie/profiles`).
+    /// profile (`PI_CODING_AGENT_DIR`, else `~/.pi/agent`); a Claude or
+    /// Codex hire uses the first as its `CLAUDE_CONFIG_DIR` or `CODEX_HOME`
+    /// (default: a fresh one under `~/.local/share/clankie/profiles`).
     #[arg(long = "profile", value_name = "DIR")]
     pub profiles: Vec<std::path::PathBuf>,
     /// The worker's command (or Pi's arguments), after `--`.
@@ -79,8 +83,9 @@ async fn pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
     match args.harness.as_str() {
         "pi" => pi_pane(args).await,
         "claude" => claude_pane(paths, args).await,
+        "codex" => codex_pane(paths, args).await,
         _ if args.command.is_empty() => {
-            anyhow::bail!("give the worker's command after `--`, or --harness pi|claude")
+            anyhow::bail!("give the worker's command after `--`, or --harness pi|claude|codex")
         }
         _ => Ok(plain(args.command.clone())),
     }
@@ -131,6 +136,29 @@ async fn claude_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane
         .prepare(&profile, &claude::marketplace_dir()?, &workspaces)
         .await?;
     let command = claude.pane_command(&profile, args.model.as_deref(), &args.command)?;
+    let mut profiles = args.profiles.clone();
+    if !profiles.contains(&profile) {
+        profiles.push(profile);
+    }
+    Ok(Pane {
+        command,
+        profiles,
+        harness_only_control: false,
+    })
+}
+
+/// Codex in a home of the hire's own (the first `--profile`, else a fresh
+/// one seeded from the owner's), with the bridge registered.
+async fn codex_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
+    use crate::support::{codex, harness};
+    let codex = codex::Codex::find(args.codex.as_deref()).await?;
+    codex.accepted()?;
+    let profile = match args.profiles.first() {
+        Some(p) => p.clone(),
+        None => harness::fresh_profile("codex")?,
+    };
+    codex.prepare(&profile, &workspaces(paths, &args.project).await?)?;
+    let command = codex.pane_command(&profile, args.model.as_deref(), &args.command);
     let mut profiles = args.profiles.clone();
     if !profiles.contains(&profile) {
         profiles.push(profile);

@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod clients;
+pub mod codex;
 pub mod discovery;
 pub mod grant_file;
 pub mod harness;

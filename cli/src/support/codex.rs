@@ -1,0 +1,235 @@
+//! Codex as a harness: which release is installed, the hire's own profile
+//! (a `CODEX_HOME` whose `config.toml` registers the fleet bridge), and the
+//! pane command. The owner's own Codex home is read to seed a new profile
+//! and never written.
+//!
+//! What the hire's `config.toml` gets (observed on 0.169.0):
+//! - `[mcp_servers.clankie]`: `clankie mcp --fleet`, `required = true` (else
+//!   the first turn may start before the bridge is ready), and `env_vars`
+//!   naming what the bridge needs from the pane: Codex passes an MCP server
+//!   only the variables listed there, so without them a tmux seat's bridge
+//!   has no `TMUX_PANE` and no seat channel;
+//! - each workspace trusted (else a trust prompt waits);
+//! - no update check and no app-server daemon left running after the pane
+//!   is gone, unless the profile already says otherwise.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use toml_edit::{Array, DocumentMut, Item, Table, value};
+
+use super::harness::{run_bounded, which};
+
+/// The oldest release tested as a fleet worker.
+pub const OLDEST: (u64, u64, u64) = (0, 169, 0);
+/// The bridge's server name: Codex offers its tools in the namespace
+/// `mcp__clankie`.
+pub const SERVER: &str = "clankie";
+/// What the bridge reads from the pane's environment.
+pub const ENV_VARS: [&str; 8] = [
+    "TMUX",
+    "TMUX_PANE",
+    "HERDR_ENV",
+    "HERDR_PANE_ID",
+    "HERDR_SOCKET_PATH",
+    "CLANKIE_GATEWAY_DISCOVERY",
+    "CLANKIE_WORKER_PANE",
+    "CLANKIE_STATE",
+];
+
+/// An installed Codex CLI.
+#[derive(Debug, Clone)]
+pub struct Codex {
+    pub bin: PathBuf,
+    pub version: String,
+}
+
+/// The owner's own Codex home: `CODEX_HOME`, else `~/.codex`.
+fn owner_home() -> Option<PathBuf> {
+    std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
+}
+
+impl Codex {
+    /// `--codex PATH`, else `codex` on PATH; its release from
+    /// `codex --version`.
+    pub async fn find(chosen: Option<&Path>) -> anyhow::Result<Codex> {
+        let bin = match chosen {
+            Some(p) => p.to_path_buf(),
+            None => which("codex")
+                .context("codex_not_installed: no `codex` on PATH; pass --codex PATH")?,
+        };
+        let out = run_bounded(
+            tokio::process::Command::new(&bin).arg("--version"),
+            Duration::from_secs(20),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("codex_not_installed: {} did not run: {e}", bin.display()))?;
+        let version = out
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        Ok(Codex { bin, version })
+    }
+
+    /// Refuses a release older than the tested one.
+    pub fn accepted(&self) -> anyhow::Result<()> {
+        match super::pi::parse_version(&self.version) {
+            Some(v) if v >= OLDEST => Ok(()),
+            _ => bail!(
+                "codex_release_unsupported: Codex {:?} is not {}.{}.{} or newer, the releases the fleet was tested with",
+                self.version,
+                OLDEST.0,
+                OLDEST.1,
+                OLDEST.2
+            ),
+        }
+    }
+
+    /// Makes `profile` a hire's Codex home: seeded from the owner's when it
+    /// has no `config.toml` yet, with the bridge registered and the
+    /// workspaces trusted.
+    pub fn prepare(&self, profile: &Path, workspaces: &[String]) -> anyhow::Result<()> {
+        clankie_runtime::state::private_dir(profile)?;
+        let owner = owner_home().and_then(|h| std::fs::canonicalize(h).ok());
+        if owner.is_some() && owner == std::fs::canonicalize(profile).ok() {
+            bail!(
+                "{} is the owner's own Codex home; a hire gets a profile of its own",
+                profile.display()
+            );
+        }
+        let config = profile.join("config.toml");
+        if !config.exists()
+            && let Some(home) = &owner
+        {
+            for file in ["config.toml", "auth.json"] {
+                if home.join(file).is_file() {
+                    std::fs::copy(home.join(file), profile.join(file))
+                        .with_context(|| format!("seeding the profile's {file}"))?;
+                }
+            }
+        }
+        let text = match std::fs::read_to_string(&config) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", config.display())),
+        };
+        let mut doc: DocumentMut = text
+            .parse()
+            .with_context(|| format!("{} is not TOML; it was left alone", config.display()))?;
+        register(&mut doc, workspaces)?;
+        clankie_runtime::state::atomic_write(&config, doc.to_string().as_bytes())
+            .with_context(|| format!("writing {}", config.display()))
+    }
+
+    /// The pane command: the hire's Codex home and Codex's own arguments.
+    pub fn pane_command(
+        &self,
+        profile: &Path,
+        model: Option<&str>,
+        args: &[String],
+    ) -> Vec<String> {
+        let mut cmd = vec![
+            "env".to_string(),
+            format!("CODEX_HOME={}", profile.display()),
+            self.bin.display().to_string(),
+        ];
+        if let Some(m) = model {
+            cmd.push("--model".into());
+            cmd.push(m.into());
+        }
+        cmd.extend(args.iter().cloned());
+        cmd
+    }
+}
+
+fn table<'a>(doc: &'a mut Table, key: &str) -> anyhow::Result<&'a mut Table> {
+    doc.entry(key)
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .with_context(|| format!("`{key}` in the profile's config.toml is not a table"))
+}
+
+/// The bridge's registration and the hire's settings, into `doc`.
+fn register(doc: &mut DocumentMut, workspaces: &[String]) -> anyhow::Result<()> {
+    let clankie = std::env::current_exe().context("where is this binary")?;
+    let root = doc.as_table_mut();
+    if !root.contains_key("check_for_update_on_startup") {
+        root["check_for_update_on_startup"] = value(false);
+    }
+    let features = table(root, "features")?;
+    if !features.contains_key("daemon_auto_start") {
+        features["daemon_auto_start"] = value(false);
+    }
+    let projects = table(root, "projects")?;
+    for w in workspaces {
+        let mut t = Table::new();
+        t["trust_level"] = value("trusted");
+        projects.insert(w, Item::Table(t));
+    }
+    let servers = table(root, "mcp_servers")?;
+    let mut bridge = Table::new();
+    bridge["command"] = value(clankie.display().to_string());
+    bridge["args"] = value(Array::from_iter(["mcp", "--fleet"]));
+    bridge["env_vars"] = value(Array::from_iter(ENV_VARS));
+    bridge["required"] = value(true);
+    servers.insert(SERVER, Item::Table(bridge));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bridge_is_registered_beside_what_the_owner_configured() {
+        let mut doc: DocumentMut = r#"
+model = "gpt-x"
+check_for_update_on_startup = true
+
+[mcp_servers.docs]
+command = "docs-server"
+
+[mcp_servers.clankie]
+command = "/old/clankie"
+"#
+        .parse()
+        .expect("toml");
+        register(&mut doc, &["/src/alpha".into()]).expect("register");
+        let text = doc.to_string();
+        let back: toml_edit::DocumentMut = text.parse().expect("still toml");
+        assert_eq!(back["model"].as_str(), Some("gpt-x"));
+        assert_eq!(
+            back["check_for_update_on_startup"].as_bool(),
+            Some(true),
+            "the owner's choice"
+        );
+        assert_eq!(back["features"]["daemon_auto_start"].as_bool(), Some(false));
+        assert_eq!(
+            back["mcp_servers"]["docs"]["command"].as_str(),
+            Some("docs-server")
+        );
+        let bridge = &back["mcp_servers"]["clankie"];
+        assert_ne!(bridge["command"].as_str(), Some("/old/clankie"));
+        assert_eq!(bridge["required"].as_bool(), Some(true));
+        let vars: Vec<&str> = bridge["env_vars"]
+            .as_array()
+            .expect("env_vars")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert!(vars.contains(&"TMUX_PANE") && vars.contains(&"HERDR_PANE_ID"));
+        assert_eq!(
+            back["projects"]["/src/alpha"]["trust_level"].as_str(),
+            Some("trusted")
+        );
+    }
+}
