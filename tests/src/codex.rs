@@ -97,4 +97,28 @@ impl CodexWorker {
     pub fn pane(&self) -> &str {
         self.hire["paneId"].as_str().expect("pane")
     }
+
+    pub fn hire_id(&self) -> &str {
+        self.hire["hireId"].as_str().expect("hire id")
+    }
+}
+
+/// The app-server daemon Codex started for this hire's home outlives the
+/// pane: a scenario stops it, as `clankie close` does.
+impl Drop for CodexWorker {
+    fn drop(&mut self) {
+        let packages = self.profile.join("packages");
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if std::fs::read_link(entry.path().join("exe")).is_ok_and(|e| e.starts_with(&packages))
+            {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
 }

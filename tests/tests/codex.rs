@@ -68,3 +68,72 @@ async fn a_codex_worker_calls_a_connected_tool_sees_its_receipt_and_reports() {
         "{offered:?}"
     );
 }
+
+/// The lead's message reaches the running Codex session as a turn on its
+/// thread, started through Codex's own app-server (Codex has no way for an
+/// MCP server to push into a session): the TUI shows it, the model answers
+/// it, and the answer reaches the lead. The delivery was acknowledged once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leads_message_reaches_a_running_codex_thread_as_a_turn() {
+    let f = ClaudeStack::start().await;
+    let worker = CodexWorker::hire(&f.stack, f.dir.path(), &f.model, &f.lead, "a", "SAY ready");
+    let screen = || f.tmux.run(&["capture-pane", "-p", "-t", worker.pane()]);
+    // The first turn has run: Codex's thread exists.
+    let ready = clankie_tests::eventually(Duration::from_secs(60), async || {
+        screen().contains("• ready").then_some(())
+    })
+    .await;
+    assert!(ready.is_some(), "{}", screen());
+    let sent = clankie_tests::seat::json_of(&f.stack.clankie_ok(&[
+        "message",
+        worker.hire_id(),
+        "CALL message_clankie {\"text\": \"codex heard the lead\"}\nSAY on it",
+        "--conversation",
+        &f.lead,
+    ]));
+    let heard = f
+        .lead_hears("codex heard the lead", Duration::from_secs(90))
+        .await
+        .unwrap_or_else(|| panic!("{}\n{:?}", screen(), file_lines(&f.model.log)));
+    assert_eq!(heard["untrusted"], true);
+    let delivery = sent["deliveryId"].as_str().expect("delivery");
+    // The turn opened with who the message is from, on the same thread.
+    let opened = f
+        .model
+        .requests()
+        .into_iter()
+        .filter_map(|r| r["last"].as_str().map(str::to_string))
+        .find(|l| l.contains(delivery))
+        .unwrap_or_else(|| panic!("the model never saw the delivery"));
+    assert!(
+        opened.starts_with("[clankie: a message from your lead"),
+        "{opened}"
+    );
+    assert!(screen().contains("on it"), "{}", screen());
+    // Closing the hire stops the app-server daemon Codex left for its home.
+    let packages = worker.profile.join("packages");
+    let daemon = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path().join("exe")).is_ok_and(|x| x.starts_with(&packages))
+            })
+            .count()
+    };
+    assert!(
+        daemon() > 0,
+        "Codex runs its app-server from the hire's home"
+    );
+    f.stack
+        .clankie_ok(&["close", worker.hire_id(), "--conversation", &f.lead]);
+    let stopped = clankie_tests::eventually(Duration::from_secs(30), async || {
+        (daemon() == 0).then_some(())
+    })
+    .await;
+    assert!(
+        stopped.is_some(),
+        "the hire's daemon still runs after close"
+    );
+}

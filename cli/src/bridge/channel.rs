@@ -7,7 +7,9 @@
 //! - Listed deliveries are claimed first (exclusively: a claim survives
 //!   timeouts and lost responses). Each claimed one goes to the harness as an
 //!   MCP notification, `notifications/claude/channel` with `{content, meta}`
-//!   (Claude Code's channel notification), and is acknowledged under its
+//!   (Claude Code's channel notification), or, under Codex, as a turn on
+//!   its thread through Codex's app-server (`codex.rs`), and is
+//!   acknowledged under its
 //!   claim only after that handoff: the ack is the native delivery receipt.
 //!   A delivery definitely not handed off (no harness session yet) is
 //!   released for a later poll; one whose handoff or ack is uncertain stays
@@ -24,6 +26,7 @@ use clankie_runtime::ErrorCode;
 use rmcp::model::{CustomNotification, ServerNotification};
 use serde_json::{Value, json};
 
+use super::codex::CodexThreads;
 use super::upstream::{Http, Upstream, encode};
 
 /// The MCP notification method deliveries use.
@@ -37,6 +40,7 @@ const NOT_A_SEAT_PAUSE: Duration = Duration::from_secs(300);
 
 /// Runs the seat channel until the process exits.
 pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
+    let codex = CodexThreads::from_env();
     let mut http = Http::new(socket);
     let base = format!("/v1/fleet/seats/{}", encode(&pane));
     let mut revision = String::new();
@@ -111,7 +115,7 @@ pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
             .into_iter();
         while let Some(d) = held.next() {
             let id = d["deliveryId"].as_str().unwrap_or("").to_string();
-            match handoff(&up, &d).await {
+            match handoff(&up, codex.as_ref(), &d).await {
                 Handoff::Done => {}
                 Handoff::NotYet => {
                     // Definitely not handed off: release it and the rest.
@@ -154,7 +158,7 @@ pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
     }
 }
 
-enum Handoff {
+pub(crate) enum Handoff {
     Done,
     /// No harness session yet: definitely not handed off.
     NotYet,
@@ -162,8 +166,12 @@ enum Handoff {
     Uncertain,
 }
 
-/// Hands one delivery to the harness.
-async fn handoff(up: &Upstream, d: &Value) -> Handoff {
+/// Hands one delivery to the harness: a turn on a Codex thread through
+/// Codex's app-server, else Claude Code's channel notification.
+async fn handoff(up: &Upstream, codex: Option<&CodexThreads>, d: &Value) -> Handoff {
+    if let Some(codex) = codex {
+        return codex.deliver(d).await;
+    }
     let Some(peer) = up.echo.harness().await else {
         return Handoff::NotYet;
     };

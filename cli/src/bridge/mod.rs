@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, Notify, RwLock};
 
 pub(crate) mod channel;
+mod codex;
 mod echo;
 mod era;
 mod grant;

@@ -231,6 +231,11 @@ pub async fn close(
         .await
         .map_err(refused)?
         .into_inner();
+    // A Codex hire's app-server daemon outlives its pane (and the stack):
+    // it goes with the hire.
+    if let Some((home, bin)) = crate::support::codex::launched(&h.command) {
+        crate::support::codex::stop_daemon(&home, &bin).await;
+    }
     print_json(&hire_json(&h));
     Ok(ExitCode::SUCCESS)
 }

@@ -9,9 +9,10 @@
 //!   naming what the bridge needs from the pane: Codex passes an MCP server
 //!   only the variables listed there, so without them a tmux seat's bridge
 //!   has no `TMUX_PANE` and no seat channel;
+//!   (`CODEX_HOME` among them: the bridge hands deliveries to Codex's
+//!   app-server, the daemon of the hire's own home, whose TUI shows them);
 //! - each workspace trusted (else a trust prompt waits);
-//! - no update check and no app-server daemon left running after the pane
-//!   is gone, unless the profile already says otherwise.
+//! - no update check, unless the profile already says otherwise.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -27,7 +28,7 @@ pub const OLDEST: (u64, u64, u64) = (0, 169, 0);
 /// `mcp__clankie`.
 pub const SERVER: &str = "clankie";
 /// What the bridge reads from the pane's environment.
-pub const ENV_VARS: [&str; 8] = [
+pub const ENV_VARS: [&str; 9] = [
     "TMUX",
     "TMUX_PANE",
     "HERDR_ENV",
@@ -36,6 +37,7 @@ pub const ENV_VARS: [&str; 8] = [
     "CLANKIE_GATEWAY_DISCOVERY",
     "CLANKIE_WORKER_PANE",
     "CLANKIE_STATE",
+    "CODEX_HOME",
 ];
 
 /// An installed Codex CLI.
@@ -147,6 +149,50 @@ impl Codex {
     }
 }
 
+/// The Codex home and binary of a hire whose pane command this launcher
+/// made (`env CODEX_HOME=… codex …`).
+pub fn launched(command: &[String]) -> Option<(PathBuf, PathBuf)> {
+    if command.first().map(String::as_str) != Some("env") {
+        return None;
+    }
+    let home = command
+        .iter()
+        .find_map(|w| w.strip_prefix("CODEX_HOME="))
+        .map(PathBuf::from)?;
+    let bin = command
+        .iter()
+        .skip(1)
+        .find(|w| !w.contains('='))
+        .map(PathBuf::from)?;
+    Some((home, bin))
+}
+
+/// Stops the app-server daemon a hire's Codex left running for its home:
+/// Codex's own `app-server daemon stop`, then whatever still runs from the
+/// copy of Codex the daemon keeps in that home (`packages/`).
+pub async fn stop_daemon(home: &Path, bin: &Path) {
+    let mut stop = tokio::process::Command::new(bin);
+    stop.args(["app-server", "daemon", "stop"])
+        .env("CODEX_HOME", home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _ = run_bounded(&mut stop, Duration::from_secs(20)).await;
+    let packages = home.join("packages");
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let runs_from_home = std::fs::read_link(entry.path().join("exe"))
+            .is_ok_and(|exe| exe.starts_with(&packages));
+        if runs_from_home {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+}
+
 fn table<'a>(doc: &'a mut Table, key: &str) -> anyhow::Result<&'a mut Table> {
     doc.entry(key)
         .or_insert_with(|| {
@@ -164,10 +210,6 @@ fn register(doc: &mut DocumentMut, workspaces: &[String]) -> anyhow::Result<()> 
     let root = doc.as_table_mut();
     if !root.contains_key("check_for_update_on_startup") {
         root["check_for_update_on_startup"] = value(false);
-    }
-    let features = table(root, "features")?;
-    if !features.contains_key("daemon_auto_start") {
-        features["daemon_auto_start"] = value(false);
     }
     let projects = table(root, "projects")?;
     for w in workspaces {
@@ -188,6 +230,18 @@ fn register(doc: &mut DocumentMut, workspaces: &[String]) -> anyhow::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_codex_hires_home_is_read_back_from_its_command() {
+        let cmd: Vec<String> = ["env", "CODEX_HOME=/p/codex-1", "/bin/codex", "--model", "m"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            launched(&cmd),
+            Some((PathBuf::from("/p/codex-1"), PathBuf::from("/bin/codex")))
+        );
+        assert_eq!(launched(&["codex".to_string()]), None);
+    }
 
     #[test]
     fn the_bridge_is_registered_beside_what_the_owner_configured() {
@@ -212,7 +266,6 @@ command = "/old/clankie"
             Some(true),
             "the owner's choice"
         );
-        assert_eq!(back["features"]["daemon_auto_start"].as_bool(), Some(false));
         assert_eq!(
             back["mcp_servers"]["docs"]["command"].as_str(),
             Some("docs-server")
