@@ -172,7 +172,7 @@ async fn handoff(up: &Upstream, codex: Option<&CodexThreads>, d: &Value) -> Hand
     if let Some(codex) = codex {
         return codex.deliver(d).await;
     }
-    let Some(peer) = up.echo.harness().await else {
+    let Some(peer) = up.echo.listening_harness().await else {
         return Handoff::NotYet;
     };
     let text = |k: &str| d[k].as_str().unwrap_or("").to_string();

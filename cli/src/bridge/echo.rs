@@ -26,6 +26,10 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer};
 use tokio::sync::{Mutex, Notify};
 
+/// How long after the harness's first `tools/list` a pushed message can
+/// be trusted to reach it (ten times what was observed).
+const CHANNEL_SETTLE: Duration = Duration::from_secs(3);
+
 /// Steps to a call in flight.
 type Steps = tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>;
 
@@ -38,6 +42,8 @@ pub(crate) struct Echo {
     downstream: Arc<Mutex<Option<Peer<RoleServer>>>>,
     level: Arc<parking_lot::Mutex<Option<LoggingLevel>>>,
     progress: Arc<parking_lot::Mutex<Progress>>,
+    /// When the harness first asked for the tools.
+    listed: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
 
 fn token_key(token: &ProgressToken) -> String {
@@ -134,6 +140,25 @@ impl Echo {
 
     pub(crate) async fn harness(&self) -> Option<Peer<RoleServer>> {
         self.downstream.lock().await.clone()
+    }
+
+    /// The harness asked for the tools.
+    pub(crate) fn mark_listed(&self) {
+        let _ = self.listed.set(std::time::Instant::now());
+    }
+
+    /// The harness's session, once it is listening for pushed messages.
+    /// Claude Code registers its channel listener only once it has the
+    /// server's tools and its interface has caught up (observed on 2.1.332:
+    /// 0.1 to 0.3 s after the first `tools/list`), and drops a notification
+    /// that comes before, silently: nothing on the wire says it is ready.
+    /// So the first handoff waits [`CHANNEL_SETTLE`] after that listing.
+    pub(crate) async fn listening_harness(&self) -> Option<Peer<RoleServer>> {
+        let listed = self.listed.get()?;
+        if listed.elapsed() < CHANNEL_SETTLE {
+            return None;
+        }
+        self.harness().await
     }
 
     /// Keeps the harness's level and sets it on the gateway session (the

@@ -367,6 +367,7 @@ impl ServerHandler for FleetServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.up.echo.mark_listed();
         // The harness asking is never automatic: it may try even when quiet.
         if (self.up.tools.read().await.is_none() || self.up.is_quiet())
             && let Err(e) = self.up.refresh().await
