@@ -89,7 +89,8 @@ impl ClaudeWorker {
 pub struct ClaudeStack {
     pub stack: Stack,
     pub tmux: TmuxServer,
-    pub workspace: tempfile::TempDir,
+    /// Project `alpha`'s workspace.
+    pub workspace: PathBuf,
     pub lead: String,
     pub dir: tempfile::TempDir,
     pub model: Model,
@@ -97,11 +98,22 @@ pub struct ClaudeStack {
 
 impl ClaudeStack {
     pub async fn start() -> ClaudeStack {
+        let dir = tempfile::tempdir().expect("dir");
+        let workspace = dir.path().join("alpha");
+        std::fs::create_dir_all(&workspace).expect("workspace");
+        Self::start_on(dir, workspace, &[]).await
+    }
+
+    /// With project `alpha` on `workspace` (under `dir`), with more
+    /// `project add` flags.
+    pub async fn start_on(dir: tempfile::TempDir, workspace: PathBuf, flags: &[&str]) -> ClaudeStack {
         let stack = Stack::start().await.expect("stack");
         let tmux = stack.link_tmux("work");
-        let workspace = stack.add_project("alpha", &[]);
+        let ws = workspace.display().to_string();
+        let mut args = vec!["project", "add", "alpha", "--workspace", &ws];
+        args.extend_from_slice(flags);
+        stack.clankie_ok(&args);
         let lead = stack.add_lead("Lead");
-        let dir = tempfile::tempdir().expect("dir");
         let model = Model::start(dir.path()).await;
         ClaudeStack {
             stack,

@@ -65,6 +65,19 @@ impl CodexWorker {
         name: &str,
         prompt: &str,
     ) -> CodexWorker {
+        Self::hire_as(stack, dir, model, lead, name, "worker", prompt)
+    }
+
+    /// The same, in `role` (worker, reviewer or lead).
+    pub fn hire_as(
+        stack: &Stack,
+        dir: &Path,
+        model: &Model,
+        lead: &str,
+        name: &str,
+        role: &str,
+        prompt: &str,
+    ) -> CodexWorker {
         let profile = dir.join(format!("codex-{name}"));
         std::fs::create_dir_all(&profile).expect("profile");
         std::fs::write(profile.join("config.toml"), provider_config(model)).expect("config");
@@ -74,6 +87,8 @@ impl CodexWorker {
             "alpha",
             "--conversation",
             lead,
+            "--role",
+            role,
             "--harness",
             "codex",
             "--codex",

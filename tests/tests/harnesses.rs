@@ -73,3 +73,67 @@ async fn a_codex_seat_messages_a_claude_seat_with_an_honest_receipt() {
         .count();
     assert_eq!(heard, 1);
 }
+
+/// Landing review across harnesses: a Claude author submits its checkout's
+/// change; the candidate reaches the Codex reviewer as a turn on its
+/// thread; Codex reads the exact patch and approves the patch-id it read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claude_authors_change_is_approved_by_a_codex_reviewer() {
+    use clankie_tests::git::{commit, patch_id, work_repo};
+    let dir = tempfile::tempdir().expect("dir");
+    let (work, base) = work_repo(dir.path(), "work");
+    commit(&work, &[("src/feature.txt", b"the feature\n")], "feature");
+    let expected = patch_id(&work, &base);
+    let f = ClaudeStack::start_on(dir, work.clone(), &["--reviewer"]).await;
+    let review = [
+        "ON Review candidate",
+        r#"CALL review_candidate {"candidateId": "{{re:(cand-[0-9a-f]+)}}"}"#,
+        r#"CALL review_verdict {"candidateId": "{{re:(cand-[0-9a-f]+)}}", "patchId": "{{lastre:\"patchId\":\"([0-9a-f]+)\"}}", "verdict": "approve"}"#,
+        r#"CALL message_clankie {"text": "codex reviewed {{lastre:\"state\":\"([a-z]+)\"}}"}"#,
+        "SAY reviewed",
+    ]
+    .join(" ;; ");
+    let reviewer = CodexWorker::hire_as(
+        &f.stack, f.dir.path(), &f.model, &f.lead, "reviewer", "reviewer", &review,
+    );
+    let screen = || f.tmux.run(&["capture-pane", "-p", "-t", reviewer.pane()]);
+    let up = clankie_tests::eventually(Duration::from_secs(60), async || {
+        screen().contains("• done").then_some(())
+    })
+    .await;
+    assert!(up.is_some(), "{}", screen());
+    let author = f.hire("author");
+    f.brief(
+        &author,
+        &[
+            &format!(
+                r#"CALL submit_for_review {{"checkout": "{}", "summary": "the feature"}}"#,
+                work.display()
+            ),
+            r#"CALL message_clankie {"text": "submitted {{lastre:\"candidateId\":\"([^\"]+)\"}}"}"#,
+            "SAY submitted",
+        ],
+    );
+    let submitted = f
+        .lead_hears("submitted cand-", Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|| panic!("{}\n{:?}", f.screen(&author), file_lines(&f.model.log)));
+    let candidate = submitted["text"]
+        .as_str()
+        .and_then(|t| t.strip_prefix("submitted "))
+        .expect("candidate")
+        .to_string();
+    assert!(
+        f.lead_hears("codex reviewed approved", Duration::from_secs(120))
+            .await
+            .is_some(),
+        "{}\n{:?}",
+        screen(),
+        file_lines(&f.model.log)
+    );
+    // The owner's view: approved, on the exact patch the author committed.
+    let shown = clankie_tests::seat::json_of(&f.stack.clankie_ok(&["review", "show", &candidate]));
+    assert_eq!(shown["state"], "approved", "{shown}");
+    assert_eq!(shown["patchId"], expected.as_str(), "{shown}");
+    assert!(shown["patch"].as_str().unwrap_or("").contains("the feature"));
+}

@@ -137,6 +137,7 @@ pub(crate) fn framed(d: &Value) -> String {
     let source = match text("kind") {
         "peer" => "a peer seat",
         "wake" => "a scheduled wake",
+        "review" => "the landing review",
         _ => "your lead",
     };
     format!(
