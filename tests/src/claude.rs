@@ -106,7 +106,11 @@ impl ClaudeStack {
 
     /// With project `alpha` on `workspace` (under `dir`), with more
     /// `project add` flags.
-    pub async fn start_on(dir: tempfile::TempDir, workspace: PathBuf, flags: &[&str]) -> ClaudeStack {
+    pub async fn start_on(
+        dir: tempfile::TempDir,
+        workspace: PathBuf,
+        flags: &[&str],
+    ) -> ClaudeStack {
         let stack = Stack::start().await.expect("stack");
         let tmux = stack.link_tmux("work");
         let ws = workspace.display().to_string();

@@ -137,3 +137,114 @@ async fn a_leads_message_reaches_a_running_codex_thread_as_a_turn() {
         "the hire's daemon still runs after close"
     );
 }
+
+/// The names Codex offered its model in the bridge's namespace, in the
+/// newest request whose last message holds `needle`.
+fn offered_after(f: &ClaudeStack, needle: &str) -> Vec<String> {
+    f.model
+        .requests()
+        .into_iter()
+        .rev()
+        // Codex's side requests (titling the thread) offer no tools.
+        .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .find(|r| r["last"].as_str().is_some_and(|l| l.contains(needle)))
+        .map(|r| {
+            r["tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| t["namespace"] == "mcp__clankie")
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Codex logs `tools/list_changed` without refreshing what its model may
+/// call. The bridge makes it take a changed catalog through Codex's
+/// app-server (the registration's environment gets the new revision, then
+/// a reload), so a running thread's catalog follows `fleet set --tools`:
+/// empty of the connected tools while off, back when on, and an account
+/// connected meanwhile is found, all without restarting Codex.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_codex_thread_follows_the_fleets_catalog_without_a_restart() {
+    let f = ClaudeStack::start().await;
+    let worker = CodexWorker::hire(&f.stack, f.dir.path(), &f.model, &f.lead, "a", "SAY ready");
+    let screen = || f.tmux.run(&["capture-pane", "-p", "-t", worker.pane()]);
+    let shows = |text: &'static str| {
+        let screen = &screen;
+        async move {
+            clankie_tests::eventually(Duration::from_secs(60), async || {
+                screen().contains(text).then_some(())
+            })
+            .await
+            .is_some()
+        }
+    };
+    assert!(shows("• ready").await, "{}", screen());
+    let message = |text: &str| {
+        f.stack
+            .clankie_ok(&["message", worker.hire_id(), text, "--conversation", &f.lead]);
+    };
+    message("SAY turn one");
+    assert!(shows("• turn one").await, "{}", screen());
+    let before = offered_after(&f, "SAY turn one");
+    assert!(
+        before.contains(&"clankie_call".to_string()),
+        "{before:?} {:?}",
+        f.model
+            .requests()
+            .iter()
+            .map(|r| (r["last"].clone(), r["tools"].as_array().map(Vec::len)))
+            .collect::<Vec<_>>()
+    );
+
+    let config = worker.profile.join("config.toml");
+    let revision = || {
+        std::fs::read_to_string(&config)
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.contains("CLANKIE_CATALOG_REVISION"))
+            .map(str::to_string)
+    };
+    let first = revision();
+    f.stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    let refreshed = clankie_tests::eventually(Duration::from_secs(60), async || {
+        revision().filter(|r| Some(r) != first.as_ref())
+    })
+    .await
+    .expect("the bridge persisted the new catalog's revision through Codex's app-server");
+    message("SAY turn two");
+    assert!(shows("• turn two").await, "{}", screen());
+    let off = offered_after(&f, "SAY turn two");
+    assert!(
+        !off.contains(&"clankie_call".to_string()),
+        "tools off: {off:?}"
+    );
+
+    f.stack
+        .clankie_ok(&["fleet", "set", "--tools", "connected"]);
+    f.stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    clankie_tests::eventually(Duration::from_secs(60), async || {
+        revision().filter(|r| *r != refreshed)
+    })
+    .await
+    .expect("the catalog came back");
+    message(
+        "CALL clankie_tools {\"query\": \"current time\"}\nCALL message_clankie {\"text\": \"found {{lastre:(time_get_current_time)}}\"}\nSAY turn three",
+    );
+    assert!(
+        f.lead_hears("found time_get_current_time", Duration::from_secs(90))
+            .await
+            .is_some(),
+        "{}\n{:?}",
+        screen(),
+        file_lines(&f.model.log)
+    );
+    let on = offered_after(&f, "turn three");
+    assert!(
+        on.contains(&"clankie_call".to_string()),
+        "tools back on: {on:?}"
+    );
+}

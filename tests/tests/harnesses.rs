@@ -94,7 +94,13 @@ async fn a_claude_authors_change_is_approved_by_a_codex_reviewer() {
     ]
     .join(" ;; ");
     let reviewer = CodexWorker::hire_as(
-        &f.stack, f.dir.path(), &f.model, &f.lead, "reviewer", "reviewer", &review,
+        &f.stack,
+        f.dir.path(),
+        &f.model,
+        &f.lead,
+        "reviewer",
+        "reviewer",
+        &review,
     );
     let screen = || f.tmux.run(&["capture-pane", "-p", "-t", reviewer.pane()]);
     let up = clankie_tests::eventually(Duration::from_secs(60), async || {
@@ -135,5 +141,10 @@ async fn a_claude_authors_change_is_approved_by_a_codex_reviewer() {
     let shown = clankie_tests::seat::json_of(&f.stack.clankie_ok(&["review", "show", &candidate]));
     assert_eq!(shown["state"], "approved", "{shown}");
     assert_eq!(shown["patchId"], expected.as_str(), "{shown}");
-    assert!(shown["patch"].as_str().unwrap_or("").contains("the feature"));
+    assert!(
+        shown["patch"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the feature")
+    );
 }

@@ -12,6 +12,8 @@
 //!   there), else the most recent.
 //! - A thread mid-turn gets no new turn: the delivery waits for the next
 //!   poll (nothing is steered into a running turn).
+//! - A changed catalog reaches the thread through the same server
+//!   ([`CodexThreads::refresh`]).
 //! - Until Codex's app-server answers and the thread exists, nothing was
 //!   handed off. Once `turn/start` was sent, only its answer says the turn
 //!   started: a lost answer is uncertain, and the delivery is never sent
@@ -25,6 +27,9 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::channel::Handoff;
+
+/// The name the hire's registration gives the bridge.
+const SERVER: &str = "clankie";
 
 /// How long one exchange with the app-server may take.
 const EXCHANGE: Duration = Duration::from_secs(10);
@@ -172,6 +177,42 @@ impl CodexThreads {
                 Handoff::Uncertain
             }
         }
+    }
+
+    /// Makes Codex take the bridge's new catalog. Codex logs
+    /// `tools/list_changed` without refreshing what its model may call, and a
+    /// plain `config/mcpServer/reload` keeps an unchanged connection; so the
+    /// registration's environment gets the new revision (`config/batchWrite`
+    /// into the hire's own config) and Codex reloads, reconnecting the
+    /// bridge at the thread's next model step. At most three tries; no turn
+    /// or tool call is ever repeated.
+    pub(crate) async fn refresh(&self, revision: &str) {
+        for attempt in 1..=3 {
+            match self.reload(revision).await {
+                Ok(()) => return,
+                Err(why) if attempt == 3 => {
+                    tracing::warn!(%why, "Codex did not take the new catalog");
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(500 * attempt)).await,
+            }
+        }
+    }
+
+    async fn reload(&self, revision: &str) -> Result<(), String> {
+        let mut s = Session::open(&self.socket).await?;
+        let edit = json!({
+            "keyPath": format!("mcp_servers.{SERVER}.env.CLANKIE_CATALOG_REVISION"),
+            "value": revision,
+            "mergeStrategy": "upsert",
+        });
+        s.call(
+            "config/batchWrite",
+            json!({ "edits": [edit], "filePath": null, "expectedVersion": null, "reloadUserConfig": true }),
+        )
+        .await?;
+        s.call("config/mcpServer/reload", json!({}))
+            .await
+            .map(|_| ())
     }
 
     async fn start_turn(&self, text: &str) -> Result<(), Failed> {

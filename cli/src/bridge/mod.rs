@@ -482,6 +482,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     // Relist on every upstream change; tell the harness only on a real change.
     {
         let up = up.clone();
+        let codex = codex::CodexThreads::from_env();
         tokio::spawn(async move {
             loop {
                 up.relist.notified().await;
@@ -489,7 +490,13 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
                     continue;
                 }
                 match up.refresh().await {
-                    Ok(true) => up.notify_downstream().await,
+                    Ok(true) => {
+                        up.notify_downstream().await;
+                        // Codex refreshes only when its registration changes.
+                        if let Some(codex) = &codex {
+                            codex.refresh(&up.catalog_revision().await).await;
+                        }
+                    }
                     Ok(false) => {}
                     Err(e) => {
                         tracing::warn!(error = %e, "fleet relist failed; keeping the last catalog")

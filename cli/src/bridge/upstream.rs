@@ -172,6 +172,21 @@ impl Upstream {
         Ok(changed)
     }
 
+    /// A name for the catalog the bridge holds now: the hash of its tool
+    /// definitions ("none" before any listing).
+    pub(crate) async fn catalog_revision(&self) -> String {
+        use std::hash::{Hash as _, Hasher as _};
+        let tools = self.tools.read().await;
+        let Some(tools) = tools.as_ref() else {
+            return "none".into();
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_string(tools)
+            .unwrap_or_default()
+            .hash(&mut h);
+        format!("{:016x}", h.finish())
+    }
+
     pub(crate) async fn notify_downstream(&self) {
         if let Some(peer) = self.echo.harness().await
             && let Err(e) = peer.notify_tool_list_changed().await
