@@ -248,3 +248,39 @@ async fn a_running_codex_thread_follows_the_fleets_catalog_without_a_restart() {
         "tools back on: {on:?}"
     );
 }
+
+/// Codex outlives a restart of the stack: its app-server and its bridge
+/// stay, the bridge finds the new gateway on the same socket, and the seat
+/// keeps its delivery path and `message_clankie`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_codex_seat_keeps_message_clankie_across_a_stack_restart() {
+    let mut f = ClaudeStack::start().await;
+    let worker = CodexWorker::hire(&f.stack, f.dir.path(), &f.model, &f.lead, "a", "SAY ready");
+    let ready = clankie_tests::eventually(Duration::from_secs(60), async || {
+        f.tmux
+            .run(&["capture-pane", "-p", "-t", worker.pane()])
+            .contains("• ready")
+            .then_some(())
+    })
+    .await;
+    assert!(ready.is_some());
+    f.stack
+        .restart(clankie_tests::StackOptions::default())
+        .await
+        .expect("restart");
+    f.stack.clankie_ok(&[
+        "message",
+        worker.hire_id(),
+        "CALL message_clankie {\"text\": \"still here after the restart\"}\nSAY ok",
+        "--conversation",
+        &f.lead,
+    ]);
+    assert!(
+        f.lead_hears("still here after the restart", Duration::from_secs(120))
+            .await
+            .is_some(),
+        "{}\n{:?}",
+        f.tmux.run(&["capture-pane", "-p", "-t", worker.pane()]),
+        file_lines(&f.model.log)
+    );
+}
