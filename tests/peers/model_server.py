@@ -35,8 +35,9 @@ In arguments and text:
     {{lastre:R}}    the same, in the newest tool result anywhere that has one
 Inside arguments, substituted text is JSON-escaped.
 
-Every request is appended to LOG_FILE as one JSON line: the tools the
-client offered (name and parameters), the messages' roles and the newest
+Every request is appended to LOG_FILE as one JSON line: when it came
+(`at`, seconds since the epoch), the API, the tools the client offered
+(name, parameters, namespace), the messages' roles and the newest
 message's text, so a test can check what the model was shown.
 """
 import json
@@ -172,6 +173,7 @@ class Handler(BaseHTTPRequestHandler):
         tools = api.tools(req)
         if LOG:
             entry = {
+                "at": time.time(),
                 "api": api.name,
                 "tools": tools,
                 "roles": [m.get("role") for m in messages],

@@ -20,6 +20,9 @@
 //!                            revoke vs a bare owner RPC
 //!   clankie-bench sandbox    a hire's start (pane opened → first command
 //!                            runs) under the worker sandbox vs without it
+//!   clankie-bench harnesses  Claude Code and Codex: a lead message until the
+//!                            session holds it, and clankie_call from inside,
+//!                            beside the Python stand-ins
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -444,6 +447,7 @@ mod bench_auto;
 mod bench_caller;
 mod bench_faults;
 mod bench_grants;
+mod bench_harnesses;
 mod bench_pi;
 mod bench_proof;
 mod bench_sandbox;
@@ -482,6 +486,7 @@ async fn main() -> anyhow::Result<()> {
         "grants" => bench_grants::bench_grants(rounds.min(500)).await?,
         "pi" => bench_pi::bench_pi(if quick { 10 } else { 30 }).await?,
         "sandbox" => bench_sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?,
+        "harnesses" => bench_harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -496,10 +501,11 @@ async fn main() -> anyhow::Result<()> {
             bench_grants::bench_grants(rounds.min(500)).await?;
             bench_pi::bench_pi(if quick { 10 } else { 30 }).await?;
             bench_sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?;
+            bench_harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox, harnesses or all"
             )
         }
     }

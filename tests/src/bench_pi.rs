@@ -23,7 +23,7 @@ use crate::{line, summarize, us};
 
 use clankie_tests::pi::{NEWEST as PI, node};
 
-fn now_ns() -> u128 {
+pub(crate) fn now_ns() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -40,7 +40,10 @@ fn events(log: &Path, event: &str) -> Vec<Value> {
         .collect()
 }
 
-async fn until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> anyhow::Result<T> {
+pub(crate) async fn until<T>(
+    timeout: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> anyhow::Result<T> {
     let end = Instant::now() + timeout;
     loop {
         if let Some(v) = probe() {
@@ -51,7 +54,114 @@ async fn until<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> an
     }
 }
 
-fn hire(
+/// The lead's side of a benchmark: messages to hires on the mailbox's
+/// socket, with the owner credential.
+pub(crate) struct Lead {
+    mailbox: clankie_runtime::clients::MailboxClient,
+    pub(crate) conversation: String,
+}
+
+impl Lead {
+    pub(crate) fn new(stack: &Stack, conversation: &str) -> anyhow::Result<Lead> {
+        let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
+        Ok(Lead {
+            mailbox: clankie_runtime::clients::mailbox(&stack.paths(), Meta::owner(token.trim())),
+            conversation: conversation.to_string(),
+        })
+    }
+
+    /// The lead's message to a hire; its delivery id.
+    pub(crate) async fn send(&mut self, hire: &Value, text: String) -> anyhow::Result<String> {
+        Ok(self
+            .mailbox
+            .message_seat(pb::MessageSeatRequest {
+                hire_id: hire["hireId"].as_str().unwrap_or("").into(),
+                text,
+                conversation_id: self.conversation.clone(),
+            })
+            .await?
+            .into_inner()
+            .delivery_id)
+    }
+}
+
+/// The stand-in seat: this binary's seat mode under the real bridge, in a
+/// pane; its hire and the file it notes each delivery's arrival in.
+pub(crate) async fn standin(
+    stack: &Stack,
+    lead: &str,
+    dir: &Path,
+) -> anyhow::Result<(Value, std::path::PathBuf)> {
+    let exe = std::env::current_exe()?.display().to_string();
+    let seat_dir = dir.display().to_string();
+    let seat_hire = hire(
+        stack,
+        lead,
+        &[],
+        &["--", &exe, "seat", &seat_dir, "standin"],
+    )?;
+    until(Duration::from_secs(60), || {
+        std::fs::read_to_string(dir.join("standin.seat")).ok()
+    })
+    .await?;
+    Ok((seat_hire, dir.join("standin.recv")))
+}
+
+/// One lead message to the stand-in seat, until its bridge handed it over.
+pub(crate) async fn standin_delivery(
+    lead: &mut Lead,
+    seat: &Value,
+    recv: &Path,
+    i: usize,
+) -> anyhow::Result<Duration> {
+    let t0 = now_ns();
+    let text = format!("standin {i}");
+    lead.send(seat, text.clone()).await?;
+    let at: u128 = until(Duration::from_secs(30), || {
+        std::fs::read_to_string(recv).ok()?.lines().find_map(|l| {
+            let (content, ns) = l.rsplit_once(' ')?;
+            (content == text).then(|| ns.parse().ok()).flatten()
+        })
+    })
+    .await?;
+    Ok(Duration::from_nanos(at.saturating_sub(t0) as u64))
+}
+
+/// `rounds` of `clankie_call` from the Python MCP SDK through the bridge,
+/// in a pane of their own.
+pub(crate) async fn python_calls(
+    stack: &Stack,
+    lead: &str,
+    dir: &Path,
+    rounds: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let out = dir.join("python-calls.json");
+    let py = python().display().to_string();
+    let script = repo_root()
+        .join("tests/clients/bench_calls.py")
+        .display()
+        .to_string();
+    let clankie = bin_dir().join("clankie").display().to_string();
+    let n = rounds.to_string();
+    let out_s = out.display().to_string();
+    hire(
+        stack,
+        lead,
+        &[],
+        &["--", &py, &script, &clankie, &n, &out_s],
+    )?;
+    until(Duration::from_secs(120), || {
+        let v: Vec<f64> = serde_json::from_str(&std::fs::read_to_string(&out).ok()?).ok()?;
+        Some(
+            v.into_iter()
+                .map(|u| Duration::from_secs_f64(u / 1e6))
+                .collect(),
+        )
+    })
+    .await
+}
+
+pub(crate) fn hire(
     stack: &Stack,
     lead: &str,
     extra_env: &[(&str, &Path)],
@@ -121,44 +231,14 @@ pub async fn bench_pi(rounds: usize) -> anyhow::Result<()> {
         events(&log, "tools.listed").into_iter().next()
     })
     .await?;
-    // The stand-in seat: this binary's seat mode under the real bridge.
-    let exe = std::env::current_exe()?.display().to_string();
-    let seat_dir = dir.path().display().to_string();
-    let seat_hire = hire(
-        &stack,
-        &lead,
-        &[],
-        &["--", &exe, "seat", &seat_dir, "standin"],
-    )?;
-    until(Duration::from_secs(60), || {
-        std::fs::read_to_string(dir.path().join("standin.seat")).ok()
-    })
-    .await?;
-
-    let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
-    let mut mailbox = clankie_runtime::clients::mailbox(&stack.paths(), Meta::owner(token.trim()));
-    let mut send = async |hire_id: &str, text: String| -> anyhow::Result<String> {
-        Ok(mailbox
-            .message_seat(pb::MessageSeatRequest {
-                hire_id: hire_id.into(),
-                text,
-                conversation_id: lead.clone(),
-            })
-            .await?
-            .into_inner()
-            .delivery_id)
-    };
+    let (seat_hire, recv) = standin(&stack, &lead, dir.path()).await?;
+    let mut lead_side = Lead::new(&stack, &lead)?;
 
     // 1. A lead's message until the session holds it.
     let (mut to_pi, mut to_standin) = (Vec::new(), Vec::new());
-    let recv = dir.path().join("standin.recv");
     for i in 0..rounds {
         let t0 = now_ns();
-        let id = send(
-            pi_hire["hireId"].as_str().unwrap_or(""),
-            format!("SAY ok {i}"),
-        )
-        .await?;
+        let id = lead_side.send(&pi_hire, format!("SAY ok {i}")).await?;
         let taken = until(Duration::from_secs(30), || {
             events(&log, "delivery.taken")
                 .into_iter()
@@ -174,18 +254,7 @@ pub async fn bench_pi(rounds: usize) -> anyhow::Result<()> {
                 .find(|e| e["deliveryId"] == id.as_str())
         })
         .await?;
-
-        let t0 = now_ns();
-        let text = format!("standin {i}");
-        send(seat_hire["hireId"].as_str().unwrap_or(""), text.clone()).await?;
-        let at: u128 = until(Duration::from_secs(30), || {
-            std::fs::read_to_string(&recv).ok()?.lines().find_map(|l| {
-                let (content, ns) = l.rsplit_once(' ')?;
-                (content == text).then(|| ns.parse().ok()).flatten()
-            })
-        })
-        .await?;
-        to_standin.push(Duration::from_nanos(at.saturating_sub(t0) as u64));
+        to_standin.push(standin_delivery(&mut lead_side, &seat_hire, &recv, i).await?);
     }
     let (pi_d, standin_d) = (summarize(to_pi), summarize(to_standin));
     line("lead message → Pi session holds it", &pi_d);
@@ -203,7 +272,7 @@ pub async fn bench_pi(rounds: usize) -> anyhow::Result<()> {
         .collect::<Vec<_>>()
         .join("\n");
     let before = events(&log, "call.answered").len();
-    send(pi_hire["hireId"].as_str().unwrap_or(""), brief).await?;
+    lead_side.send(&pi_hire, brief).await?;
     until(Duration::from_secs(120), || {
         (events(&log, "call.answered").len() > before + rounds).then_some(())
     })
@@ -218,30 +287,7 @@ pub async fn bench_pi(rounds: usize) -> anyhow::Result<()> {
             Duration::from_secs_f64(ms.max(0.0) / 1e3)
         })
         .collect();
-    let out = dir.path().join("python-calls.json");
-    let py = python().display().to_string();
-    let script = repo_root()
-        .join("tests/clients/bench_calls.py")
-        .display()
-        .to_string();
-    let clankie = bin_dir().join("clankie").display().to_string();
-    let n = rounds.to_string();
-    let out_s = out.display().to_string();
-    hire(
-        &stack,
-        &lead,
-        &[],
-        &["--", &py, &script, &clankie, &n, &out_s],
-    )?;
-    let from_python: Vec<Duration> = until(Duration::from_secs(120), || {
-        let v: Vec<f64> = serde_json::from_str(&std::fs::read_to_string(&out).ok()?).ok()?;
-        Some(
-            v.into_iter()
-                .map(|u| Duration::from_secs_f64(u / 1e6))
-                .collect(),
-        )
-    })
-    .await?;
+    let from_python = python_calls(&stack, &lead, dir.path(), rounds).await?;
     let (pi_c, py_c) = (summarize(from_pi), summarize(from_python));
     line("clankie_call from inside Pi", &pi_c);
     line("clankie_call from the Python SDK", &py_c);

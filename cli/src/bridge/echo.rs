@@ -42,7 +42,9 @@ pub(crate) struct Echo {
     downstream: Arc<Mutex<Option<Peer<RoleServer>>>>,
     level: Arc<parking_lot::Mutex<Option<LoggingLevel>>>,
     progress: Arc<parking_lot::Mutex<Progress>>,
-    /// When the harness first asked for the tools.
+    /// When the harness's session began, and when it first asked for the
+    /// tools.
+    attached: Arc<std::sync::OnceLock<std::time::Instant>>,
     listed: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
 
@@ -135,6 +137,7 @@ impl Echo {
 
     /// The harness's session, once it is initialized.
     pub(crate) async fn attach(&self, peer: Peer<RoleServer>) {
+        let _ = self.attached.set(std::time::Instant::now());
         *self.downstream.lock().await = Some(peer);
     }
 
@@ -152,10 +155,16 @@ impl Echo {
     /// server's tools and its interface has caught up (observed on 2.1.332:
     /// 0.1 to 0.3 s after the first `tools/list`), and drops a notification
     /// that comes before, silently: nothing on the wire says it is ready.
-    /// So the first handoff waits [`CHANNEL_SETTLE`] after that listing.
+    /// So a handoff waits [`CHANNEL_SETTLE`] after the session began and
+    /// after that listing (a harness that never lists is settled once its
+    /// session is that old).
     pub(crate) async fn listening_harness(&self) -> Option<Peer<RoleServer>> {
-        let listed = self.listed.get()?;
-        if listed.elapsed() < CHANNEL_SETTLE {
+        let since = match (self.attached.get(), self.listed.get()) {
+            (Some(a), Some(l)) => (*a).max(*l),
+            (Some(a), None) => *a,
+            (None, _) => return None,
+        };
+        if since.elapsed() < CHANNEL_SETTLE {
             return None;
         }
         self.harness().await
