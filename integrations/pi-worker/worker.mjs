@@ -14,7 +14,6 @@
 // possibly applied, with the receipt to reconcile, and never replayed.
 
 import { appendFileSync, readFileSync } from "node:fs";
-import { connect } from "node:net";
 
 import { McpProcessClient } from "./mcp-client.mjs";
 import { describe, flatten } from "./schema.mjs";
@@ -193,7 +192,6 @@ export default function clankieWorker(pi) {
       log("fleet.skipped", { why: ended });
       return;
     }
-    await reportToHerdr(session, log);
     const clankie = process.env.CLANKIE_BIN || "clankie";
     mcp = new McpProcessClient(clankie, ["mcp", "--fleet"], {
       // The seat channel is this extension's: the bridge must not claim.
@@ -242,38 +240,7 @@ function toPiBlock(block) {
   return { type: "text", text: JSON.stringify(block) };
 }
 
-/**
- * Under Herdr, the pane's own process says which Pi session it runs, as
- * Herdr's Pi integration does (Herdr ignores a report from outside the
- * pane). Under tmux there is nothing to tell.
- */
-function reportToHerdr(session, log) {
-  const socket = process.env.HERDR_SOCKET_PATH;
-  const pane = process.env.HERDR_PANE_ID;
-  if (process.env.HERDR_ENV !== "1" || !socket || !pane) return Promise.resolve();
-  return new Promise((resolve) => {
-    const conn = connect(socket);
-    const done = (outcome) => {
-      log("herdr.reported", { outcome });
-      conn.destroy();
-      resolve();
-    };
-    conn.setTimeout(3000, () => done("timeout"));
-    conn.on("error", () => done("unreachable"));
-    conn.on("data", (d) => done(String(d).includes('"error"') ? "refused" : "ok"));
-    conn.on("connect", () => {
-      conn.write(JSON.stringify({
-        id: "clankie-pi-1",
-        method: "pane.report_agent_session",
-        params: {
-          pane_id: pane,
-          source: "clankie",
-          agent: "pi",
-          agent_session_id: session.id,
-          agent_session_path: session.file,
-          session_start_source: "startup",
-        },
-      }) + "\n");
-    });
-  });
-}
+// Which Pi session a Herdr pane runs is Herdr's own integration's to say:
+// Herdr 0.8 keeps a session report only from its own agent sources
+// (`herdr:pi`, with its sequence) and answers every other one `ok` while
+// dropping it, so a report from this extension would change nothing.

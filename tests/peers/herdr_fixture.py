@@ -11,6 +11,15 @@ Every schema violation is appended to VIOLATIONS_LOG. pane.split,
 pane.send_text and pane.close change the fixture's panes and, with ACTS_LOG,
 are recorded there as JSON lines {"method", "params"}, as are the agent
 session reports (pane.report_agent_session).
+
+Session reports are kept or dropped as a real Herdr 0.8 does
+(shared/herdr/session-reports.md): every well-formed report is answered ok,
+but one is kept only when its source is Herdr's own for its agent
+(`herdr:<agent>`), carries a rising `seq` (unless the pane's session is
+already anchored), and the agent is what Herdr's foreground detection sees
+in the pane. What the detection sees is HERDR_FIXTURE_AGENTS_FILE's JSON map
+of pane id to agent, when set. `pane.get` answers the pane's `agent` and the
+`agent_session` kept, so a test reads back what a real Herdr would hold.
 """
 import json
 import os
@@ -54,6 +63,8 @@ def pane(pid_map, pane_id):
         "cwd": "/tmp",
         "foreground_cwd": "/tmp",
         "agent_status": status(),
+        "agent": detected(pane_id),
+        "agent_session": SESSIONS.get(pane_id),
         "scroll": {"offset_from_bottom": 0, "max_offset_from_bottom": 0, "viewport_rows": 24},
         "revision": 0,
     }
@@ -61,6 +72,40 @@ def pane(pid_map, pane_id):
 
 ACTS = None
 LOCK = threading.Lock()
+# pane id -> the agent session kept for it, and the last seq taken.
+SESSIONS = {}
+SEQS = {}
+
+
+def detected(pane_id):
+    """The agent Herdr's foreground detection sees in the pane, if any."""
+    path = os.environ.get("HERDR_FIXTURE_AGENTS_FILE")
+    if path and os.path.exists(path):
+        try:
+            return json.load(open(path)).get(pane_id)
+        except ValueError:
+            return None
+    return None
+
+
+def keep_report(params):
+    """Keeps a session report the way Herdr 0.8 does; True when kept."""
+    pane_id, source, agent = params.get("pane_id"), params.get("source"), params.get("agent")
+    if source != f"herdr:{agent}" or detected(pane_id) != agent:
+        return False
+    seq = params.get("seq")
+    if seq is None and pane_id not in SESSIONS:
+        return False
+    if seq is not None and seq <= SEQS.get(pane_id, -1):
+        return False
+    path, sid = params.get("agent_session_path"), params.get("agent_session_id")
+    if not path and not sid:
+        return False
+    SESSIONS[pane_id] = {"source": source, "agent": agent,
+                         "kind": "path" if path else "id", "value": path or sid}
+    if seq is not None:
+        SEQS[pane_id] = seq
+    return True
 
 
 def act(req):
@@ -97,6 +142,9 @@ def answer(req, panes):
         act(req)
         if params.get("pane_id") not in panes:
             return {"id": rid, "error": {"code": "pane_not_found", "message": "pane not found"}}
+        with LOCK:
+            keep_report(params)
+        # Kept or dropped, the answer is the same: only pane.get tells.
         return {"id": rid, "result": {"type": "ok"}}
     if method == "ping":
         return {"id": rid, "result": {"type": "pong", "version": "0.8.0", "protocol": 20,

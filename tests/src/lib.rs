@@ -865,6 +865,21 @@ impl HerdrFixture {
     /// Starts the fixture with `panes` (a JSON map of pane id → shell pid)
     /// and, when given, a file holding the agent status it reports.
     pub async fn start(panes: &str, status_file: Option<&Path>) -> HerdrFixture {
+        let env: Vec<(&str, &Path)> = status_file
+            .map(|f| ("HERDR_FIXTURE_STATUS_FILE", f))
+            .into_iter()
+            .collect();
+        Self::launch(panes, &env).await
+    }
+
+    /// Starts the fixture with `panes` whose foreground agents, as Herdr's
+    /// detection would see them, are the JSON map in `agents` (pane id →
+    /// agent).
+    pub async fn start_seeing(panes: &str, agents: &Path) -> HerdrFixture {
+        Self::launch(panes, &[("HERDR_FIXTURE_AGENTS_FILE", agents)]).await
+    }
+
+    async fn launch(panes: &str, env: &[(&str, &Path)]) -> HerdrFixture {
         let dir = tempfile::Builder::new()
             .prefix("hd")
             .tempdir_in("/tmp")
@@ -878,8 +893,8 @@ impl HerdrFixture {
             .arg(panes)
             .arg(&violations)
             .arg(&acts);
-        if let Some(f) = status_file {
-            cmd.env("HERDR_FIXTURE_STATUS_FILE", f);
+        for (k, v) in env {
+            cmd.env(k, v);
         }
         let child = cmd.spawn().expect("herdr fixture");
         eventually(Duration::from_secs(5), async || {
