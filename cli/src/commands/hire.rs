@@ -121,50 +121,48 @@ async fn pi_pane(args: &HireArgs) -> anyhow::Result<Pane> {
     })
 }
 
-/// Claude Code in a profile of the hire's own (the first `--profile`, else
-/// a fresh one), with the worker plugin's channel.
-async fn claude_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
-    use crate::support::{claude, harness};
-    let claude = claude::Claude::find(args.claude.as_deref()).await?;
-    claude.accepted()?;
+/// The hire's own harness profile (the first `--profile`, else a fresh
+/// one), and every profile folder the hire may write.
+fn own_profile(args: &HireArgs, harness: &str) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
     let profile = match args.profiles.first() {
         Some(p) => p.clone(),
-        None => harness::fresh_profile("claude")?,
+        None => crate::support::harness::fresh_profile(harness)?,
     };
+    let mut profiles = args.profiles.clone();
+    if !profiles.contains(&profile) {
+        profiles.push(profile.clone());
+    }
+    Ok((profile, profiles))
+}
+
+/// Claude Code in a profile of the hire's own, with the worker plugin's
+/// channel.
+async fn claude_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
+    use crate::support::claude;
+    let claude = claude::Claude::find(args.claude.as_deref()).await?;
+    claude.accepted()?;
+    let (profile, profiles) = own_profile(args, "claude")?;
     let workspaces = workspaces(paths, &args.project).await?;
     claude
         .prepare(&profile, &claude::marketplace_dir()?, &workspaces)
         .await?;
-    let command = claude.pane_command(&profile, args.model.as_deref(), &args.command)?;
-    let mut profiles = args.profiles.clone();
-    if !profiles.contains(&profile) {
-        profiles.push(profile);
-    }
     Ok(Pane {
-        command,
+        command: claude.pane_command(&profile, args.model.as_deref(), &args.command)?,
         profiles,
         harness_only_control: false,
     })
 }
 
-/// Codex in a home of the hire's own (the first `--profile`, else a fresh
-/// one seeded from the owner's), with the bridge registered.
+/// Codex in a home of the hire's own (a fresh one is seeded from the
+/// owner's), with the bridge registered.
 async fn codex_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
-    use crate::support::{codex, harness};
+    use crate::support::codex;
     let codex = codex::Codex::find(args.codex.as_deref()).await?;
     codex.accepted()?;
-    let profile = match args.profiles.first() {
-        Some(p) => p.clone(),
-        None => harness::fresh_profile("codex")?,
-    };
+    let (profile, profiles) = own_profile(args, "codex")?;
     codex.prepare(&profile, &workspaces(paths, &args.project).await?)?;
-    let command = codex.pane_command(&profile, args.model.as_deref(), &args.command);
-    let mut profiles = args.profiles.clone();
-    if !profiles.contains(&profile) {
-        profiles.push(profile);
-    }
     Ok(Pane {
-        command,
+        command: codex.pane_command(&profile, args.model.as_deref(), &args.command),
         profiles,
         harness_only_control: false,
     })

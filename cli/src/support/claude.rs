@@ -18,10 +18,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::{Value, json};
 
-use super::harness::{merge_json, run_bounded, which};
+use super::harness::{Installed, merge_json, run_bounded};
 
 /// The oldest release whose channels, plugin and MCP behaviour were tested.
 pub const OLDEST: (u64, u64, u64) = (2, 1, 332);
@@ -44,49 +44,25 @@ fn carried(key: &str) -> bool {
 /// An installed Claude Code.
 #[derive(Debug, Clone)]
 pub struct Claude {
-    pub bin: PathBuf,
-    pub version: String,
+    installed: Installed,
 }
 
 impl Claude {
     /// `--claude PATH`, else `claude` on PATH; its release from
-    /// `claude --version`.
+    /// `claude --version` (`2.1.332 (Claude Code)`).
     pub async fn find(chosen: Option<&Path>) -> anyhow::Result<Claude> {
-        let bin = match chosen {
-            Some(p) => p.to_path_buf(),
-            None => which("claude")
-                .context("claude_not_installed: no `claude` on PATH; pass --claude PATH")?,
-        };
-        let out = run_bounded(
-            tokio::process::Command::new(&bin).arg("--version"),
-            Duration::from_secs(20),
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("claude_not_installed: {} did not run: {e}", bin.display()))?;
-        let version = out
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        Ok(Claude { bin, version })
+        Ok(Claude {
+            installed: Installed::find("claude", chosen, 0).await?,
+        })
     }
 
     /// Refuses a release older than the tested one.
     pub fn accepted(&self) -> anyhow::Result<()> {
-        match super::pi::parse_version(&self.version) {
-            Some(v) if v >= OLDEST => Ok(()),
-            _ => bail!(
-                "claude_release_unsupported: Claude Code {:?} is not {}.{}.{} or newer, the releases whose channels and plugins the fleet was tested with",
-                self.version,
-                OLDEST.0,
-                OLDEST.1,
-                OLDEST.2
-            ),
-        }
+        self.installed.accepted("claude", OLDEST)
     }
 
     fn command(&self, profile: &Path) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.bin);
+        let mut cmd = tokio::process::Command::new(&self.installed.bin);
         cmd.env("CLAUDE_CONFIG_DIR", profile)
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .stdin(std::process::Stdio::null());
@@ -170,7 +146,7 @@ impl Claude {
             format!("CLAUDE_CONFIG_DIR={}", profile.display()),
             format!("CLANKIE_BIN={}", clankie.display()),
             "CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF=1".into(),
-            self.bin.display().to_string(),
+            self.installed.bin.display().to_string(),
             "--channels".into(),
             format!("plugin:{PLUGIN}"),
         ];

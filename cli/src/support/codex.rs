@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
-use super::harness::{run_bounded, which};
+use super::harness::{Installed, run_bounded};
 
 /// The oldest release tested as a fleet worker.
 pub const OLDEST: (u64, u64, u64) = (0, 169, 0);
@@ -40,13 +40,6 @@ pub const ENV_VARS: [&str; 9] = [
     "CODEX_HOME",
 ];
 
-/// An installed Codex CLI.
-#[derive(Debug, Clone)]
-pub struct Codex {
-    pub bin: PathBuf,
-    pub version: String,
-}
-
 /// The owner's own Codex home: `CODEX_HOME`, else `~/.codex`.
 fn owner_home() -> Option<PathBuf> {
     std::env::var_os("CODEX_HOME")
@@ -55,41 +48,24 @@ fn owner_home() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")))
 }
 
+/// An installed Codex CLI.
+#[derive(Debug, Clone)]
+pub struct Codex {
+    installed: Installed,
+}
+
 impl Codex {
     /// `--codex PATH`, else `codex` on PATH; its release from
-    /// `codex --version`.
+    /// `codex --version` (`codex-cli 0.169.0`).
     pub async fn find(chosen: Option<&Path>) -> anyhow::Result<Codex> {
-        let bin = match chosen {
-            Some(p) => p.to_path_buf(),
-            None => which("codex")
-                .context("codex_not_installed: no `codex` on PATH; pass --codex PATH")?,
-        };
-        let out = run_bounded(
-            tokio::process::Command::new(&bin).arg("--version"),
-            Duration::from_secs(20),
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("codex_not_installed: {} did not run: {e}", bin.display()))?;
-        let version = out
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_string();
-        Ok(Codex { bin, version })
+        Ok(Codex {
+            installed: Installed::find("codex", chosen, 1).await?,
+        })
     }
 
     /// Refuses a release older than the tested one.
     pub fn accepted(&self) -> anyhow::Result<()> {
-        match super::pi::parse_version(&self.version) {
-            Some(v) if v >= OLDEST => Ok(()),
-            _ => bail!(
-                "codex_release_unsupported: Codex {:?} is not {}.{}.{} or newer, the releases the fleet was tested with",
-                self.version,
-                OLDEST.0,
-                OLDEST.1,
-                OLDEST.2
-            ),
-        }
+        self.installed.accepted("codex", OLDEST)
     }
 
     /// Makes `profile` a hire's Codex home: seeded from the owner's when it
@@ -138,7 +114,7 @@ impl Codex {
         let mut cmd = vec![
             "env".to_string(),
             format!("CODEX_HOME={}", profile.display()),
-            self.bin.display().to_string(),
+            self.installed.bin.display().to_string(),
         ];
         if let Some(m) = model {
             cmd.push("--model".into());

@@ -43,6 +43,54 @@ pub async fn run_bounded(
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
+/// An installed harness CLI: its executable and its release.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub bin: PathBuf,
+    pub version: String,
+}
+
+impl Installed {
+    /// `chosen`, else `name` on PATH; its release is word `word` of what
+    /// `--version` prints. Refused as `<name>_not_installed` when it is
+    /// neither found nor runs.
+    pub async fn find(name: &str, chosen: Option<&Path>, word: usize) -> anyhow::Result<Installed> {
+        let bin = match chosen {
+            Some(p) => p.to_path_buf(),
+            None => which(name).with_context(|| {
+                format!("{name}_not_installed: no `{name}` on PATH; pass --{name} PATH")
+            })?,
+        };
+        let out = run_bounded(
+            tokio::process::Command::new(&bin).arg("--version"),
+            Duration::from_secs(20),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("{name}_not_installed: {} did not run: {e}", bin.display()))?;
+        let version = out
+            .split_whitespace()
+            .nth(word)
+            .unwrap_or_default()
+            .to_string();
+        Ok(Installed { bin, version })
+    }
+
+    /// Refuses (`<name>_release_unsupported`) a release older than
+    /// `oldest`, the oldest the fleet was tested with.
+    pub fn accepted(&self, name: &str, oldest: (u64, u64, u64)) -> anyhow::Result<()> {
+        match super::pi::parse_version(&self.version) {
+            Some(v) if v >= oldest => Ok(()),
+            _ => anyhow::bail!(
+                "{name}_release_unsupported: {name} {:?} is not {}.{}.{} or newer, the releases the fleet was tested with",
+                self.version,
+                oldest.0,
+                oldest.1,
+                oldest.2
+            ),
+        }
+    }
+}
+
 /// `patch` merged into `base`: objects key by key, arrays by adding the
 /// elements `base` lacks, anything else replaced.
 pub fn merge(base: &mut Value, patch: &Value) {
