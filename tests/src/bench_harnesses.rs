@@ -198,9 +198,7 @@ pub async fn bench_harnesses(rounds: usize) -> anyhow::Result<()> {
         until(Duration::from_secs(180), || {
             let seen = requests(&model)[before..]
                 .iter()
-                .filter(|r| {
-                    r["roles"].as_array().and_then(|a| a.last()) == Some(&Value::from("tool"))
-                })
+                .filter(|r| Model::after_tool(r))
                 .count();
             (seen >= rounds).then_some(())
         })

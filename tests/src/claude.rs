@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::model::Model;
 use crate::seat::json_of;
-use crate::{Stack, TmuxServer, eventually, peers};
+use crate::{Stack, TmuxServer, peers};
 
 pub const VERSION: &str = "2.1.332";
 
@@ -147,12 +147,7 @@ impl ClaudeStack {
 
     /// The lead's first transcript entry whose text holds `needle`.
     pub async fn lead_hears(&self, needle: &str, within: Duration) -> Option<Value> {
-        eventually(within, async || {
-            crate::pi::transcript(&self.stack, &self.lead)
-                .into_iter()
-                .find(|e| e["text"].as_str().is_some_and(|t| t.contains(needle)))
-        })
-        .await
+        crate::pi::lead_hears(&self.stack, &self.lead, needle, within).await
     }
 
     /// What the worker's pane shows, for a failure message.

@@ -46,6 +46,20 @@ impl Model {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
+
+    /// Whether a request's newest message is a tool's result.
+    pub fn after_tool(request: &Value) -> bool {
+        request["roles"].as_array().and_then(|a| a.last()) == Some(&Value::from("tool"))
+    }
+
+    /// The tool results the model has been shown (over `api`, or any).
+    pub fn tool_results(&self, api: Option<&str>) -> Vec<String> {
+        self.requests()
+            .into_iter()
+            .filter(|r| api.is_none_or(|a| r["api"] == a) && Self::after_tool(r))
+            .filter_map(|r| r["last"].as_str().map(str::to_string))
+            .collect()
+    }
 }
 
 impl Drop for Model {

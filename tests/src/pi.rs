@@ -126,6 +126,22 @@ impl PiWorker {
     }
 }
 
+/// The first entry of `conversation`'s transcript whose text holds
+/// `needle`, waiting up to `within` for it.
+pub async fn lead_hears(
+    stack: &Stack,
+    conversation: &str,
+    needle: &str,
+    within: Duration,
+) -> Option<Value> {
+    eventually(within, async || {
+        transcript(stack, conversation)
+            .into_iter()
+            .find(|e| e["text"].as_str().is_some_and(|t| t.contains(needle)))
+    })
+    .await
+}
+
 pub fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
     json_of(&stack.clankie_ok(&["transcript", conversation]))["entries"]
         .as_array()
@@ -149,12 +165,7 @@ impl PiStack {
     /// The lead's first transcript entry whose text holds `needle`,
     /// waiting up to `within` for it.
     pub async fn lead_hears(&self, needle: &str, within: Duration) -> Option<Value> {
-        eventually(within, async || {
-            transcript(&self.stack, &self.lead)
-                .into_iter()
-                .find(|e| e["text"].as_str().is_some_and(|t| t.contains(needle)))
-        })
-        .await
+        lead_hears(&self.stack, &self.lead, needle, within).await
     }
 
     /// With project `alpha` on a fresh workspace.
@@ -206,12 +217,7 @@ impl PiStack {
 
     /// The text of the tool results the model has been shown.
     pub fn tool_results(&self) -> Vec<String> {
-        self.model
-            .requests()
-            .iter()
-            .filter(|r| r["roles"].as_array().and_then(|a| a.last()) == Some(&json!("tool")))
-            .filter_map(|r| r["last"].as_str().map(str::to_string))
-            .collect()
+        self.model.tool_results(None)
     }
 }
 

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use clankie_tests::claude::ClaudeStack;
 use clankie_tests::file_lines;
-use serde_json::Value;
 
 /// The lead's brief reaches the running Claude session through the
 /// plugin's channel; Claude finds a connected tool, calls it, and its model
@@ -41,18 +40,10 @@ async fn a_claude_worker_is_briefed_calls_a_connected_tool_sees_its_receipt_and_
         });
     assert_eq!(heard["untrusted"], true, "{heard}");
     // The model read the receipt and outcome in the call's result.
-    let results: Vec<Value> = f
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            r["api"] == "messages"
-                && r["roles"].as_array().and_then(|a| a.last()) == Some(&Value::from("tool"))
-        })
-        .collect();
+    let results = f.model.tool_results(Some("messages"));
     let call = results
         .iter()
-        .find_map(|r| r["last"].as_str().filter(|l| l.contains("datetime")))
+        .find(|l| l.contains("datetime"))
         .unwrap_or_else(|| panic!("no call result reached the model: {results:?}"));
     // Claude shows the model a result's structured content where it has
     // one: the receipt rides there too.

@@ -44,11 +44,8 @@ async fn a_codex_worker_calls_a_connected_tool_sees_its_receipt_and_reports() {
     assert_eq!(heard["untrusted"], true, "{heard}");
     let call = f
         .model
-        .requests()
+        .tool_results(Some("responses"))
         .into_iter()
-        .filter(|r| r["api"] == "responses")
-        .filter(|r| r["roles"].as_array().and_then(|a| a.last()) == Some(&Value::from("tool")))
-        .filter_map(|r| r["last"].as_str().map(str::to_string))
         .find(|l| l.contains("datetime"))
         .unwrap_or_else(|| panic!("no call result reached the model"));
     assert!(
