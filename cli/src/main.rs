@@ -77,6 +77,9 @@ enum Command {
     },
     /// Hire a worker or reviewer into a new pane of a linked session.
     Hire(hire::HireArgs),
+    /// Run Claude Code as a fleet worker in this pane: the exact launcher,
+    /// with the worker plugin's channel in a profile of its own.
+    Claude(claude::ClaudeArgs),
     /// Pi as a harness: the release probe.
     Pi {
         #[command(subcommand)]
@@ -199,6 +202,7 @@ fn main() -> std::process::ExitCode {
             Command::Project { command } => project::project(paths, command).await,
             Command::Lead { command } => lead::lead(paths, command).await,
             Command::Hire(args) => hire::hire(paths, args).await,
+            Command::Claude(args) => claude::run(args).await,
             Command::Pi { command } => pi::run(command).await,
             Command::Close {
                 hire_id,

@@ -126,8 +126,10 @@ impl PiWorker {
     }
 }
 
-/// The first entry of `conversation`'s transcript whose text holds
-/// `needle`, waiting up to `within` for it.
+/// The first report in `conversation`'s transcript whose text holds
+/// `needle`, waiting up to `within` for it. Peer messages the lead only
+/// overhears (kind `peer`) quote their text, which may hold the needle a
+/// test waits for the recipient to say, so they never count.
 pub async fn lead_hears(
     stack: &Stack,
     conversation: &str,
@@ -137,6 +139,7 @@ pub async fn lead_hears(
     eventually(within, async || {
         transcript(stack, conversation)
             .into_iter()
+            .filter(|e| e["kind"] != "peer")
             .find(|e| e["text"].as_str().is_some_and(|t| t.contains(needle)))
     })
     .await

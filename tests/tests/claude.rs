@@ -18,7 +18,9 @@ async fn a_claude_worker_is_briefed_calls_a_connected_tool_sees_its_receipt_and_
     let f = ClaudeStack::start().await;
     f.stack.connect_stdio("time", &["mcp-server-time"], &[]);
     let worker = f.hire("a");
-    assert_eq!(worker.hire["command"][0], "env", "{}", worker.hire);
+    // The pane runs the exact launcher, `clankie claude`.
+    assert_eq!(worker.hire["command"][1], "claude", "{}", worker.hire);
+    assert_eq!(worker.hire["harness"], "claude", "{}", worker.hire);
     f.brief(
         &worker,
         &[
@@ -72,5 +74,130 @@ async fn a_claude_worker_is_briefed_calls_a_connected_tool_sees_its_receipt_and_
             .profile
             .join("plugins/installed_plugins.json")
             .exists()
+    );
+}
+
+/// The exact launcher: a Claude hire's pane runs `clankie claude`, which
+/// stays the foreground leader with Claude as its direct child, and the
+/// seat names Claude (the hire's occupant is Claude, its parent the
+/// launcher), so the lead's brief reaches it. The same Claude behind a
+/// generic wrapper (`sh -c`, around the very same launcher) is refused as
+/// `launcher_mismatch` on every seat route, while its pane's report still
+/// reaches the lead.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_launcher_chain_admits_clankie_claude_and_refuses_a_generic_wrapper() {
+    use clankie_proto::mailbox::v1 as pb;
+    use clankie_runtime::grpc::Meta;
+    let f = ClaudeStack::start().await;
+    let worker = f.hire("a");
+    f.brief(
+        &worker,
+        &[
+            r#"CALL list_fleet_seats {}"#,
+            r#"CALL message_clankie {"text": "launched as {{lastre:\"agentExecutable\":\"([^\"]+)\"}}"}"#,
+            "SAY ok",
+        ],
+    );
+    let heard = f
+        .lead_hears("launched as", Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|| panic!("{}\n{:?}", f.screen(&worker), file_lines(&f.model.log)));
+    let claude = std::fs::canonicalize(clankie_tests::claude::claude_bin()).expect("claude");
+    // The seat is bound to Claude itself, the launcher's direct child.
+    assert_eq!(
+        heard["text"],
+        format!("launched as {}", claude.display()),
+        "{heard}"
+    );
+    let roster = clankie_tests::seat::json_of(&f.stack.clankie_ok(&["roster", "--json"]));
+    let occupant = roster["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["hireId"] == worker.hire_id()))
+        .map(|h| h["occupantPid"].as_i64().unwrap_or(0))
+        .expect("the hire");
+    let exe = std::fs::read_link(format!("/proc/{occupant}/exe")).expect("occupant");
+    assert_eq!(exe, claude);
+    let status = std::fs::read_to_string(format!("/proc/{occupant}/status")).expect("status");
+    let parent = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .map(|p| p.trim().to_string())
+        .expect("parent");
+    let launcher = std::fs::read(format!("/proc/{parent}/cmdline")).expect("launcher");
+    let launcher: Vec<&[u8]> = launcher.split(|b| *b == 0).collect();
+    assert_eq!(launcher[1], b"claude");
+
+    // A generic wrapper around the same launcher and Claude.
+    let profile = f.dir.path().join("claude-wrapped");
+    std::fs::create_dir_all(&profile).expect("profile");
+    let mut env = vec!["env".to_string()];
+    env.extend(
+        clankie_tests::claude::provider_env(&f.model)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}")),
+    );
+    // A prompt on the command line runs before the plugin's tools load:
+    // the script waits for them first.
+    let script = [
+        r#"CALL WaitForMcpServers {}"#,
+        r#"CALL message_clankie {"text": "wrapped, up"}"#,
+        "SAY ok",
+    ]
+    .join(" ;; ");
+    let clankie = clankie_tests::bin_dir().join("clankie");
+    env.extend([
+        "/bin/sh".into(),
+        "-c".into(),
+        r#""$0" claude --profile "$1" --claude "$2" -- "$3"; true"#.into(),
+        clankie.display().to_string(),
+        profile.display().to_string(),
+        claude.display().to_string(),
+        script,
+    ]);
+    let owner = clankie_runtime::owner::read_owner_token(&f.stack.paths().owner_credential())
+        .expect("owner");
+    let mut mailbox = clankie_runtime::clients::mailbox(&f.stack.paths(), Meta::owner(&owner));
+    let wrapped = mailbox
+        .hire(pb::HireRequest {
+            project: "alpha".into(),
+            conversation_id: f.lead.clone(),
+            command: env,
+            harness: "claude".into(),
+            harness_executable: claude.display().to_string(),
+            ..Default::default()
+        })
+        .await
+        .expect("hire")
+        .into_inner();
+    let screen = || f.tmux.run(&["capture-pane", "-p", "-t", &wrapped.pane_id]);
+    // Its pane's report reaches the lead: the pane is a member.
+    f.lead_hears("wrapped, up", Duration::from_secs(120))
+        .await
+        .unwrap_or_else(|| panic!("{}\n{:?}", screen(), file_lines(&f.model.log)));
+    // Its seat routes are refused: the bridge's seat channel polls and
+    // the mailbox refuses that seat as not the launched harness.
+    let mailbox_log = f.stack.state.path().join("logs/mailbox.log");
+    let refused = clankie_tests::eventually(Duration::from_secs(60), async || {
+        std::fs::read_to_string(&mailbox_log)
+            .ok()?
+            .lines()
+            .any(|l| l.contains("launcher_mismatch") && l.contains(&wrapped.hire_id))
+            .then_some(())
+    })
+    .await;
+    assert!(refused.is_some(), "{}", f.stack.log_tails(&["mailbox"], 20));
+    // The lead's message to it is never claimed: no seat takes it.
+    let sent = clankie_tests::seat::json_of(&f.stack.clankie_ok(&[
+        "message",
+        &wrapped.hire_id,
+        "SAY never",
+        "--conversation",
+        &f.lead,
+    ]));
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let log = file_lines(&f.model.log);
+    assert!(
+        !log.iter().any(|l| l.contains("SAY never")),
+        "{sent}\n{log:?}"
     );
 }

@@ -68,6 +68,8 @@ pub struct HireArgs {
 /// harness writes, and whether its control channel is the harness's own.
 struct Pane {
     command: Vec<String>,
+    /// The harness and its executable, as the kernel will name it.
+    harness: (&'static str, String),
     profiles: Vec<PathBuf>,
     harness_only_control: bool,
 }
@@ -77,6 +79,7 @@ struct Pane {
 async fn pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane> {
     let plain = |command: Vec<String>| Pane {
         command,
+        harness: ("", String::new()),
         profiles: args.profiles.clone(),
         harness_only_control: false,
     };
@@ -116,6 +119,7 @@ async fn pi_pane(args: &HireArgs) -> anyhow::Result<Pane> {
     // process: nothing Pi starts may use it.
     Ok(Pane {
         command,
+        harness: ("pi", String::new()),
         profiles,
         harness_only_control: true,
     })
@@ -148,6 +152,7 @@ async fn claude_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane
         .await?;
     Ok(Pane {
         command: claude.pane_command(&profile, args.model.as_deref(), &args.command)?,
+        harness: ("claude", claude.executable().display().to_string()),
         profiles,
         harness_only_control: false,
     })
@@ -163,6 +168,7 @@ async fn codex_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane>
     codex.prepare(&profile, &workspaces(paths, &args.project).await?)?;
     Ok(Pane {
         command: codex.pane_command(&profile, args.model.as_deref(), &args.command),
+        harness: ("codex", String::new()),
         profiles,
         harness_only_control: false,
     })
@@ -208,6 +214,8 @@ pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode>
             link_id: args.link,
             workspace_id: String::new(),
             autonomous: args.autonomous,
+            harness: pane.harness.0.into(),
+            harness_executable: pane.harness.1,
         })
         .await
         .map_err(refused)?

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod accounts;
 pub mod auto;
+pub mod claude;
 pub mod connect;
 pub mod doctor;
 pub mod fleet;

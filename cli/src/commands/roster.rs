@@ -15,6 +15,8 @@ pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
         "conversationId": h.conversation_id,
         "lead": if h.owner_present { h.conversation_id.as_str() } else { "unowned" },
         "sandboxed": h.sandboxed,
+        "harness": h.harness,
+        "occupantPid": h.occupant_pid,
         "projectId": h.project_id,
         "role": h.role,
         "linkId": h.link_id,

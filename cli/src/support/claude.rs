@@ -69,6 +69,24 @@ impl Claude {
         cmd
     }
 
+    /// Whether `profile` has the worker plugin installed already.
+    pub fn prepared(profile: &Path) -> bool {
+        std::fs::read_to_string(profile.join("plugins/installed_plugins.json"))
+            .is_ok_and(|t| t.contains(PLUGIN))
+    }
+
+    /// Trusts `workspaces` in a prepared profile, changing nothing else.
+    pub fn trust(profile: &Path, workspaces: &[String]) -> anyhow::Result<()> {
+        let trusted: serde_json::Map<String, Value> = workspaces
+            .iter()
+            .map(|w| (w.clone(), json!({ "hasTrustDialogAccepted": true })))
+            .collect();
+        merge_json(
+            &profile.join(".claude.json"),
+            &json!({ "projects": trusted }),
+        )
+    }
+
     /// Makes `profile` a hire's Claude profile: the worker plugin installed
     /// from `marketplace`, the workspaces trusted, the channel approved.
     pub async fn prepare(
@@ -78,9 +96,7 @@ impl Claude {
         workspaces: &[String],
     ) -> anyhow::Result<()> {
         clankie_runtime::state::private_dir(profile)?;
-        let installed = std::fs::read_to_string(profile.join("plugins/installed_plugins.json"))
-            .is_ok_and(|t| t.contains(PLUGIN));
-        if !installed {
+        if !Self::prepared(profile) {
             for args in [
                 vec![
                     "plugin".to_string(),
@@ -132,8 +148,9 @@ impl Claude {
         )
     }
 
-    /// The pane command: the hire's profile, the bridge's binary for the
-    /// plugin's `.mcp.json`, and the plugin's channel.
+    /// The pane command of a hire: the exact launcher, `clankie claude`,
+    /// with the hire's profile and this very Claude. Admission's launcher
+    /// proof and the hire's harness binding compare against exactly this.
     pub fn pane_command(
         &self,
         profile: &Path,
@@ -142,19 +159,50 @@ impl Claude {
     ) -> anyhow::Result<Vec<String>> {
         let clankie = std::env::current_exe().context("where is this binary")?;
         let mut cmd = vec![
-            "env".to_string(),
-            format!("CLAUDE_CONFIG_DIR={}", profile.display()),
-            format!("CLANKIE_BIN={}", clankie.display()),
-            "CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF=1".into(),
-            self.installed.bin.display().to_string(),
-            "--channels".into(),
-            format!("plugin:{PLUGIN}"),
+            clankie.display().to_string(),
+            "claude".into(),
+            "--profile".into(),
+            profile.display().to_string(),
+            "--claude".into(),
+            self.executable().display().to_string(),
         ];
         if let Some(m) = model {
             cmd.push("--model".into());
             cmd.push(m.into());
         }
+        cmd.push("--".into());
         cmd.extend(args.iter().cloned());
+        Ok(cmd)
+    }
+
+    /// The executable as the kernel will name the running Claude: the
+    /// installed file with its links resolved.
+    pub fn executable(&self) -> PathBuf {
+        std::fs::canonicalize(&self.installed.bin).unwrap_or_else(|_| self.installed.bin.clone())
+    }
+
+    /// Claude in `profile` with the plugin's channel, for the launcher to
+    /// start as its child: the bridge's binary for the plugin's `.mcp.json`
+    /// and the profile ride in its environment, not on a command line.
+    pub fn launch(
+        &self,
+        profile: &Path,
+        model: Option<&str>,
+        args: &[String],
+    ) -> anyhow::Result<tokio::process::Command> {
+        let clankie = std::env::current_exe().context("where is this binary")?;
+        let mut cmd = tokio::process::Command::new(self.executable());
+        cmd.env("CLAUDE_CONFIG_DIR", profile)
+            .env("CLANKIE_BIN", clankie)
+            .env("CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF", "1");
+        if let Some(m) = model {
+            cmd.arg("--model").arg(m);
+        }
+        // `--channels` takes every word after it up to the next option, so
+        // it goes last: a prompt among `args` stays a prompt.
+        cmd.args(args)
+            .arg("--channels")
+            .arg(format!("plugin:{PLUGIN}"));
         Ok(cmd)
     }
 }

@@ -87,7 +87,7 @@ impl From<Refusal> for ClankieError {
 }
 
 /// Logs a refusal with a fixed reason and stage, and builds the error.
-fn refuse(code: ErrorCode, reason: &'static str, stage: &'static str) -> Refusal {
+pub(crate) fn refuse(code: ErrorCode, reason: &'static str, stage: &'static str) -> Refusal {
     tracing::info!(reason, stage, "fleet.local_proof.refused");
     let message = match code {
         ErrorCode::FleetAdmissionUnavailable => {
@@ -136,7 +136,7 @@ fn census_refusal(reason: hpb::Reason) -> Refusal {
     }
 }
 
-async fn observe(
+pub(crate) async fn observe(
     helper: &HelperClient,
     pids: Vec<i32>,
     ancestry: bool,
@@ -155,7 +155,7 @@ async fn observe(
     }
 }
 
-fn identity(f: &hpb::ProcessFact) -> Identity {
+pub(crate) fn identity(f: &hpb::ProcessFact) -> Identity {
     Identity {
         pid: f.pid,
         pidfs_id: f.pidfs_id,
@@ -374,19 +374,22 @@ pub async fn observe_seat(
         if agent_pid <= 0 {
             return Err(not_member("no_foreground_agent", "seat"));
         }
-        if agent_pid == shell.pid {
-            return Ok::<_, Refusal>(shell_fact);
-        }
-        let agent = observe(helper, vec![agent_pid], false)
-            .await?
-            .into_iter()
-            .next()
-            .filter(|f| !f.exited)
-            .ok_or_else(|| not_member("no_foreground_agent", "seat"))?;
-        if agent.uid != nix::unistd::getuid().as_raw() {
-            return Err(not_member("other_uid", "seat"));
-        }
-        Ok::<_, Refusal>(agent)
+        let leader = if agent_pid == shell.pid {
+            shell_fact
+        } else {
+            let agent = observe(helper, vec![agent_pid], false)
+                .await?
+                .into_iter()
+                .next()
+                .filter(|f| !f.exited)
+                .ok_or_else(|| not_member("no_foreground_agent", "seat"))?;
+            if agent.uid != nix::unistd::getuid().as_raw() {
+                return Err(not_member("other_uid", "seat"));
+            }
+            agent
+        };
+        // Behind the exact Claude launcher, the agent is its child.
+        crate::launcher::name_agent(helper, &proof.lineage, leader).await
     };
     let before = checkpoint().await?;
     match link.host.pane(&proof.pane_id).await {
@@ -396,12 +399,27 @@ pub async fn observe_seat(
         Err(PaneError::Unavailable(_)) => return Err(unavailable("pane_host_unavailable", "seat")),
     }
     let after = checkpoint().await?;
-    if identity(&before) != identity(&after)
-        || before.executable != after.executable
-        || before.argv != after.argv
-    {
+    let same = |a: &hpb::ProcessFact, b: &hpb::ProcessFact| {
+        identity(a) == identity(b) && a.executable == b.executable && a.argv == b.argv
+    };
+    match (&before.launcher, &after.launcher) {
+        (None, None) => {}
+        (Some(a), Some(b)) if same(a, b) && same(&before.agent, &after.agent) => {}
+        _ => {
+            return Err(refuse(
+                ErrorCode::LauncherMismatch,
+                "launcher_changed",
+                "seat",
+            ));
+        }
+    }
+    if !same(&before.agent, &after.agent) {
         return Err(not_member("foreground_changed", "seat"));
     }
+    let crate::launcher::Named {
+        agent: after,
+        launcher,
+    } = after;
     // The socket's ancestry must pass through this very agent.
     if !proof.lineage.contains(&identity(&after)) {
         return Err(not_member("foreground_mismatch", "seat"));
@@ -422,6 +440,11 @@ pub async fn observe_seat(
         agent_argv: after.argv.into_iter().take(8).collect(),
         settings: None,
         owner_is_harness,
+        launcher_argv: launcher
+            .as_ref()
+            .map(|l| l.argv.clone())
+            .unwrap_or_default(),
+        launcher: launcher.as_ref().map(|l| pb_identity(&identity(l))),
     })
 }
 

@@ -74,6 +74,7 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
         occupant_pidfs_id: h.occupant_pidfs_id,
         occupant_start_time: h.occupant_start_time,
         sandboxed: h.sandboxed,
+        harness: h.harness.clone(),
     }
 }
 pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerReceipt {

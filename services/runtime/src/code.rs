@@ -89,6 +89,7 @@ codes! {
     RecipientUnknown => "recipient_unknown",
     NativeSeatRequired => "native_seat_required",
     HarnessProcessRequired => "harness_process_required",
+    LauncherMismatch => "launcher_mismatch",
     HostNotAllowed => "host_not_allowed",
     OriginNotAllowed => "origin_not_allowed",
     ReviewNotConfigured => "review_not_configured",
@@ -135,6 +136,7 @@ impl ErrorCode {
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
             | ErrorCode::HarnessProcessRequired
+            | ErrorCode::LauncherMismatch
             | ErrorCode::HostNotAllowed
             | ErrorCode::OriginNotAllowed
             | ErrorCode::NotReviewer
@@ -209,6 +211,7 @@ impl ErrorCode {
             | ErrorCode::PeerMessagesOff
             | ErrorCode::NativeSeatRequired
             | ErrorCode::HarnessProcessRequired
+            | ErrorCode::LauncherMismatch
             | ErrorCode::HostNotAllowed
             | ErrorCode::OriginNotAllowed
             | ErrorCode::NotReviewer

@@ -95,6 +95,20 @@ impl MailboxService {
                 }
             })?
             .into_inner();
+        // A hire's seat is the harness it launched, or no seat at all.
+        {
+            let store = self.inner.store.lock().await;
+            if let Some(h) = store.state.hires.iter().find(|h| {
+                h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
+            }) && !h.launched_as(&seat.launcher_argv, &seat.agent_executable)
+            {
+                tracing::info!(hire = %h.hire_id, harness = %h.harness, "mailbox.seat.launcher_mismatch");
+                return Err(ErrorCode::LauncherMismatch.err(format!(
+                    "hire {} runs {} through `clankie claude`, the exact launcher; this pane's foreground is not that launcher running the recorded command with the recorded Claude as its direct child",
+                    h.hire_id, h.harness
+                )));
+            }
+        }
         let settings = seat.settings.unwrap_or_default();
         let owner_is_harness = seat.owner_is_harness;
         let agent = seat.agent.unwrap_or_default();

@@ -283,6 +283,17 @@ impl MailboxService {
                 word.escape_default().to_string()
             ))));
         }
+        match req.harness.as_str() {
+            "" | "codex" | "pi" => {}
+            "claude"
+                if std::path::Path::new(&req.harness_executable).is_absolute()
+                    && req.harness_executable.len() <= 4096 => {}
+            other => {
+                return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                    "harness {other:?}: choose claude (with its executable's absolute path), codex, pi or none"
+                ))));
+            }
+        }
         let launch = self.launch(&req.link_id).await.map_err(refuse)?;
         let link = launch.link.clone();
         // An autonomous turn reads the switch and the saved level first.
@@ -394,6 +405,8 @@ impl MailboxService {
             occupant_start_time: 0,
             sandboxed: launch.sandbox.is_some(),
             harness_only_control: req.harness_only_control,
+            harness: req.harness.clone(),
+            harness_executable: req.harness_executable.clone(),
             legacy_launch_token: String::new(),
         };
         store.state.hires.push(hire.clone());

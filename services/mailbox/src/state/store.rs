@@ -115,6 +115,12 @@ pub struct HireRec {
     /// The seat's control routes answer only the harness process itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub harness_only_control: bool,
+    /// The harness the pane runs (`claude`, `codex`, `pi`; empty: a plain
+    /// command) and its executable as the kernel names it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub harness: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub harness_executable: String,
     /// Records written when a launch token guarded the control routes: its
     /// hash meant what `harness_only_control` means now. Read, never written.
     #[serde(default, rename = "launchTokenSha256", skip_serializing)]
@@ -122,6 +128,38 @@ pub struct HireRec {
 }
 
 impl HireRec {
+    /// Whether an observed seat is this hire's harness as it was launched.
+    /// A Claude hire's seat must be the exact launcher's chain: the
+    /// launcher running exactly the recorded command (as the kernel
+    /// retains arguments: empty ones dropped, at most 64 of 1024 bytes) and
+    /// its child the recorded Claude, or that file replaced on disk while
+    /// it ran. Other harnesses are not bound.
+    pub fn launched_as(&self, launcher_argv: &[String], agent_executable: &str) -> bool {
+        if self.harness != "claude" {
+            return true;
+        }
+        let retained: Vec<String> = self
+            .command
+            .iter()
+            .filter(|a| !a.is_empty())
+            .take(64)
+            .map(|a| {
+                let mut end = a.len().min(1024);
+                while !a.is_char_boundary(end) {
+                    end -= 1;
+                }
+                a[..end].to_string()
+            })
+            .collect();
+        let exe = agent_executable
+            .strip_suffix(" (deleted)")
+            .unwrap_or(agent_executable);
+        !launcher_argv.is_empty()
+            && launcher_argv == retained.as_slice()
+            && !self.harness_executable.is_empty()
+            && exe == self.harness_executable
+    }
+
     /// Whether the seat's control routes answer only the harness itself.
     pub fn harness_only(&self) -> bool {
         self.harness_only_control || !self.legacy_launch_token.is_empty()

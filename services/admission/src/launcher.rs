@@ -1,0 +1,133 @@
+//! The exact Claude launcher's route (the ADR 0217 amendment).
+//!
+//! `clankie claude` stays its pane's foreground process group leader while
+//! the real Claude runs as its direct child, so the foreground leader is
+//! not the agent. For this one launcher, and no generic wrapper, the seat
+//! names Claude instead: the leader (or, under the worker sandbox, the
+//! command the sandbox started first as the leader) must be this stack's
+//! own `clankie` binary running the `claude` subcommand, and the agent is
+//! its direct child in the same foreground group on the socket's ancestry.
+//! Anything else under that launcher (no child on the ancestry, a child of
+//! another parent or group) refuses as `launcher_mismatch`. Whether the
+//! child is the Claude a hire recorded is the mailbox's check, against the
+//! hire's harness.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use clankie_proto::helper::v1 as hpb;
+use clankie_runtime::ErrorCode;
+
+use crate::helper::HelperClient;
+use crate::local::{Identity, Refusal, identity, observe, refuse};
+
+/// The seat's agent, and the launcher whose child it is.
+pub struct Named {
+    pub agent: hpb::ProcessFact,
+    pub launcher: Option<hpb::ProcessFact>,
+}
+
+/// This stack's own `clankie`: the binary beside the admission service.
+fn own_clankie() -> Option<&'static str> {
+    static OWN: OnceLock<Option<String>> = OnceLock::new();
+    OWN.get_or_init(|| {
+        let dir = std::env::current_exe().ok()?.parent()?.to_path_buf();
+        let path: PathBuf = std::fs::canonicalize(dir.join("clankie")).ok()?;
+        Some(path.to_string_lossy().into_owned())
+    })
+    .as_deref()
+}
+
+/// Whether `fact` is the exact launcher: our own binary (or it, replaced
+/// on disk while the launcher ran, as the kernel then names it) running
+/// the `claude` subcommand.
+fn is_launcher(fact: &hpb::ProcessFact) -> bool {
+    let Some(own) = own_clankie() else {
+        return false;
+    };
+    let exe = fact.executable.as_str();
+    (exe == own || exe.strip_suffix(" (deleted)") == Some(own))
+        && fact.argv.get(1).map(String::as_str) == Some("claude")
+}
+
+fn mismatch() -> Refusal {
+    refuse(ErrorCode::LauncherMismatch, "launcher_mismatch", "seat")
+}
+
+/// Names the agent of a pane whose foreground leader is `leader`: the
+/// leader itself, or, behind the exact launcher, the launcher's child.
+pub async fn name_agent(
+    helper: &HelperClient,
+    lineage: &[Identity],
+    leader: hpb::ProcessFact,
+) -> Result<Named, Refusal> {
+    let Some(at) = lineage.iter().position(|i| *i == identity(&leader)) else {
+        // Not on the socket's ancestry: the caller refuses that itself.
+        return Ok(Named {
+            agent: leader,
+            launcher: None,
+        });
+    };
+    let (launcher, at) = if is_launcher(&leader) {
+        (leader.clone(), at)
+    } else {
+        match sandboxed_launcher(helper, lineage, &leader, at).await? {
+            Some(found) => found,
+            None => {
+                return Ok(Named {
+                    agent: leader,
+                    launcher: None,
+                });
+            }
+        }
+    };
+    // The launcher's direct child on the socket's ancestry, in its group.
+    let Some(child) = at.checked_sub(1).map(|i| &lineage[i]) else {
+        return Err(mismatch());
+    };
+    let facts = observe(helper, vec![child.pid], false).await?;
+    let agent = facts
+        .into_iter()
+        .next()
+        .filter(|f| {
+            !f.exited
+                && identity(f) == *child
+                && f.ppid == launcher.pid
+                && f.pgid == launcher.pgid
+                && f.uid == launcher.uid
+        })
+        .ok_or_else(mismatch)?;
+    Ok(Named {
+        agent,
+        launcher: Some(launcher),
+    })
+}
+
+/// Under the worker sandbox the leader is the sandbox: the launcher is then
+/// the one command its init started first (pid 2 of the namespace below),
+/// two places below the leader on the ancestry.
+async fn sandboxed_launcher(
+    helper: &HelperClient,
+    lineage: &[Identity],
+    leader: &hpb::ProcessFact,
+    at: usize,
+) -> Result<Option<(hpb::ProcessFact, usize)>, Refusal> {
+    if at < 2 {
+        return Ok(None);
+    }
+    let (first, init) = (&lineage[at - 2], &lineage[at - 1]);
+    let facts = observe(helper, vec![first.pid, init.pid], false).await?;
+    let [f, i] = facts.as_slice() else {
+        return Ok(None);
+    };
+    let started_first = !f.exited
+        && !i.exited
+        && identity(f) == *first
+        && identity(i) == *init
+        && i.ppid == leader.pid
+        && i.ns_pid == 1
+        && i.executable == leader.executable
+        && f.ppid == init.pid
+        && f.ns_pid == 2;
+    Ok((started_first && is_launcher(f)).then(|| (f.clone(), at - 2)))
+}
