@@ -289,3 +289,69 @@ async fn every_protocol_era_a_harness_speaks_gets_the_same_tools_and_sees_its_re
         );
     }
 }
+
+/// A bridge without the seat channel (a harness that reads its deliveries
+/// itself) watches the catalog alone. The gateway restarts under it, which
+/// ends the bridge's MCP stream, and then the owner turns fleet tools off:
+/// the bridge still notices (its long poll fails, so it lists every 5 s
+/// until the poll is back) and its harness, the Python SDK here, hears
+/// `tools/list_changed` and lists the tools gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_channel_less_bridge_hears_a_catalog_change_after_the_gateway_restarts() {
+    use std::time::Duration;
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("watch.jsonl");
+    let clankie = bin_dir().join("clankie");
+    let script = repo_root().join("tests/clients/bridge_watch.py");
+    let args: Vec<String> = [
+        python().display().to_string(),
+        script.display().to_string(),
+        clankie.display().to_string(),
+        out.display().to_string(),
+    ]
+    .to_vec();
+    let mut hire = vec!["hire", "--project", "alpha", "--"];
+    hire.extend(args.iter().map(String::as_str));
+    stack.clankie_ok(&hire);
+    let listings = || -> Vec<Value> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let has_call = |v: &Value| {
+        v["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|n| n == "clankie_call"))
+    };
+    let first = clankie_tests::eventually(Duration::from_secs(60), async || {
+        listings().into_iter().find(|l| l["event"] == "listed")
+    })
+    .await
+    .unwrap_or_else(|| panic!("{}", stack.log_tails(&["gateway"], 20)));
+    assert!(has_call(&first), "{first}");
+
+    let gateway = stack.service_pid("gateway").expect("gateway pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(gateway),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill gateway");
+    assert!(
+        stack
+            .wait_line("gateway restarted", Duration::from_secs(30))
+            .await
+    );
+    stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    let changed = clankie_tests::eventually(Duration::from_secs(60), async || {
+        listings()
+            .into_iter()
+            .find(|l| l["event"] == "changed" && !has_call(l))
+    })
+    .await;
+    assert!(changed.is_some(), "{:?}", listings());
+}

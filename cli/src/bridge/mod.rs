@@ -31,6 +31,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, Notify, RwLock};
 
+mod catalog;
 pub(crate) mod channel;
 mod codex;
 mod echo;
@@ -505,14 +506,18 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
             }
         });
     }
-    // The seat channel: only a pane's local route has a seat.
+    // The seat channel: only a pane's local route has a seat. Without it,
+    // the catalog alone is watched.
     let mut channel = false;
     if let Route::Local { socket } = &up.route
-        && !args.no_channel
         && let Some(pane) = pane_id()
     {
-        tokio::spawn(channel::run(up.clone(), socket.clone(), pane));
-        channel = true;
+        if args.no_channel {
+            tokio::spawn(catalog::run(up.clone(), socket.clone(), pane));
+        } else {
+            tokio::spawn(channel::run(up.clone(), socket.clone(), pane));
+            channel = true;
+        }
     }
     let server = FleetServer {
         up: up.clone(),

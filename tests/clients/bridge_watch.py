@@ -1,0 +1,45 @@
+"""Holds a channel-less fleet bridge (`clankie mcp --fleet --no-channel`,
+as a harness that reads its deliveries itself starts it) with the Python
+MCP SDK over stdio, and writes what it lists: once at the start, then after
+every `notifications/tools/list_changed` it hears. Runs until killed.
+
+Usage: python bridge_watch.py CLANKIE_BIN OUT
+OUT gets one JSON line per listing: {"event": "listed"|"changed", "tools": [...]}.
+"""
+import json
+import os
+import sys
+
+import anyio
+import mcp.types as types
+from mcp import ClientSession, stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import bridge  # noqa: E402
+
+
+def note(out: str, event: str, tools) -> None:
+    with open(out, "a") as f:
+        f.write(json.dumps({"event": event, "tools": sorted(t.name for t in tools)}) + "\n")
+
+
+async def main() -> None:
+    clankie, out = sys.argv[1], sys.argv[2]
+    changed = anyio.Event()
+
+    async def on_message(msg) -> None:
+        # The SDK hands a notification over bare or in its root model.
+        if isinstance(getattr(msg, "root", msg), types.ToolListChangedNotification):
+            changed.set()
+
+    async with stdio_client(bridge.fleet(clankie, "--no-channel")) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as s:
+            await s.initialize()
+            note(out, "listed", (await s.list_tools()).tools)
+            while True:
+                await changed.wait()
+                changed = anyio.Event()
+                note(out, "changed", (await s.list_tools()).tools)
+
+
+anyio.run(main)
