@@ -43,6 +43,8 @@ pub(crate) fn seat_revision(shared: &Shared) -> String {
 pub(crate) struct Wait {
     wait: Option<u64>,
     revision: Option<String>,
+    /// The mailbox poll only: the bridge's tools, comma-separated.
+    tools: Option<String>,
 }
 
 fn check_pane(a: &Admitted, pane: &str) -> Result<(), ClankieError> {
@@ -187,6 +189,15 @@ pub(crate) async fn mailbox(
         &a,
         pb::SeatPollRequest {
             wait_ms: wait.as_millis() as u32,
+            tools: q
+                .tools
+                .as_deref()
+                .unwrap_or("")
+                .split(',')
+                .filter(|t| !t.is_empty())
+                .take(64)
+                .map(|t| t.chars().take(128).collect())
+                .collect(),
         },
         wait,
     ));

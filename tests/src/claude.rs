@@ -57,6 +57,8 @@ impl ClaudeWorker {
             lead,
             "--harness",
             "claude",
+            "--wait-ready",
+            "120",
             "--claude",
             &claude_bin().display().to_string(),
             "--profile",

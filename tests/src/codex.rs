@@ -91,6 +91,8 @@ impl CodexWorker {
             role,
             "--harness",
             "codex",
+            "--wait-ready",
+            "120",
             "--codex",
             &codex_bin().display().to_string(),
             "--profile",

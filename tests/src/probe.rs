@@ -128,7 +128,13 @@ impl Probe {
 
         let mut mailbox = pb::mailbox_client::MailboxClient::new(self.client("mailbox"));
         let r = mailbox
-            .seat_poll(req(pb::SeatPollRequest { wait_ms: 0 }, t))
+            .seat_poll(req(
+                pb::SeatPollRequest {
+                    wait_ms: 0,
+                    ..Default::default()
+                },
+                t,
+            ))
             .await;
         let deliveries: Vec<String> = r
             .as_ref()

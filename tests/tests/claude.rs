@@ -115,6 +115,8 @@ async fn the_launcher_chain_admits_clankie_claude_and_refuses_a_generic_wrapper(
         .and_then(|h| h.iter().find(|h| h["hireId"] == worker.hire_id()))
         .map(|h| h["occupantPid"].as_i64().unwrap_or(0))
         .expect("the hire");
+    // `--wait-ready` returned once its seat was ready.
+    assert_eq!(worker.hire["readiness"], "ready", "{}", worker.hire);
     let exe = std::fs::read_link(format!("/proc/{occupant}/exe")).expect("occupant");
     assert_eq!(exe, claude);
     let status = std::fs::read_to_string(format!("/proc/{occupant}/status")).expect("status");
@@ -186,6 +188,15 @@ async fn the_launcher_chain_admits_clankie_claude_and_refuses_a_generic_wrapper(
     })
     .await;
     assert!(refused.is_some(), "{}", f.stack.log_tails(&["mailbox"], 20));
+    // The hire says why it is not ready.
+    let roster = clankie_tests::seat::json_of(&f.stack.clankie_ok(&["roster", "--json"]));
+    let hire = roster["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["hireId"] == wrapped.hire_id.as_str()))
+        .cloned()
+        .expect("the wrapped hire");
+    assert_eq!(hire["readiness"], "failed", "{hire}");
+    assert_eq!(hire["readinessReason"], "launcher_mismatch", "{hire}");
     // The lead's message to it is never claimed: no seat takes it.
     let sent = clankie_tests::seat::json_of(&f.stack.clankie_ok(&[
         "message",

@@ -49,7 +49,23 @@ pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
             tokio::time::sleep(RETRY).await;
             continue;
         }
-        let path = format!("{base}/mailbox?wait={POLL_WAIT_MS}&revision={revision}");
+        // The tools it offers, so the hire's readiness can be judged.
+        let tools = up
+            .tools
+            .read()
+            .await
+            .as_ref()
+            .map(|t| {
+                t.iter()
+                    .map(|t| t.name.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        let path = format!(
+            "{base}/mailbox?wait={POLL_WAIT_MS}&revision={revision}&tools={}",
+            encode(&tools)
+        );
         let (status, body) = match http.call("GET", &path, None).await {
             Ok(r) => r,
             Err(e) => {

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::paths::StatePaths;
@@ -59,6 +60,11 @@ pub struct HireArgs {
     /// (default: a fresh one under `~/.local/share/clankie/profiles`).
     #[arg(long = "profile", value_name = "DIR")]
     pub profiles: Vec<std::path::PathBuf>,
+    /// Wait up to SECS for the hire's seat to be ready (its harness
+    /// proven, its bridge offering what the fleet enables, a Claude's
+    /// channel on); refused as `harness_not_ready` with the reason if not.
+    #[arg(long, value_name = "SECS")]
+    pub wait_ready: Option<u64>,
     /// The worker's command (or Pi's arguments), after `--`.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -220,8 +226,51 @@ pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode>
         .await
         .map_err(refused)?
         .into_inner();
+    let h = match args.wait_ready {
+        Some(secs) => wait_ready(&paths, h, Duration::from_secs(secs)).await?,
+        None => h,
+    };
     print_json(&hire_json(&h));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the roster until the hire is ready; its record then, or the
+/// refusal with the last reason its seat gave.
+async fn wait_ready(
+    paths: &StatePaths,
+    hire: pb::HireRecord,
+    within: Duration,
+) -> anyhow::Result<pb::HireRecord> {
+    let until = tokio::time::Instant::now() + within;
+    let mut last = hire;
+    loop {
+        if let Some(h) = clients::mailbox(paths)?
+            .roster(pb::RosterRequest {})
+            .await
+            .map_err(refused)?
+            .into_inner()
+            .hires
+            .into_iter()
+            .find(|h| h.hire_id == last.hire_id)
+        {
+            last = h;
+        }
+        if last.readiness == "ready" {
+            return Ok(last);
+        }
+        if tokio::time::Instant::now() >= until {
+            let why = match last.readiness_reason.as_str() {
+                "" => "its seat never polled",
+                r => r,
+            };
+            anyhow::bail!(
+                "harness_not_ready: hire {} was not ready within {} s ({why}); its pane stays open and its deliveries wait",
+                last.hire_id,
+                within.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 pub async fn close(

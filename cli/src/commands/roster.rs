@@ -17,6 +17,8 @@ pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
         "sandboxed": h.sandboxed,
         "harness": h.harness,
         "occupantPid": h.occupant_pid,
+        "readiness": h.readiness,
+        "readinessReason": h.readiness_reason,
         "projectId": h.project_id,
         "role": h.role,
         "linkId": h.link_id,

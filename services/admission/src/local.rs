@@ -437,7 +437,7 @@ pub async fn observe_seat(
         shell: Some(pb_identity(&shell)),
         agent: Some(pb_identity(&identity(&after))),
         agent_executable: after.executable,
-        agent_argv: after.argv.into_iter().take(8).collect(),
+        agent_argv: after.argv.into_iter().take(64).collect(),
         settings: None,
         owner_is_harness,
         launcher_argv: launcher

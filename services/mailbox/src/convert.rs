@@ -75,6 +75,15 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
         occupant_start_time: h.occupant_start_time,
         sandboxed: h.sandboxed,
         harness: h.harness.clone(),
+        readiness: if h.ready_at_ms != 0 {
+            "ready"
+        } else if h.not_ready.is_empty() {
+            "pending"
+        } else {
+            "failed"
+        }
+        .into(),
+        readiness_reason: h.not_ready.clone(),
     }
 }
 pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerReceipt {

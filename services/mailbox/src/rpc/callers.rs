@@ -13,6 +13,16 @@ use tonic::{Request, Response, Status};
 
 use crate::rpc::projects::*;
 use crate::seats;
+
+/// A seat as observed for one request.
+pub(crate) struct Observed {
+    pub seat: seats::SeatRec,
+    pub settings: apb::FleetSettings,
+    /// The connection's owner is the harness itself.
+    pub owner_is_harness: bool,
+    /// The agent's arguments, as the kernel keeps them.
+    pub agent_argv: Vec<String>,
+}
 use crate::store::now_ms;
 use crate::{MailboxService, internal};
 
@@ -61,17 +71,12 @@ impl MailboxService {
         &self,
         req: &Request<T>,
     ) -> Result<(seats::SeatRec, apb::FleetSettings), ClankieError> {
-        self.observed_seat(req)
-            .await
-            .map(|(seat, settings, _)| (seat, settings))
+        self.observed_seat(req).await.map(|o| (o.seat, o.settings))
     }
 
-    /// [`Self::native_seat`], and whether the connection's owner is the
-    /// harness itself (not a process it started).
-    async fn observed_seat<T>(
-        &self,
-        req: &Request<T>,
-    ) -> Result<(seats::SeatRec, apb::FleetSettings, bool), ClankieError> {
+    /// [`Self::native_seat`], whether the connection's owner is the harness
+    /// itself (not a process it started), and the agent's arguments.
+    async fn observed_seat<T>(&self, req: &Request<T>) -> Result<Observed, ClankieError> {
         let ticket = Self::ticket_of(req)?;
         // One call: admission rechecks the ticket's proof, then observes the
         // seat fresh (bearer tickets have no seat).
@@ -96,19 +101,27 @@ impl MailboxService {
             })?
             .into_inner();
         // A hire's seat is the harness it launched, or no seat at all.
-        {
+        let mismatch = {
             let store = self.inner.store.lock().await;
-            if let Some(h) = store.state.hires.iter().find(|h| {
-                h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
-            }) && !h.launched_as(&seat.launcher_argv, &seat.agent_executable)
-            {
-                tracing::info!(hire = %h.hire_id, harness = %h.harness, "mailbox.seat.launcher_mismatch");
-                return Err(ErrorCode::LauncherMismatch.err(format!(
-                    "hire {} runs {} through `clankie claude`, the exact launcher; this pane's foreground is not that launcher running the recorded command with the recorded Claude as its direct child",
-                    h.hire_id, h.harness
-                )));
-            }
+            store
+                .state
+                .hires
+                .iter()
+                .find(|h| {
+                    h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
+                })
+                .filter(|h| !h.launched_as(&seat.launcher_argv, &seat.agent_executable))
+                .map(|h| (h.hire_id.clone(), h.harness.clone()))
+        };
+        if let Some((hire, harness)) = mismatch {
+            tracing::info!(%hire, %harness, "mailbox.seat.launcher_mismatch");
+            self.not_ready((&seat.link_id, &seat.pane_id), "launcher_mismatch")
+                .await;
+            return Err(ErrorCode::LauncherMismatch.err(format!(
+                "hire {hire} runs {harness} through `clankie claude`, the exact launcher; this pane's foreground is not that launcher running the recorded command with the recorded Claude as its direct child"
+            )));
         }
+        let agent_argv = seat.agent_argv.clone();
         let settings = seat.settings.unwrap_or_default();
         let owner_is_harness = seat.owner_is_harness;
         let agent = seat.agent.unwrap_or_default();
@@ -150,17 +163,20 @@ impl MailboxService {
                 store.save().map_err(internal)?;
             }
         }
-        Ok((rec, settings, owner_is_harness))
+        Ok(Observed {
+            seat: rec,
+            settings,
+            owner_is_harness,
+            agent_argv,
+        })
     }
 
     /// The native seat behind a seat-mailbox request. A hire that asked
     /// for it answers only its harness process itself: a process the model
     /// runs in the pane passes the pane proof but is not the harness.
-    pub(crate) async fn control_seat<T>(
-        &self,
-        req: &Request<T>,
-    ) -> Result<seats::SeatRec, ClankieError> {
-        let (seat, _, owner_is_harness) = self.observed_seat(req).await?;
+    pub(crate) async fn control_seat<T>(&self, req: &Request<T>) -> Result<Observed, ClankieError> {
+        let observed = self.observed_seat(req).await?;
+        let (seat, owner_is_harness) = (&observed.seat, observed.owner_is_harness);
         let harness_only = {
             let store = self.inner.store.lock().await;
             store.state.hires.iter().any(|h| {
@@ -175,7 +191,7 @@ impl MailboxService {
                 "this seat's mailbox answers only its harness process, not a process it started",
             ));
         }
-        Ok(seat)
+        Ok(observed)
     }
 
     pub(crate) async fn resolve_caller(

@@ -407,6 +407,8 @@ impl MailboxService {
             harness_only_control: req.harness_only_control,
             harness: req.harness.clone(),
             harness_executable: req.harness_executable.clone(),
+            ready_at_ms: 0,
+            not_ready: String::new(),
             legacy_launch_token: String::new(),
         };
         store.state.hires.push(hire.clone());

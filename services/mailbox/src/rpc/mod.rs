@@ -5,6 +5,7 @@ pub(crate) mod callers;
 pub(crate) mod conversations;
 pub(crate) mod hires;
 pub(crate) mod projects;
+pub(crate) mod readiness;
 pub(crate) mod reports;
 pub(crate) mod reviews;
 pub(crate) mod seats;

@@ -224,9 +224,29 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatPollRequest>,
     ) -> Result<Response<pb::SeatPollResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?;
-        let wait = Duration::from_millis(u64::from(request.into_inner().wait_ms)).min(MAX_WAIT);
+        let observed = self.control_seat(&request).await.map_err(refuse)?;
+        let req = request.into_inner();
+        let seat = observed.seat;
+        let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
         let deadline = tokio::time::Instant::now() + wait;
+        // A hire's deliveries wait until its seat is ready.
+        let ready = self
+            .ready(
+                (&seat.link_id, &seat.pane_id),
+                &req.tools,
+                &observed.settings,
+                &observed.agent_argv,
+            )
+            .await
+            .map_err(refuse)?;
+        if !ready {
+            self.note_poll(&seat.seat_id);
+            tokio::time::sleep_until(deadline).await;
+            return Ok(Response::new(pb::SeatPollResponse {
+                seat_id: seat.seat_id,
+                deliveries: Vec::new(),
+            }));
+        }
         let mut changes = self.inner.queued.subscribe();
         loop {
             self.note_poll(&seat.seat_id);
@@ -245,7 +265,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatAckRequest>,
     ) -> Result<Response<pb::SeatAckResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?.seat;
         let req = request.into_inner();
         let delivery_id = req.delivery_id;
         let mut book = self.inner.book.lock().await;
@@ -461,7 +481,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatClaimRequest>,
     ) -> Result<Response<pb::SeatClaimResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?.seat;
         let ids = request.into_inner().delivery_ids;
         let claim_id = short_id("claim");
         let mut book = self.inner.book.lock().await;
@@ -480,7 +500,7 @@ impl MailboxService {
         &self,
         request: Request<pb::SeatReleaseRequest>,
     ) -> Result<Response<pb::SeatAckResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?;
+        let seat = self.control_seat(&request).await.map_err(refuse)?.seat;
         let req = request.into_inner();
         let mut book = self.inner.book.lock().await;
         let released = book.release(&seat, &req.delivery_id, &req.claim_id);

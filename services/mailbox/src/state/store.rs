@@ -121,6 +121,12 @@ pub struct HireRec {
     pub harness: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub harness_executable: String,
+    /// When its seat first polled ready (0: not yet).
+    #[serde(default)]
+    pub ready_at_ms: i64,
+    /// Why its seat is not ready yet, a fixed reason (empty: none known).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub not_ready: String,
     /// Records written when a launch token guarded the control routes: its
     /// hash meant what `harness_only_control` means now. Read, never written.
     #[serde(default, rename = "launchTokenSha256", skip_serializing)]

@@ -1,0 +1,193 @@
+//! A hire's readiness. A hired pane's deliveries wait until its seat first
+//! polls ready: the seat is the harness the hire launched (the exact
+//! launcher's Claude, else `launcher_mismatch` at the seat proof), its
+//! bridge offers what the fleet settings enable (the two meta tools while
+//! `fleet.tools` is connected and neither while off, `message_clankie`
+//! always, the peer tools while peer messages are on: else
+//! `bridge_tools_mismatch`), and a Claude was started with the worker
+//! plugin's channel (else `channel_unavailable`: its deliveries would be
+//! dropped unseen, and nothing is ever typed into the pane instead). The
+//! reason is kept on the hire for the lead and `clankie hire --wait-ready`.
+
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::common::v1::FleetTools;
+use clankie_runtime::ClankieError;
+
+use crate::store::{HireRec, now_ms};
+use crate::{MailboxService, internal};
+
+/// The channel a Claude hire's session must have been started with.
+const CLAUDE_CHANNEL: &str = "plugin:clankie-worker@clankie";
+
+/// Why a hire's seat is not ready, or nothing.
+pub(crate) fn judge(
+    hire: &HireRec,
+    tools: &[String],
+    settings: &apb::FleetSettings,
+    agent_argv: &[String],
+) -> Result<(), &'static str> {
+    if hire.harness == "claude"
+        && !agent_argv
+            .windows(2)
+            .any(|w| w[0] == "--channels" && w[1] == CLAUDE_CHANNEL)
+    {
+        return Err("channel_unavailable");
+    }
+    // A harness polling for itself (Pi's extension) names no tools.
+    if tools.is_empty() {
+        return Ok(());
+    }
+    let has = |name: &str| tools.iter().any(|t| t == name);
+    let connected = settings.tools == FleetTools::Connected as i32;
+    let meta = [has("clankie_tools"), has("clankie_call")];
+    let peers = [has("list_fleet_seats"), has("message_peer")];
+    if meta != [connected; 2] || !has("message_clankie") || peers != [settings.peer_messages; 2] {
+        return Err("bridge_tools_mismatch");
+    }
+    Ok(())
+}
+
+impl MailboxService {
+    /// Judges the seat of a pane's live hire at its poll: whether its
+    /// deliveries may go now. A seat started by hand has no hire to wait for.
+    pub(crate) async fn ready(
+        &self,
+        pane: (&str, &str),
+        tools: &[String],
+        settings: &apb::FleetSettings,
+        agent_argv: &[String],
+    ) -> Result<bool, ClankieError> {
+        let mut store = self.inner.store.lock().await;
+        let Some(h) = store
+            .state
+            .hires
+            .iter_mut()
+            .find(|h| h.ended.is_empty() && h.link_id == pane.0 && h.pane_id == pane.1)
+        else {
+            return Ok(true);
+        };
+        if h.ready_at_ms != 0 {
+            return Ok(true);
+        }
+        let verdict = judge(h, tools, settings, agent_argv);
+        let changed = match verdict {
+            Ok(()) => {
+                h.ready_at_ms = now_ms();
+                h.not_ready.clear();
+                tracing::info!(hire = %h.hire_id, "mailbox.hire.ready");
+                true
+            }
+            Err(reason) if h.not_ready != reason => {
+                h.not_ready = reason.into();
+                tracing::info!(hire = %h.hire_id, reason, "mailbox.hire.not_ready");
+                true
+            }
+            Err(_) => false,
+        };
+        if changed && !store.unreadable {
+            store.save().map_err(internal)?;
+        }
+        Ok(verdict.is_ok())
+    }
+
+    /// Notes a fixed reason a live hire's seat was refused, until it is ready.
+    pub(crate) async fn not_ready(&self, pane: (&str, &str), reason: &'static str) {
+        let mut store = self.inner.store.lock().await;
+        let Some(h) = store.state.hires.iter_mut().find(|h| {
+            h.ended.is_empty() && h.link_id == pane.0 && h.pane_id == pane.1 && h.ready_at_ms == 0
+        }) else {
+            return;
+        };
+        if h.not_ready != reason {
+            h.not_ready = reason.into();
+            if !store.unreadable
+                && let Err(e) = store.save()
+            {
+                tracing::warn!(error = %e, "mailbox.hire.not_ready_unsaved");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hire(harness: &str) -> HireRec {
+        serde_json::from_value(serde_json::json!({
+            "hireId": "h1", "conversationId": "c", "projectId": "p", "role": "worker",
+            "linkId": "l", "fleet": "f", "paneId": "%1", "workspace": "/w",
+            "command": ["x"], "createdAtMs": 1, "harness": harness,
+        }))
+        .expect("hire")
+    }
+
+    fn settings(connected: bool, peers: bool) -> apb::FleetSettings {
+        apb::FleetSettings {
+            tools: if connected {
+                FleetTools::Connected as i32
+            } else {
+                FleetTools::Off as i32
+            },
+            peer_messages: peers,
+            ..Default::default()
+        }
+    }
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_meta_tools_follow_the_switch_and_message_clankie_stands_apart() {
+        let on = names(&["clankie_tools", "clankie_call", "message_clankie"]);
+        let off = names(&["message_clankie"]);
+        let h = hire("codex");
+        assert_eq!(judge(&h, &on, &settings(true, false), &[]), Ok(()));
+        assert_eq!(judge(&h, &off, &settings(false, false), &[]), Ok(()));
+        for (tools, s) in [
+            (&on, settings(false, false)),
+            (&off, settings(true, false)),
+            (
+                &names(&["clankie_tools", "clankie_call"]),
+                settings(true, false),
+            ),
+            (
+                &names(&["clankie_call", "message_clankie"]),
+                settings(true, false),
+            ),
+            (&on, settings(true, true)),
+        ] {
+            assert_eq!(
+                judge(&h, tools, &s, &[]),
+                Err("bridge_tools_mismatch"),
+                "{tools:?}"
+            );
+        }
+        let mut peers = on.clone();
+        peers.extend(names(&["list_fleet_seats", "message_peer"]));
+        assert_eq!(judge(&h, &peers, &settings(true, true), &[]), Ok(()));
+        // A harness that polls for itself names none: only its seat counts.
+        assert_eq!(judge(&hire("pi"), &[], &settings(true, true), &[]), Ok(()));
+    }
+
+    #[test]
+    fn a_claude_needs_the_worker_plugins_channel() {
+        let h = hire("claude");
+        let tools = names(&["clankie_tools", "clankie_call", "message_clankie"]);
+        let s = settings(true, false);
+        let with = names(&["claude", "go", "--channels", CLAUDE_CHANNEL]);
+        assert_eq!(judge(&h, &tools, &s, &with), Ok(()));
+        for argv in [
+            names(&["claude", "go"]),
+            names(&["claude", "--channels", "server:clankie"]),
+            names(&["claude", CLAUDE_CHANNEL]),
+        ] {
+            assert_eq!(
+                judge(&h, &tools, &s, &argv),
+                Err("channel_unavailable"),
+                "{argv:?}"
+            );
+        }
+    }
+}
