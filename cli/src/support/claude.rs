@@ -113,15 +113,11 @@ impl Claude {
                     })?;
             }
         }
-        let trusted: serde_json::Map<String, Value> = workspaces
-            .iter()
-            .map(|w| (w.clone(), json!({ "hasTrustDialogAccepted": true })))
-            .collect();
+        Self::trust(profile, workspaces)?;
         merge_json(
             &profile.join(".claude.json"),
             &json!({
                 "hasCompletedOnboarding": true,
-                "projects": trusted,
                 "officialMarketplaceAutoInstallAttempted": true,
                 "officialMarketplaceAutoInstallNextRetryTime": 9_999_999_999_999_u64,
                 "cachedGrowthBookFeatures": {
