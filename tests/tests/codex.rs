@@ -248,7 +248,11 @@ async fn a_running_codex_thread_follows_the_fleets_catalog_without_a_restart() {
 
 /// Codex outlives a restart of the stack: its app-server and its bridge
 /// stay, the bridge finds the new gateway on the same socket, and the seat
-/// keeps its delivery path and `message_clankie`.
+/// keeps its delivery path and `message_clankie`, held against the
+/// registration `local-codex-seats.json` kept: the app-server the bridge
+/// runs under and the pane's Codex. With that file unreadable at start, it
+/// is moved aside and the seat is not restored: its `message_clankie` is
+/// refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_codex_seat_keeps_message_clankie_across_a_stack_restart() {
     let mut f = ClaudeStack::start().await;
@@ -261,6 +265,25 @@ async fn a_codex_seat_keeps_message_clankie_across_a_stack_restart() {
     })
     .await;
     assert!(ready.is_some());
+    // The registration names the hire's own app-server (the daemon Codex
+    // runs from its home's packages) and the pane's Codex.
+    let registry = f.stack.state.path().join("local-codex-seats.json");
+    let seats =
+        clankie_tests::seat::json_of(&std::fs::read_to_string(&registry).expect("registry"));
+    let seat = &seats["seats"][0];
+    assert_eq!(seat["hireId"], worker.hire_id(), "{seats}");
+    let exe = |who: &str| {
+        let pid = seat[who]["pid"].as_i64().expect("pid");
+        std::fs::read_link(format!("/proc/{pid}/exe")).expect("alive")
+    };
+    assert!(
+        exe("server").starts_with(worker.profile.join("packages")),
+        "{seats}"
+    );
+    assert!(
+        exe("occupant").starts_with(clankie_tests::peers().join("codex")),
+        "{seats}"
+    );
     f.stack
         .restart(clankie_tests::StackOptions::default())
         .await
@@ -279,5 +302,74 @@ async fn a_codex_seat_keeps_message_clankie_across_a_stack_restart() {
         "{}\n{:?}",
         f.tmux.run(&["capture-pane", "-p", "-t", worker.pane()]),
         file_lines(&f.model.log)
+    );
+    // An unreadable registration file: moved aside, no seat restored.
+    f.stack.stop();
+    std::fs::write(&registry, b"{\"version\": 1, \"seats\": [").expect("corrupt");
+    f.stack
+        .restart(clankie_tests::StackOptions::default())
+        .await
+        .expect("restart");
+    let aside: Vec<_> = std::fs::read_dir(f.stack.state.path())
+        .expect("state")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("local-codex-seats.unreadable-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "the unreadable file is kept aside");
+    assert_eq!(
+        std::fs::read(aside[0].path()).expect("aside"),
+        b"{\"version\": 1, \"seats\": ["
+    );
+    // The owner types a turn into the pane; its message_clankie is refused.
+    f.tmux.run(&[
+        "send-keys",
+        "-t",
+        worker.pane(),
+        "-l",
+        "CALL message_clankie {\"text\": \"unrestored seat speaks\"} ;; SAY ok",
+    ]);
+    // Keys that follow typed text at once are taken as part of a paste.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    f.tmux.run(&["send-keys", "-t", worker.pane(), "Enter"]);
+    let mailbox_log = f.stack.state.path().join("logs/mailbox.log");
+    let refused = clankie_tests::eventually(Duration::from_secs(120), async || {
+        std::fs::read_to_string(&mailbox_log)
+            .ok()?
+            .lines()
+            .any(|l| l.contains("codex_seat_unrestored") && l.contains(worker.hire_id()))
+            .then_some(())
+    })
+    .await;
+    assert!(
+        refused.is_some(),
+        "{}\n{}",
+        f.stack.log_tails(&["mailbox"], 20),
+        f.tmux.run(&["capture-pane", "-p", "-t", worker.pane()])
+    );
+    // The model reads the refusal as its tool's answer; the lead hears
+    // nothing.
+    let answered = clankie_tests::eventually(Duration::from_secs(60), async || {
+        f.model
+            .tool_results(None)
+            .iter()
+            .any(|r| r.contains("codex_seat_unverified"))
+            .then_some(())
+    })
+    .await;
+    assert!(
+        answered.is_some(),
+        "{:?}\n{}\n{:?}",
+        f.model.tool_results(None),
+        f.tmux.run(&["capture-pane", "-p", "-t", worker.pane()]),
+        file_lines(&f.model.log)
+    );
+    let transcript = f.stack.clankie_ok(&["transcript", &f.lead]);
+    assert!(
+        !transcript.contains("unrestored seat speaks"),
+        "{transcript}"
     );
 }

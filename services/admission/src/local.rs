@@ -445,6 +445,7 @@ pub async fn observe_seat(
             .map(|l| l.argv.clone())
             .unwrap_or_default(),
         launcher: launcher.as_ref().map(|l| pb_identity(&identity(l))),
+        owner_parent: proof.lineage.get(1).map(pb_identity),
     })
 }
 

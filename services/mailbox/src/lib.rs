@@ -24,7 +24,7 @@ mod grpc;
 mod rpc;
 pub mod state;
 
-pub use state::{reviews, seats, store};
+pub use state::{codex_seats, reviews, seats, store};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +65,8 @@ struct Inner {
     /// Landing review candidates (`mailbox/reviews.json`) and their patches.
     reviews: Mutex<Guarded<reviews::ReviewBook>>,
     patches_dir: std::path::PathBuf,
+    /// Hired Codex seats' registrations (`local-codex-seats.json`).
+    codex_seats: Mutex<codex_seats::CodexSeats>,
     /// Bumped whenever a delivery is queued; seat polls wait on it.
     queued: watch::Sender<u64>,
     /// `audit/peer-messages.jsonl`: one line per send (ids only, no text).
@@ -141,6 +143,12 @@ impl MailboxService {
         if let Some(e) = review_book.unreadable() {
             tracing::error!(error = %e, "review records unreadable; reviews are refused until the owner inspects them");
         }
+        let (codex_seats, aside) = codex_seats::CodexSeats::open(paths.root());
+        if aside.is_some() {
+            tracing::error!(
+                "the Codex seat registrations were unreadable; the file was moved aside and no Codex seat is restored"
+            );
+        }
         let admission = clankie_runtime::clients::admission(&paths, Meta::owner(&token));
         let (appended, _) = watch::channel(0);
         let auto = clankie_runtime::clients::auto(&paths, Meta::owner(&token));
@@ -152,6 +160,7 @@ impl MailboxService {
                 book: Mutex::new(book),
                 reviews: Mutex::new(review_book),
                 patches_dir,
+                codex_seats: Mutex::new(codex_seats),
                 queued,
                 polled: parking_lot::Mutex::new(std::collections::HashMap::new()),
                 audit_path: paths.audit_dir().join("peer-messages.jsonl"),

@@ -90,6 +90,7 @@ codes! {
     NativeSeatRequired => "native_seat_required",
     HarnessProcessRequired => "harness_process_required",
     LauncherMismatch => "launcher_mismatch",
+    CodexSeatUnverified => "codex_seat_unverified",
     HostNotAllowed => "host_not_allowed",
     OriginNotAllowed => "origin_not_allowed",
     ReviewNotConfigured => "review_not_configured",
@@ -137,6 +138,7 @@ impl ErrorCode {
             | ErrorCode::NativeSeatRequired
             | ErrorCode::HarnessProcessRequired
             | ErrorCode::LauncherMismatch
+            | ErrorCode::CodexSeatUnverified
             | ErrorCode::HostNotAllowed
             | ErrorCode::OriginNotAllowed
             | ErrorCode::NotReviewer
@@ -212,6 +214,7 @@ impl ErrorCode {
             | ErrorCode::NativeSeatRequired
             | ErrorCode::HarnessProcessRequired
             | ErrorCode::LauncherMismatch
+            | ErrorCode::CodexSeatUnverified
             | ErrorCode::HostNotAllowed
             | ErrorCode::OriginNotAllowed
             | ErrorCode::NotReviewer

@@ -12,7 +12,7 @@ use clankie_runtime::{ClankieError, ErrorCode};
 use tonic::{Request, Response, Status};
 
 use crate::rpc::projects::*;
-use crate::seats;
+use crate::{codex_seats, seats};
 
 /// A seat as observed for one request.
 pub(crate) struct Observed {
@@ -22,6 +22,16 @@ pub(crate) struct Observed {
     pub owner_is_harness: bool,
     /// The agent's arguments, as the kernel keeps them.
     pub agent_argv: Vec<String>,
+    /// The connection owner's parent (a Codex bridge's app-server).
+    pub owner_parent: Option<codex_seats::Proc>,
+}
+
+fn proc_of(p: &apb::ProcessIdentity) -> codex_seats::Proc {
+    codex_seats::Proc {
+        pid: p.pid,
+        pidfs_id: p.pidfs_id,
+        start_time: p.start_time,
+    }
 }
 use crate::store::now_ms;
 use crate::{MailboxService, internal};
@@ -121,6 +131,8 @@ impl MailboxService {
                 "hire {hire} runs {harness} through `clankie claude`, the exact launcher; this pane's foreground is not that launcher running the recorded command with the recorded Claude as its direct child"
             )));
         }
+        let owner_parent = seat.owner_parent.as_ref().map(proc_of);
+        self.hold_codex_registration(&seat, owner_parent).await?;
         let agent_argv = seat.agent_argv.clone();
         let settings = seat.settings.unwrap_or_default();
         let owner_is_harness = seat.owner_is_harness;
@@ -168,7 +180,81 @@ impl MailboxService {
             settings,
             owner_is_harness,
             agent_argv,
+            owner_parent,
         })
+    }
+
+    /// A ready Codex hire's every request holds against its registration:
+    /// the same app-server, pane and foreground Codex, across restarts.
+    async fn hold_codex_registration(
+        &self,
+        seat: &apb::SeatIdentity,
+        server: Option<codex_seats::Proc>,
+    ) -> Result<(), ClankieError> {
+        let hire = {
+            let store = self.inner.store.lock().await;
+            store
+                .state
+                .hires
+                .iter()
+                .find(|h| {
+                    h.ended.is_empty()
+                        && h.link_id == seat.link_id
+                        && h.pane_id == seat.pane_id
+                        && h.harness == "codex"
+                        && h.ready_at_ms != 0
+                })
+                .map(|h| h.hire_id.clone())
+        };
+        let Some(hire) = hire else {
+            return Ok(());
+        };
+        let seen = codex_seats::Seen {
+            link_id: &seat.link_id,
+            pane_id: &seat.pane_id,
+            server,
+            occupant: seat.agent.as_ref().map(proc_of).unwrap_or_default(),
+        };
+        let verdict = match self.inner.codex_seats.lock().await.find(&hire) {
+            Some(registered) => registered.check(&seen),
+            None => Err(codex_seats::Mismatch::Unrestored),
+        };
+        verdict.map_err(|m| {
+            let reason = m.reason();
+            tracing::info!(%hire, reason, "mailbox.seat.codex_unverified");
+            ErrorCode::CodexSeatUnverified.err(match m {
+                codex_seats::Mismatch::Unrestored => format!(
+                    "hire {hire}'s Codex seat registration was not restored ({reason}); close the hire and hire again"
+                ),
+                _ => format!(
+                    "hire {hire} is not the Codex seat that registered ({reason}); a replacement never takes an earlier worker's seat"
+                ),
+            })
+        })
+    }
+
+    /// For the routes that need only the pane proof (reports, the seat's
+    /// tool list): a pane holding a ready Codex hire still answers only as
+    /// that registered seat.
+    pub(crate) async fn hold_codex_pane<T>(
+        &self,
+        req: &Request<T>,
+        principal: &clankie_proto::common::v1::Principal,
+    ) -> Result<(), ClankieError> {
+        let codex = {
+            let store = self.inner.store.lock().await;
+            store.state.hires.iter().any(|h| {
+                h.ended.is_empty()
+                    && h.link_id == principal.link_id
+                    && h.pane_id == principal.pane_id
+                    && h.harness == "codex"
+                    && h.ready_at_ms != 0
+            })
+        };
+        if codex {
+            self.observed_seat(req).await?;
+        }
+        Ok(())
     }
 
     /// The native seat behind a seat-mailbox request. A hire that asked

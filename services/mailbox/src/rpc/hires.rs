@@ -476,6 +476,7 @@ impl MailboxService {
             .cloned();
         store.save().map_err(|e| refuse(internal(e)))?;
         drop(store);
+        self.forget_codex_seats(|h| h == out.hire_id).await;
         if retiring && out.occupant_pidfs_id != 0 {
             self.retire(&out, project.as_ref()).await;
         }
@@ -501,6 +502,16 @@ impl MailboxService {
         }
         if changed && !store.unreadable {
             store.save().map_err(|e| refuse(internal(e)))?;
+        }
+        if changed {
+            let ended: std::collections::HashSet<String> = store
+                .state
+                .hires
+                .iter()
+                .filter(|h| !h.ended.is_empty())
+                .map(|h| h.hire_id.clone())
+                .collect();
+            self.forget_codex_seats(|h| ended.contains(h)).await;
         }
         let hires = store
             .state

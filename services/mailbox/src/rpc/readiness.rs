@@ -13,6 +13,8 @@ use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::FleetTools;
 use clankie_runtime::ClankieError;
 
+use crate::codex_seats::{CodexSeat, Proc};
+use crate::rpc::callers::Observed;
 use crate::store::{HireRec, now_ms};
 use crate::{MailboxService, internal};
 
@@ -52,24 +54,49 @@ impl MailboxService {
     /// deliveries may go now. A seat started by hand has no hire to wait for.
     pub(crate) async fn ready(
         &self,
-        pane: (&str, &str),
+        observed: &Observed,
         tools: &[String],
-        settings: &apb::FleetSettings,
-        agent_argv: &[String],
     ) -> Result<bool, ClankieError> {
+        let seat = &observed.seat;
         let mut store = self.inner.store.lock().await;
-        let Some(h) = store
-            .state
-            .hires
-            .iter_mut()
-            .find(|h| h.ended.is_empty() && h.link_id == pane.0 && h.pane_id == pane.1)
+        let Some(h) =
+            store.state.hires.iter_mut().find(|h| {
+                h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
+            })
         else {
             return Ok(true);
         };
         if h.ready_at_ms != 0 {
             return Ok(true);
         }
-        let verdict = judge(h, tools, settings, agent_argv);
+        let mut verdict = judge(h, tools, &observed.settings, &observed.agent_argv);
+        // A Codex hire's registration is completed as it becomes ready.
+        if verdict.is_ok() && h.harness == "codex" {
+            match observed.owner_parent {
+                None => verdict = Err("codex_server_unseen"),
+                Some(server) => {
+                    let registration = CodexSeat {
+                        hire_id: h.hire_id.clone(),
+                        link_id: seat.link_id.clone(),
+                        pane_id: seat.pane_id.clone(),
+                        server,
+                        occupant: Proc {
+                            pid: seat.agent_pid,
+                            pidfs_id: seat.agent_pidfs_id,
+                            start_time: seat.agent_start_time,
+                        },
+                        registered_at_ms: now_ms(),
+                    };
+                    self.inner
+                        .codex_seats
+                        .lock()
+                        .await
+                        .register(registration)
+                        .map_err(internal)?;
+                    tracing::info!(hire = %h.hire_id, "mailbox.hire.codex_registered");
+                }
+            }
+        }
         let changed = match verdict {
             Ok(()) => {
                 h.ready_at_ms = now_ms();
@@ -88,6 +115,13 @@ impl MailboxService {
             store.save().map_err(internal)?;
         }
         Ok(verdict.is_ok())
+    }
+
+    /// Drops the Codex seat registrations of hires that ended.
+    pub(crate) async fn forget_codex_seats(&self, ended: impl Fn(&str) -> bool) {
+        if let Err(e) = self.inner.codex_seats.lock().await.forget(ended) {
+            tracing::warn!(error = %e, "mailbox.hire.codex_registration_unsaved");
+        }
     }
 
     /// Notes a fixed reason a live hire's seat was refused, until it is ready.

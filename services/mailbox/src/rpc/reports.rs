@@ -16,6 +16,9 @@ impl MailboxService {
         request: Request<pb::ReportRequest>,
     ) -> Result<Response<pb::ReportResponse>, Status> {
         let principal = self.pane_principal(&request).await.map_err(refuse)?;
+        self.hold_codex_pane(&request, &principal)
+            .await
+            .map_err(refuse)?;
         let req = request.into_inner();
         let kind = match req.kind.as_str() {
             "" | "message" => "message",

@@ -226,19 +226,11 @@ impl MailboxService {
     ) -> Result<Response<pb::SeatPollResponse>, Status> {
         let observed = self.control_seat(&request).await.map_err(refuse)?;
         let req = request.into_inner();
-        let seat = observed.seat;
         let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
         let deadline = tokio::time::Instant::now() + wait;
         // A hire's deliveries wait until its seat is ready.
-        let ready = self
-            .ready(
-                (&seat.link_id, &seat.pane_id),
-                &req.tools,
-                &observed.settings,
-                &observed.agent_argv,
-            )
-            .await
-            .map_err(refuse)?;
+        let ready = self.ready(&observed, &req.tools).await.map_err(refuse)?;
+        let seat = observed.seat;
         if !ready {
             self.note_poll(&seat.seat_id);
             tokio::time::sleep_until(deadline).await;
@@ -450,6 +442,9 @@ impl MailboxService {
         request: Request<pb::SeatToolsRequest>,
     ) -> Result<Response<pb::SeatToolsResponse>, Status> {
         let principal = self.pane_principal(&request).await.map_err(refuse)?;
+        self.hold_codex_pane(&request, &principal)
+            .await
+            .map_err(refuse)?;
         let store = self.inner.store.lock().await;
         let reviews = store
             .state
