@@ -148,3 +148,43 @@ async fn a_claude_authors_change_is_approved_by_a_codex_reviewer() {
             .contains("the feature")
     );
 }
+
+/// A harness that is missing or older than the tested releases is refused
+/// with its fixed reason before any pane opens.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_or_old_harness_is_refused_before_a_pane_opens() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = ClaudeStack::start().await;
+    let windows = || f.tmux.run(&["list-windows", "-a"]).lines().count();
+    let before = windows();
+    let old = f.dir.path().join("codex");
+    std::fs::write(&old, "#!/bin/sh\necho codex-cli 0.100.0\n").expect("script");
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let hire = |harness: &str, flag: &str, bin: &str| {
+        f.stack.clankie(&[
+            "hire",
+            "--project",
+            "alpha",
+            "--conversation",
+            &f.lead,
+            "--harness",
+            harness,
+            flag,
+            bin,
+        ])
+    };
+    for (out, reason) in [
+        (
+            hire("claude", "--claude", "/nonexistent/claude"),
+            "harness_not_installed",
+        ),
+        (
+            hire("codex", "--codex", &old.display().to_string()),
+            "harness_release_unsupported",
+        ),
+    ] {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(reason), "{err}");
+    }
+    assert_eq!(windows(), before, "no pane opened");
+}

@@ -198,7 +198,7 @@ async fn the_probe_passes_on_both_releases_and_refuses_an_older_one_unrun() {
     ]);
     assert!(!hire.status.success());
     assert!(
-        String::from_utf8_lossy(&hire.stderr).contains("pi_release_unsupported"),
+        String::from_utf8_lossy(&hire.stderr).contains("harness_release_unsupported"),
         "{}",
         String::from_utf8_lossy(&hire.stderr)
     );

@@ -14,6 +14,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clankie_runtime::ErrorCode;
 use clap::Args;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -56,7 +57,7 @@ pub async fn run(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
     let mut child = claude
         .launch(&profile, args.model.as_deref(), &args.args)?
         .spawn()
-        .map_err(|e| anyhow::anyhow!("claude_not_installed: claude did not start: {e}"))?;
+        .map_err(|e| ErrorCode::HarnessNotInstalled.err(format!("claude did not start: {e}")))?;
     let mut hangup = signal(SignalKind::hangup())?;
     let mut terminate = signal(SignalKind::terminate())?;
     // Caught, not ignored: an ignored signal would stay ignored in Claude.

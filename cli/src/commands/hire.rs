@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::ErrorCode;
 use clankie_runtime::paths::StatePaths;
 use clap::Args;
 
@@ -104,12 +105,16 @@ async fn pi_pane(args: &HireArgs) -> anyhow::Result<Pane> {
     use crate::support::pi;
     let package = pi::PiPackage::find(args.pi.as_deref())?;
     if let Err(why) = package.accepted() {
-        anyhow::bail!("pi_release_unsupported: {why}");
+        return Err(ErrorCode::HarnessReleaseUnsupported
+            .err(why.to_string())
+            .into());
     }
     let node = pi::node(args.node.as_deref())?;
     let verdict = super::pi::probe(Some(&package.dir), Some(&node)).await;
     if verdict["ok"] != true {
-        anyhow::bail!("pi_probe_failed: the hire was refused: {verdict}");
+        return Err(ErrorCode::HarnessProbeFailed
+            .err(format!("Pi's probe refused the hire: {verdict}"))
+            .into());
     }
     let worker = pi::worker_dir()?;
     let command = pi::pane_command(&pi::Launch {
@@ -263,11 +268,13 @@ async fn wait_ready(
                 "" => "its seat never polled",
                 r => r,
             };
-            anyhow::bail!(
-                "harness_not_ready: hire {} was not ready within {} s ({why}); its pane stays open and its deliveries wait",
-                last.hire_id,
-                within.as_secs()
-            );
+            return Err(ErrorCode::HarnessNotReady
+                .err(format!(
+                    "hire {} was not ready within {} s ({why}); its pane stays open and its deliveries wait",
+                    last.hire_id,
+                    within.as_secs()
+                ))
+                .into());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use clankie_runtime::ErrorCode;
 use serde_json::Value;
 
 /// The first `name` on PATH that is a file.
@@ -52,13 +53,14 @@ pub struct Installed {
 
 impl Installed {
     /// `chosen`, else `name` on PATH; its release is word `word` of what
-    /// `--version` prints. Refused as `<name>_not_installed` when it is
+    /// `--version` prints. Refused as `harness_not_installed` when it is
     /// neither found nor runs.
     pub async fn find(name: &str, chosen: Option<&Path>, word: usize) -> anyhow::Result<Installed> {
         let bin = match chosen {
             Some(p) => p.to_path_buf(),
-            None => which(name).with_context(|| {
-                format!("{name}_not_installed: no `{name}` on PATH; pass --{name} PATH")
+            None => which(name).ok_or_else(|| {
+                ErrorCode::HarnessNotInstalled
+                    .err(format!("no `{name}` on PATH; pass --{name} PATH"))
             })?,
         };
         let out = run_bounded(
@@ -66,7 +68,10 @@ impl Installed {
             Duration::from_secs(20),
         )
         .await
-        .map_err(|e| anyhow::anyhow!("{name}_not_installed: {} did not run: {e}", bin.display()))?;
+        .map_err(|e| {
+            ErrorCode::HarnessNotInstalled
+                .err(format!("{name} at {} did not run: {e}", bin.display()))
+        })?;
         let version = out
             .split_whitespace()
             .nth(word)
@@ -75,18 +80,17 @@ impl Installed {
         Ok(Installed { bin, version })
     }
 
-    /// Refuses (`<name>_release_unsupported`) a release older than
+    /// Refuses (`harness_release_unsupported`) a release older than
     /// `oldest`, the oldest the fleet was tested with.
     pub fn accepted(&self, name: &str, oldest: (u64, u64, u64)) -> anyhow::Result<()> {
         match super::pi::parse_version(&self.version) {
             Some(v) if v >= oldest => Ok(()),
-            _ => anyhow::bail!(
-                "{name}_release_unsupported: {name} {:?} is not {}.{}.{} or newer, the releases the fleet was tested with",
-                self.version,
-                oldest.0,
-                oldest.1,
-                oldest.2
-            ),
+            _ => Err(ErrorCode::HarnessReleaseUnsupported
+                .err(format!(
+                    "{name} {:?} is not {}.{}.{} or newer, the releases the fleet was tested with",
+                    self.version, oldest.0, oldest.1, oldest.2
+                ))
+                .into()),
         }
     }
 }

@@ -55,6 +55,10 @@ codes! {
     OwnerCredentialInvalid => "owner_credential_invalid",
     InternalCallerRefused => "internal_caller_refused",
     WorkerSandboxUnavailable => "worker_sandbox_unavailable",
+    HarnessNotInstalled => "harness_not_installed",
+    HarnessReleaseUnsupported => "harness_release_unsupported",
+    HarnessProbeFailed => "harness_probe_failed",
+    HarnessNotReady => "harness_not_ready",
     SessionNotFound => "session_not_found",
     TooManySessions => "too_many_sessions",
     TooManyConnections => "too_many_connections",
@@ -171,6 +175,10 @@ impl ErrorCode {
             | ErrorCode::TrackerRouteUnavailable
             | ErrorCode::TrackerCutOver
             | ErrorCode::WorkerSandboxUnavailable
+            | ErrorCode::HarnessNotInstalled
+            | ErrorCode::HarnessReleaseUnsupported
+            | ErrorCode::HarnessProbeFailed
+            | ErrorCode::HarnessNotReady
             | ErrorCode::AutoStateUnreadable => Code::FailedPrecondition,
             ErrorCode::ReceiptStoreCorrupt => Code::DataLoss,
             ErrorCode::FleetAdmissionUnavailable
@@ -248,6 +256,10 @@ impl ErrorCode {
             | ErrorCode::TrackerRouteUnavailable
             | ErrorCode::TrackerCutOver
             | ErrorCode::WorkerSandboxUnavailable
+            | ErrorCode::HarnessNotInstalled
+            | ErrorCode::HarnessReleaseUnsupported
+            | ErrorCode::HarnessProbeFailed
+            | ErrorCode::HarnessNotReady
             | ErrorCode::AutoStateUnreadable => StatusCode::CONFLICT,
             ErrorCode::ReceiptStoreCorrupt | ErrorCode::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
