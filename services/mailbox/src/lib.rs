@@ -16,11 +16,14 @@
 //! - `grpc.rs`: the gRPC trait, one delegation per RPC in proto order;
 //! - `rpc/`: the handlers by domain (projects, conversations, hires,
 //!   callers, reports, seats, reviews, wakes);
-//! - [`state`]: the pure books ([`store`], [`seats`], [`reviews`]);
-//! - `convert.rs`: records to protobuf; `panes.rs`: tmux pane actions.
+//! - [`state`]: the pure books ([`store`], [`seats`], [`reviews`],
+//!   [`codex_seats`]);
+//! - `convert.rs`: records to protobuf; `panes.rs`: the pane actions on a
+//!   linked tmux or Herdr session (open, close, list).
 
 mod convert;
 mod grpc;
+mod panes;
 mod rpc;
 pub mod state;
 

@@ -84,9 +84,18 @@ impl MailboxService {
         self.observed_seat(req).await.map(|o| (o.seat, o.settings))
     }
 
-    /// [`Self::native_seat`], whether the connection's owner is the harness
-    /// itself (not a process it started), and the agent's arguments.
+    /// A seat observed ([`Self::observe_seat`]) and then recorded
+    /// ([`Self::record_seat`]).
     async fn observed_seat<T>(&self, req: &Request<T>) -> Result<Observed, ClankieError> {
+        let observed = self.observe_seat(req).await?;
+        self.record_seat(&observed.seat).await?;
+        Ok(observed)
+    }
+
+    /// The seat behind a request as admission observes it now, held against
+    /// its hire (the launched harness, a Codex's registration). Writes
+    /// nothing.
+    async fn observe_seat<T>(&self, req: &Request<T>) -> Result<Observed, ClankieError> {
         let ticket = Self::ticket_of(req)?;
         // One call: admission rechecks the ticket's proof, then observes the
         // seat fresh (bearer tickets have no seat).
@@ -115,11 +124,7 @@ impl MailboxService {
             let store = self.inner.store.lock().await;
             store
                 .state
-                .hires
-                .iter()
-                .find(|h| {
-                    h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
-                })
+                .hire_in(&seat.link_id, &seat.pane_id)
                 .filter(|h| !h.launched_as(&seat.launcher_argv, &seat.agent_executable))
                 .map(|h| (h.hire_id.clone(), h.harness.clone()))
         };
@@ -154,27 +159,6 @@ impl MailboxService {
             agent_executable: seat.agent_executable,
             gone: false,
         };
-        {
-            let mut book = self.inner.book.lock().await;
-            if book.upsert_seat(rec.clone(), now_ms()) {
-                self.save_book(&book)?;
-            }
-        }
-        // A hire's occupant is recorded once proven.
-        let mut store = self.inner.store.lock().await;
-        if let Some(h) = store.state.hires.iter_mut().find(|h| {
-            h.ended.is_empty()
-                && h.link_id == rec.link_id
-                && h.pane_id == rec.pane_id
-                && h.occupant_pidfs_id == 0
-        }) {
-            h.occupant_pid = rec.agent_pid;
-            h.occupant_pidfs_id = rec.agent_pidfs_id;
-            h.occupant_start_time = rec.agent_start_time;
-            if !store.unreadable {
-                store.save().map_err(internal)?;
-            }
-        }
         Ok(Observed {
             seat: rec,
             settings,
@@ -182,6 +166,31 @@ impl MailboxService {
             agent_argv,
             owner_parent,
         })
+    }
+
+    /// Records an observed seat in the seat book, and as its pane's hire's
+    /// occupant when that is not recorded yet.
+    async fn record_seat(&self, rec: &seats::SeatRec) -> Result<(), ClankieError> {
+        {
+            let mut book = self.inner.book.lock().await;
+            if book.upsert_seat(rec.clone(), now_ms()) {
+                self.save_book(&book)?;
+            }
+        }
+        let mut store = self.inner.store.lock().await;
+        if let Some(h) = store
+            .state
+            .hire_in_mut(&rec.link_id, &rec.pane_id)
+            .filter(|h| h.occupant_pidfs_id == 0)
+        {
+            h.occupant_pid = rec.agent_pid;
+            h.occupant_pidfs_id = rec.agent_pidfs_id;
+            h.occupant_start_time = rec.agent_start_time;
+            if !store.unreadable {
+                store.save().map_err(internal)?;
+            }
+        }
+        Ok(())
     }
 
     /// A ready Codex hire's every request holds against its registration:
@@ -195,15 +204,8 @@ impl MailboxService {
             let store = self.inner.store.lock().await;
             store
                 .state
-                .hires
-                .iter()
-                .find(|h| {
-                    h.ended.is_empty()
-                        && h.link_id == seat.link_id
-                        && h.pane_id == seat.pane_id
-                        && h.harness == "codex"
-                        && h.ready_at_ms != 0
-                })
+                .hire_in(&seat.link_id, &seat.pane_id)
+                .filter(|h| h.is_registered_codex())
                 .map(|h| h.hire_id.clone())
         };
         let Some(hire) = hire else {
@@ -243,16 +245,13 @@ impl MailboxService {
     ) -> Result<(), ClankieError> {
         let codex = {
             let store = self.inner.store.lock().await;
-            store.state.hires.iter().any(|h| {
-                h.ended.is_empty()
-                    && h.link_id == principal.link_id
-                    && h.pane_id == principal.pane_id
-                    && h.harness == "codex"
-                    && h.ready_at_ms != 0
-            })
+            store
+                .state
+                .hire_in(&principal.link_id, &principal.pane_id)
+                .is_some_and(|h| h.is_registered_codex())
         };
         if codex {
-            self.observed_seat(req).await?;
+            self.observe_seat(req).await?;
         }
         Ok(())
     }
@@ -265,12 +264,10 @@ impl MailboxService {
         let (seat, owner_is_harness) = (&observed.seat, observed.owner_is_harness);
         let harness_only = {
             let store = self.inner.store.lock().await;
-            store.state.hires.iter().any(|h| {
-                h.ended.is_empty()
-                    && h.link_id == seat.link_id
-                    && h.pane_id == seat.pane_id
-                    && h.harness_only()
-            })
+            store
+                .state
+                .hire_in(&seat.link_id, &seat.pane_id)
+                .is_some_and(|h| h.harness_only())
         };
         if harness_only && !owner_is_harness {
             return Err(ErrorCode::HarnessProcessRequired.err(

@@ -18,7 +18,7 @@ use crate::rpc::{conversations::*, projects::*};
 use crate::store;
 use crate::store::TrackerBinding;
 use crate::store::{HireRec, ProjectRec, now_ms};
-use crate::{MailboxService, internal, short_id};
+use crate::{MailboxService, internal, panes, short_id};
 use clankie_types::LinkKind;
 
 /// The project a hire goes to. A configured lead (one that owns projects)
@@ -79,54 +79,6 @@ pub(crate) fn attribute(
                 names()
             ))
         })
-}
-/// Opens a hired pane in a linked session (tmux or Herdr).
-pub(crate) async fn open_pane(
-    link: &apb::FleetLink,
-    cwd: &str,
-    env: &[(&str, String)],
-    command: &[String],
-) -> Result<String, clankie_panes::ActError> {
-    match LinkKind::parse(&link.kind) {
-        Some(LinkKind::Herdr) => {
-            let socket = std::path::Path::new(&link.socket);
-            clankie_panes::herdr::open(socket, &link.session, cwd, env, command).await
-        }
-        Some(LinkKind::Tmux) => {
-            let session = clankie_panes::tmux::session(&link.socket, &link.session).await?;
-            clankie_panes::tmux::open(&link.socket, &session, cwd, env, command).await
-        }
-        Some(LinkKind::Bearer) | None => Err(not_local()),
-    }
-}
-
-fn not_local() -> clankie_panes::ActError {
-    clankie_panes::ActError("not a local link".into())
-}
-
-pub(crate) async fn close_pane(
-    link: &apb::FleetLink,
-    pane: &str,
-) -> Result<(), clankie_panes::ActError> {
-    match LinkKind::parse(&link.kind) {
-        Some(LinkKind::Herdr) => {
-            clankie_panes::herdr::close(std::path::Path::new(&link.socket), pane).await
-        }
-        Some(LinkKind::Tmux) => clankie_panes::tmux::close(&link.socket, pane).await,
-        Some(LinkKind::Bearer) | None => Err(not_local()),
-    }
-}
-/// Live panes of a linked session; links that are not local have none.
-pub(crate) async fn live_panes_of(
-    link: &apb::FleetLink,
-) -> Result<Vec<String>, clankie_panes::ActError> {
-    match LinkKind::parse(&link.kind) {
-        Some(LinkKind::Tmux) => clankie_panes::tmux::live(&link.socket).await,
-        Some(LinkKind::Herdr) => {
-            clankie_panes::herdr::live(std::path::Path::new(&link.socket)).await
-        }
-        Some(LinkKind::Bearer) | None => Err(not_local()),
-    }
 }
 /// How one hire starts: the link, a working bubblewrap when the worker
 /// sandbox is on, and every linked multiplexer's socket (a confined hire
@@ -329,7 +281,7 @@ impl MailboxService {
             .state
             .hires
             .iter()
-            .filter(|h| h.ended.is_empty() && h.role == role)
+            .filter(|h| h.is_open() && h.role == role)
             .filter(|h| {
                 if role == "lead" {
                     h.conversation_id == conversation_id
@@ -384,7 +336,7 @@ impl MailboxService {
                 self.inner.paths.gateway_discovery().display().to_string(),
             ),
         ];
-        let pane_id = open_pane(&link, &workspace.path, &env, &command)
+        let pane_id = panes::open(&link, &workspace.path, &env, &command)
             .await
             .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         let hire = HireRec {
@@ -414,7 +366,7 @@ impl MailboxService {
         store.state.hires.push(hire.clone());
         if let Err(e) = store.save() {
             // The pane must not outlive a hire that was never recorded.
-            let _ = close_pane(&link, &hire.pane_id).await;
+            let _ = panes::close(&link, &hire.pane_id).await;
             store.state.hires.pop();
             return Err(refuse(internal(e)));
         }
@@ -448,9 +400,9 @@ impl MailboxService {
                 hire.hire_id, hire.conversation_id
             ))));
         }
-        if hire.ended.is_empty() {
+        if hire.is_open() {
             let link = self.link(&hire.link_id).await.map_err(refuse)?;
-            close_pane(&link, &hire.pane_id)
+            panes::close(&link, &hire.pane_id)
                 .await
                 .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
         }
@@ -461,7 +413,7 @@ impl MailboxService {
         }
         let h = &mut store.state.hires[index];
         h.conversation_id = caller_id;
-        let retiring = h.ended.is_empty();
+        let retiring = h.is_open();
         if retiring {
             h.ended = "closed".into();
         }
@@ -492,7 +444,7 @@ impl MailboxService {
         let live = self.live_panes().await;
         let mut store = self.inner.store.lock().await;
         let mut changed = false;
-        for h in store.state.hires.iter_mut().filter(|h| h.ended.is_empty()) {
+        for h in store.state.hires.iter_mut().filter(|h| h.is_open()) {
             if let Some(panes) = live.get(&h.link_id)
                 && !panes.contains(&h.pane_id)
             {
@@ -508,7 +460,7 @@ impl MailboxService {
                 .state
                 .hires
                 .iter()
-                .filter(|h| !h.ended.is_empty())
+                .filter(|h| !h.is_open())
                 .map(|h| h.hire_id.clone())
                 .collect();
             self.forget_codex_seats(|h| ended.contains(h)).await;

@@ -282,7 +282,7 @@ impl MailboxService {
             .state
             .hires
             .iter()
-            .filter(|h| h.project_id == req.project_id && h.ended.is_empty())
+            .filter(|h| h.project_id == req.project_id && h.is_open())
             .map(|h| h.workspace.clone())
             .collect();
         let project =

@@ -59,11 +59,7 @@ impl MailboxService {
     ) -> Result<bool, ClankieError> {
         let seat = &observed.seat;
         let mut store = self.inner.store.lock().await;
-        let Some(h) =
-            store.state.hires.iter_mut().find(|h| {
-                h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id
-            })
-        else {
+        let Some(h) = store.state.hire_in_mut(&seat.link_id, &seat.pane_id) else {
             return Ok(true);
         };
         if h.ready_at_ms != 0 {
@@ -127,9 +123,11 @@ impl MailboxService {
     /// Notes a fixed reason a live hire's seat was refused, until it is ready.
     pub(crate) async fn not_ready(&self, pane: (&str, &str), reason: &'static str) {
         let mut store = self.inner.store.lock().await;
-        let Some(h) = store.state.hires.iter_mut().find(|h| {
-            h.ended.is_empty() && h.link_id == pane.0 && h.pane_id == pane.1 && h.ready_at_ms == 0
-        }) else {
+        let Some(h) = store
+            .state
+            .hire_in_mut(pane.0, pane.1)
+            .filter(|h| h.ready_at_ms == 0)
+        else {
             return;
         };
         if h.not_ready != reason {

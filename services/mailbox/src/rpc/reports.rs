@@ -45,13 +45,7 @@ impl MailboxService {
         }
         let hire = store
             .state
-            .hires
-            .iter()
-            .find(|h| {
-                h.ended.is_empty()
-                    && h.link_id == principal.link_id
-                    && h.pane_id == principal.pane_id
-            })
+            .hire_in(&principal.link_id, &principal.pane_id)
             .cloned();
         // The hiring lead, or the global head when the lead is gone or the
         // seat was started by hand.

@@ -31,9 +31,7 @@ impl MailboxService {
             .lock()
             .await
             .state
-            .hires
-            .iter()
-            .find(|h| h.ended.is_empty() && h.link_id == seat.link_id && h.pane_id == seat.pane_id)
+            .hire_in(&seat.link_id, &seat.pane_id)
             .cloned()
     }
 
@@ -116,9 +114,7 @@ impl MailboxService {
                 .state
                 .hires
                 .iter()
-                .filter(|h| {
-                    h.ended.is_empty() && h.project_id == hire.project_id && h.role == "reviewer"
-                })
+                .filter(|h| h.is_open() && h.project_id == hire.project_id && h.role == "reviewer")
                 .cloned()
                 .collect()
         };

@@ -12,7 +12,7 @@ use serde_json::json;
 use tonic::{Request, Response, Status};
 
 use crate::convert::*;
-use crate::rpc::{conversations::*, hires::*};
+use crate::rpc::conversations::*;
 use crate::seats;
 use crate::store::{EntryRec, HEAD, HireRec, now_ms};
 use crate::{MAX_REPORT, MAX_WAIT};
@@ -94,7 +94,7 @@ impl MailboxService {
         };
         let mut live = std::collections::HashMap::new();
         for l in &links {
-            if let Ok(panes) = live_panes_of(l).await {
+            if let Ok(panes) = crate::panes::live(l).await {
                 live.insert(l.link_id.clone(), panes);
             }
         }
@@ -126,9 +126,7 @@ impl MailboxService {
     }
 
     pub(crate) fn seat_pb(&self, s: &seats::SeatRec, hires: &[HireRec]) -> pb::Seat {
-        let hire = hires
-            .iter()
-            .find(|h| h.ended.is_empty() && h.link_id == s.link_id && h.pane_id == s.pane_id);
+        let hire = crate::store::hire_in(hires, &s.link_id, &s.pane_id);
         pb::Seat {
             seat_id: s.seat_id.clone(),
             fleet: s.fleet.clone(),
@@ -186,7 +184,7 @@ impl MailboxService {
             .state
             .hires
             .iter()
-            .position(|h| h.hire_id == req.hire_id && h.ended.is_empty())
+            .position(|h| h.hire_id == req.hire_id && h.is_open())
             .ok_or_else(|| {
                 refuse(ErrorCode::HireNotFound.err(format!("no open hire {}", req.hire_id)))
             })?;
@@ -389,9 +387,7 @@ impl MailboxService {
             let mut store = self.inner.store.lock().await;
             let conversation = store
                 .state
-                .hires
-                .iter()
-                .find(|h| h.ended.is_empty() && h.link_id == me.link_id && h.pane_id == me.pane_id)
+                .hire_in(&me.link_id, &me.pane_id)
                 .map(|h| h.conversation_id.clone())
                 .filter(|c| present(&store.state, c))
                 .unwrap_or_else(|| HEAD.to_string());
@@ -448,13 +444,7 @@ impl MailboxService {
         let store = self.inner.store.lock().await;
         let reviews = store
             .state
-            .hires
-            .iter()
-            .find(|h| {
-                h.ended.is_empty()
-                    && h.link_id == principal.link_id
-                    && h.pane_id == principal.pane_id
-            })
+            .hire_in(&principal.link_id, &principal.pane_id)
             .and_then(|h| {
                 store
                     .state
@@ -463,12 +453,10 @@ impl MailboxService {
                     .find(|p| p.project_id == h.project_id)
             })
             .is_some_and(|p| p.standing_reviewer);
-        let lead = store.state.hires.iter().any(|h| {
-            h.ended.is_empty()
-                && h.role == "lead"
-                && h.link_id == principal.link_id
-                && h.pane_id == principal.pane_id
-        });
+        let lead = store
+            .state
+            .hire_in(&principal.link_id, &principal.pane_id)
+            .is_some_and(|h| h.role == "lead");
         Ok(Response::new(pb::SeatToolsResponse { reviews, lead }))
     }
 

@@ -59,9 +59,7 @@ impl MailboxService {
             .state
             .hires
             .iter()
-            .find(|h| {
-                h.ended.is_empty() && h.role == "lead" && h.conversation_id == conversation_id
-            })
+            .find(|h| h.is_open() && h.role == "lead" && h.conversation_id == conversation_id)
             .cloned();
         drop(store);
         self.inner.appended.send_modify(|n| *n += 1);

@@ -170,6 +170,37 @@ impl HireRec {
     pub fn harness_only(&self) -> bool {
         self.harness_only_control || !self.legacy_launch_token.is_empty()
     }
+
+    /// Not yet closed or gone.
+    pub fn is_open(&self) -> bool {
+        self.ended.is_empty()
+    }
+
+    /// A ready Codex hire, whose requests hold against its registration.
+    pub fn is_registered_codex(&self) -> bool {
+        self.harness == "codex" && self.ready_at_ms != 0
+    }
+}
+
+/// The open hire in a pane among `hires`: a pane holds at most one at a
+/// time.
+pub fn hire_in<'a>(hires: &'a [HireRec], link_id: &str, pane_id: &str) -> Option<&'a HireRec> {
+    hires
+        .iter()
+        .find(|h| h.is_open() && h.link_id == link_id && h.pane_id == pane_id)
+}
+
+impl StateFile {
+    /// The open hire in a pane ([`hire_in`]).
+    pub fn hire_in(&self, link_id: &str, pane_id: &str) -> Option<&HireRec> {
+        hire_in(&self.hires, link_id, pane_id)
+    }
+
+    pub fn hire_in_mut(&mut self, link_id: &str, pane_id: &str) -> Option<&mut HireRec> {
+        self.hires
+            .iter_mut()
+            .find(|h| h.is_open() && h.link_id == link_id && h.pane_id == pane_id)
+    }
 }
 
 /// A project name: 1-64 letters, digits, `-`, `_` or `.`, never `.` or
