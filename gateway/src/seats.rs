@@ -422,9 +422,7 @@ pub(crate) async fn send_peer(
     text: String,
     receipt_id: String,
 ) -> Result<Value, ClankieError> {
-    if receipt_id.len() > clankie_runtime::limits::field::RECEIPT_ID {
-        return Err(ErrorCode::InvalidArgument.err(clankie_runtime::limits::RECEIPT_ID_RULE));
-    }
+    clankie_types::fleet::ReceiptId::parse(&receipt_id)?;
     let sent = shared
         .mailbox
         .clone()

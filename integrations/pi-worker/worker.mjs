@@ -15,6 +15,7 @@
 
 import { appendFileSync, readFileSync } from "node:fs";
 
+import { mintReceipt, readCallMeta } from "./fleet.mjs";
 import { McpProcessClient } from "./mcp-client.mjs";
 import { describe, flatten } from "./schema.mjs";
 import { errorOverride } from "./tool-errors.mjs";
@@ -133,7 +134,7 @@ export default function clankieWorker(pi) {
     // The receipt is chosen before anything leaves, so a lost answer can
     // still be reconciled by it.
     if (name === CALL && typeof args.name === "string" && !args.receiptId) {
-      args.receiptId = `rcpt_${crypto.randomUUID().replaceAll("-", "")}`;
+      args.receiptId = mintReceipt("call");
     }
     const receiptId = typeof args.receiptId === "string" ? args.receiptId : undefined;
     log("call.sent", { tool: name, receiptId });
@@ -159,12 +160,13 @@ export default function clankieWorker(pi) {
       };
     }
     const meta = result._meta ?? {};
-    const receipt = meta["clankie/receiptId"] ?? result.structuredContent?.receiptId ?? receiptId;
+    const account = readCallMeta(meta);
+    const receipt = account?.receiptId ?? result.structuredContent?.receiptId ?? receiptId;
     if (result.isError) failed.add(toolCallId);
     log("call.answered", { tool: name, receiptId: receipt, isError: !!result.isError });
     return {
       content: (result.content ?? []).map(toPiBlock),
-      details: { receiptId: receipt, outcome: meta["clankie/outcome"], structuredContent: result.structuredContent, meta },
+      details: { receiptId: receipt, outcome: account?.outcome, structuredContent: result.structuredContent, meta },
       structuredContent: result.structuredContent,
       isError: !!result.isError,
     };

@@ -658,35 +658,32 @@ pub async fn utc_now(client: &RunningService<RoleClient, ()>) -> anyhow::Result<
 /// `_meta` (receipt, outcome, name, fromReceipt, detail) with the upstream's
 /// own result under `result`, so a test reads every answer the same way.
 pub fn structured(r: &CallToolResult) -> Value {
-    let meta = r.meta.as_ref();
-    let get = |k: &str| meta.and_then(|m| m.get(k)).cloned();
-    let (Some(receipt), Some(outcome)) = (get("clankie/receiptId"), get("clankie/outcome")) else {
+    use clankie_types::fleet::{CallMeta, meta};
+    let account = r.meta.as_ref().and_then(|m| CallMeta::read(m));
+    let Some(account) = account.filter(|a| a.outcome.is_some() && !a.envelope) else {
         return r.structured_content.clone().unwrap_or(Value::Null);
     };
-    if get("clankie/envelope") == Some(Value::Bool(true)) {
-        return r.structured_content.clone().unwrap_or(Value::Null);
-    }
     // A passed-through upstream result: clankie's account of the call from
     // `_meta`, the upstream's own result (without clankie's keys) as "result".
     let mut upstream = serde_json::to_value(r).unwrap_or(Value::Null);
     if let Some(m) = upstream.get_mut("_meta").and_then(Value::as_object_mut) {
-        m.retain(|k, _| !k.starts_with("clankie/"));
+        m.retain(|k, _| !k.starts_with(meta::PREFIX));
         if m.is_empty() {
             upstream.as_object_mut().map(|o| o.remove("_meta"));
         }
     }
     let mut body = serde_json::json!({
-        "receiptId": receipt,
-        "outcome": outcome,
-        "name": get("clankie/name").unwrap_or(Value::Null),
-        "fromReceipt": get("clankie/fromReceipt").unwrap_or(Value::Bool(false)),
+        "receiptId": account.receipt_id,
+        "outcome": account.outcome,
+        "name": account.name,
+        "fromReceipt": account.from_receipt,
         "result": upstream,
     });
-    if let Some(d) = get("clankie/detail") {
-        body["detail"] = d;
+    if !account.detail.is_empty() {
+        body["detail"] = account.detail.into();
     }
-    if let Some(t) = get("clankie/trimmed") {
-        body["trimmed"] = t;
+    if account.trimmed {
+        body["trimmed"] = true.into();
     }
     body
 }

@@ -1,9 +1,11 @@
 //! The shared language of the Clankie services.
 //!
 //! Pure data and rules, with no I/O: everything here depends on serde and
-//! the wire types of `clankie-proto` only, so a service can speak it without
-//! depending on another service.
+//! the wire types of `clankie-proto` only (and `uuid`, to mint receipt
+//! ids), so a service can speak it without depending on another service.
 //!
+//! - [`fleet`]: the member-facing contract (receipt ids, outcomes, the
+//!   call's account in `_meta`), with golden JSON in `fixtures/fleet/`.
 //! - [`role`]: a caller's tracker role.
 //! - [`vocabulary`]: the tracker's 61 Linear-compatible tools, their schemas
 //!   and the role profiles (one file per tool family).
@@ -19,6 +21,7 @@
 
 pub mod binding;
 pub mod discovery;
+pub mod fleet;
 pub mod helper;
 pub mod leads;
 pub mod log_level;

@@ -9,6 +9,7 @@
 //! reconciled by calling again with the same id: the host reads the
 //! original and never dispatches twice.
 
+use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use super::echo::{Echo, GatewayHandler};
 use crate::support::grant_file::{GrantFile, check_endpoint};
 
 /// Where a call's receipt id travels (the gateway reads the same key).
-const RECEIPT_META: &str = "clankie/receiptId";
+const RECEIPT_META: &str = meta::RECEIPT;
 /// How long one forwarded request may take.
 const REQUEST_BUDGET: Duration = Duration::from_secs(30);
 
@@ -123,7 +124,7 @@ fn refusal(e: &rmcp::service::ClientInitializeError) -> String {
 fn uncertain(receipt_id: &str, why: &str) -> CallToolResult {
     let mut r = CallToolResult::structured_error(json!({
         "receiptId": receipt_id,
-        "outcome": "uncertain",
+        "outcome": Outcome::Uncertain,
         "detail": format!("{why}; call again with the same receipt id in _meta to read its outcome"),
     }));
     let meta = r.meta.get_or_insert_with(Default::default);
@@ -198,8 +199,7 @@ impl ServerHandler for GrantServer {
             .get(RECEIPT_META)
             .and_then(Value::as_str)
             .map(str::to_string);
-        let receipt_id =
-            chosen.unwrap_or_else(|| format!("rcpt_{}", uuid::Uuid::new_v4().simple()));
+        let receipt_id = chosen.unwrap_or_else(|| ReceiptId::mint(ReceiptKind::Call).into_string());
         let mut meta = super::era::forwardable(&context.meta);
         meta.0.insert(RECEIPT_META.into(), json!(receipt_id));
         request.meta = Some(meta);

@@ -14,6 +14,7 @@
 //!   makes automatic relisting go quiet: no request is sent on its own
 //!   until the harness itself asks again and is admitted.
 
+use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,7 +83,7 @@ fn keep_receipt(mut result: CallToolResult, receipt_id: Option<&str>) -> CallToo
     if result
         .meta
         .as_ref()
-        .is_some_and(|m| m.contains_key("clankie/receiptId"))
+        .is_some_and(|m| m.contains_key(meta::RECEIPT))
     {
         return result;
     }
@@ -133,7 +134,7 @@ fn receipt_block(mut result: CallToolResult) -> CallToolResult {
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let Some(receipt) = from_meta("clankie/receiptId").or_else(|| field("receiptId")) else {
+    let Some(receipt) = from_meta(meta::RECEIPT).or_else(|| field("receiptId")) else {
         return result;
     };
     let shown = result
@@ -142,10 +143,10 @@ fn receipt_block(mut result: CallToolResult) -> CallToolResult {
         .any(|c| c.as_text().is_some_and(|t| t.text.contains(&receipt)));
     let mut note = serde_json::Map::new();
     note.insert("receiptId".into(), json!(receipt));
-    if let Some(outcome) = from_meta("clankie/outcome").or_else(|| field("outcome")) {
+    if let Some(outcome) = from_meta(meta::OUTCOME).or_else(|| field("outcome")) {
         note.insert("outcome".into(), json!(outcome));
     }
-    if let Some(detail) = from_meta("clankie/detail").or_else(|| field("detail")) {
+    if let Some(detail) = from_meta(meta::DETAIL).or_else(|| field("detail")) {
         note.insert("detail".into(), json!(detail));
     }
     let note = Value::Object(note);
@@ -187,12 +188,17 @@ impl FleetServer {
         // A dispatch gets its receipt id here, before anything is sent.
         let mut params = params;
         let mut receipt_id = None;
-        if params.name == "message_clankie" || params.name == "message_peer" {
+        let kind = match params.name.as_ref() {
+            "message_clankie" => Some(ReceiptKind::Report),
+            "message_peer" => Some(ReceiptKind::Peer),
+            _ => None,
+        };
+        if let Some(kind) = kind {
             let args = params.arguments.get_or_insert_with(Default::default);
             let id = match args.get("receiptId").and_then(Value::as_str) {
                 Some(id) => id.to_string(),
                 None => {
-                    let id = format!("rpt_{}", uuid::Uuid::new_v4().simple());
+                    let id = ReceiptId::mint(kind).into_string();
                     args.insert("receiptId".into(), json!(id));
                     id
                 }
@@ -205,7 +211,7 @@ impl FleetServer {
                 let id = match args.get("receiptId").and_then(Value::as_str) {
                     Some(id) => id.to_string(),
                     None => {
-                        let id = format!("rcpt_{}", uuid::Uuid::new_v4().simple());
+                        let id = ReceiptId::mint(ReceiptKind::Call).into_string();
                         args.insert("receiptId".into(), json!(id));
                         id
                     }
@@ -294,7 +300,7 @@ impl FleetServer {
             return match receipt_id {
                 Some(id) => CallToolResult::structured(json!({
                     "receiptId": id,
-                    "outcome": "uncertain",
+                    "outcome": Outcome::Uncertain,
                     "detail": format!(
                         "the reply was lost ({err}); the call may have applied: reconcile with clankie_call({{\"receiptId\": \"{id}\"}}), never repeat it"
                     ),

@@ -1,6 +1,7 @@
 //! `clankie tracker`: the built-in tracker on the owner's route: calls,
 //! teams, imports, role profiles and budgets.
 
+use clankie_types::fleet::Outcome;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -90,7 +91,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
                 "outcome": r.outcome,
                 "result": structured,
             }));
-            Ok(if r.outcome == "ok" {
+            Ok(if Outcome::parse(&r.outcome) == Some(Outcome::Ok) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE

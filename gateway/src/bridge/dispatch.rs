@@ -4,6 +4,7 @@
 //! call is forwarded, a lost verdict is `uncertain` with its receipt.
 
 use clankie_runtime::clients::Call;
+use clankie_types::fleet::{CallMeta, Outcome, ReceiptId, ReceiptKind};
 
 use super::*;
 
@@ -35,23 +36,9 @@ pub(super) fn with_receipt(e: ClankieError, receipt_id: &str) -> ClankieError {
 pub(crate) fn lost_after_forward(receipt_id: &str) -> Value {
     json!({
         "receiptId": receipt_id,
-        "outcome": "uncertain",
+        "outcome": Outcome::Uncertain,
         "detail": "the answer was lost after the request was forwarded; it may have applied: reconcile by this receiptId, never repeat it under a new id",
     })
-}
-
-/// Where a call's receipt id, outcome and the rest of clankie's account of
-/// it travel in a result's `_meta`, beside whatever the upstream put there.
-pub(crate) mod meta {
-    pub const RECEIPT: &str = "clankie/receiptId";
-    pub const OUTCOME: &str = "clankie/outcome";
-    pub const NAME: &str = "clankie/name";
-    pub const FROM_RECEIPT: &str = "clankie/fromReceipt";
-    pub const DETAIL: &str = "clankie/detail";
-    pub const TRIMMED: &str = "clankie/trimmed";
-    /// Set when there is no upstream result to pass on, so the structured
-    /// content is clankie's own account (receipt, outcome, detail).
-    pub const ENVELOPE: &str = "clankie/envelope";
 }
 
 /// A call's answer from mcp-host, as the member sees it: the upstream's own
@@ -87,26 +74,22 @@ pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
             body["trimmed"] = json!(true);
         }
         // Uncertain is not an error: the call may well have applied.
-        if result.outcome == "error" {
+        if Outcome::parse(&result.outcome) == Some(Outcome::Error) {
             CallToolResult::structured_error(body)
         } else {
             CallToolResult::structured(body)
         }
     });
-    let m = out.meta.get_or_insert_with(Default::default);
-    m.insert(meta::RECEIPT.into(), json!(result.receipt_id));
-    m.insert(meta::OUTCOME.into(), json!(result.outcome));
-    m.insert(meta::NAME.into(), json!(result.name));
-    m.insert(meta::FROM_RECEIPT.into(), json!(result.from_receipt));
-    if !result.detail.is_empty() {
-        m.insert(meta::DETAIL.into(), json!(result.detail));
-    }
-    if result.trimmed {
-        m.insert(meta::TRIMMED.into(), json!(true));
-    }
-    if enveloped {
-        m.insert(meta::ENVELOPE.into(), json!(true));
-    }
+    let account = CallMeta {
+        receipt_id: result.receipt_id,
+        outcome: Outcome::parse(&result.outcome),
+        name: result.name,
+        from_receipt: result.from_receipt,
+        detail: result.detail,
+        trimmed: result.trimmed,
+        envelope: enveloped,
+    };
+    account.write(out.meta.get_or_insert_with(Default::default));
     out
 }
 
@@ -242,9 +225,9 @@ impl Bridge {
                 async {
                     let p: PeerArgs = parse(PEER, args)?;
                     seat(a, "message_peer needs a native seat")?;
-                    let receipt = p
-                        .receipt_id
-                        .unwrap_or_else(|| format!("peer_{}", uuid::Uuid::new_v4().simple()));
+                    let receipt =
+                        ReceiptId::given_or_mint(p.receipt_id.as_deref(), ReceiptKind::Peer)?
+                            .into_string();
                     crate::seats::send_peer(shared, a, p.seat, p.text, receipt)
                         .await
                         .map(CallToolResult::structured)
@@ -321,12 +304,8 @@ impl Bridge {
             return Err(ErrorCode::LocalProcessMembershipRequired
                 .err("message_clankie needs a seat in a linked pane"));
         }
-        let receipt_id = args
-            .receipt_id
-            .unwrap_or_else(|| format!("rpt_{}", uuid::Uuid::new_v4().simple()));
-        if receipt_id.len() > clankie_runtime::limits::field::RECEIPT_ID {
-            return Err(ErrorCode::InvalidArgument.err(clankie_runtime::limits::RECEIPT_ID_RULE));
-        }
+        let receipt_id = ReceiptId::given_or_mint(args.receipt_id.as_deref(), ReceiptKind::Report)?
+            .into_string();
         let req = budget.request(
             clankie_proto::mailbox::v1::ReportRequest {
                 receipt_id: receipt_id.clone(),
@@ -415,10 +394,8 @@ impl Bridge {
         hearing: Option<super::hear::Hearing>,
     ) -> Result<CallToolResult, ClankieError> {
         use clankie_runtime::limits;
-        if let Some(id) = &args.receipt_id
-            && !limits::receipt_id_ok(id)
-        {
-            return Err(ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE));
+        if let Some(id) = &args.receipt_id {
+            ReceiptId::parse(id)?;
         }
         let mut mcp = self.shared.mcp.clone();
         let Some(name) = args.name else {
@@ -447,9 +424,8 @@ impl Bridge {
         }
         // The receipt id is fixed before anything leaves, so every answer
         // after this point can name it.
-        let receipt_id = args
-            .receipt_id
-            .unwrap_or_else(|| format!("rcpt_{}", uuid::Uuid::new_v4().simple()));
+        let receipt_id =
+            ReceiptId::given_or_mint(args.receipt_id.as_deref(), ReceiptKind::Call)?.into_string();
         let req = mpb::CallToolRequest {
             name: name.clone(),
             arguments_json: arguments.to_string(),
@@ -473,7 +449,7 @@ impl Bridge {
                 let lost = lost_after_forward(&receipt_id);
                 Ok(call_result(mpb::CallResult {
                     receipt_id,
-                    outcome: "uncertain".into(),
+                    outcome: Outcome::Uncertain.as_str().into(),
                     name,
                     detail: lost["detail"].as_str().unwrap_or_default().into(),
                     ..Default::default()

@@ -6,8 +6,9 @@
 //! bridge tools, no seat channel and no fleet.
 
 use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::ClankieError;
 use clankie_runtime::clients::Call;
-use clankie_runtime::{ClankieError, ErrorCode, limits};
+use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ListToolsResult, RequestMetaObject};
 use serde_json::{Value, json};
@@ -16,9 +17,9 @@ use super::Bridge;
 use super::dispatch::{Budget, call_result, refused, status};
 
 /// Where a grant call's receipt id travels, both ways.
-pub const RECEIPT_META: &str = super::dispatch::meta::RECEIPT;
+pub const RECEIPT_META: &str = meta::RECEIPT;
 #[cfg(test)]
-const OUTCOME_META: &str = super::dispatch::meta::OUTCOME;
+const OUTCOME_META: &str = meta::OUTCOME;
 
 impl Budget {
     fn grant_request<T>(&self, msg: T, bearer: &str) -> Result<tonic::Request<T>, ClankieError> {
@@ -29,13 +30,8 @@ impl Budget {
 /// A grant call's receipt id, fixed before anything leaves: the caller's
 /// own (from `_meta`), or a new one.
 pub(super) fn receipt_for(meta: &RequestMetaObject) -> Result<String, ClankieError> {
-    match meta.0.get(RECEIPT_META).and_then(Value::as_str) {
-        Some(id) if !limits::receipt_id_ok(id) => {
-            Err(ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE))
-        }
-        Some(id) => Ok(id.to_string()),
-        None => Ok(format!("rcpt_{}", uuid::Uuid::new_v4().simple())),
-    }
+    let given = meta.0.get(RECEIPT_META).and_then(Value::as_str);
+    Ok(ReceiptId::given_or_mint(given, ReceiptKind::Call)?.into_string())
 }
 
 /// The answer to a grant call still running when its grant was revoked:
@@ -44,7 +40,7 @@ pub(super) fn receipt_for(meta: &RequestMetaObject) -> Result<String, ClankieErr
 pub(super) fn revoked_mid_call(receipt_id: &str) -> CallToolResult {
     call_result(mpb::CallResult {
         receipt_id: receipt_id.to_string(),
-        outcome: "uncertain".into(),
+        outcome: Outcome::Uncertain.as_str().into(),
         detail: "the grant was revoked while this call ran: it may have applied, and this \
                  session is closing"
             .into(),
@@ -117,7 +113,7 @@ impl Bridge {
                 tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
                 call_result(mpb::CallResult {
                     receipt_id,
-                    outcome: "uncertain".into(),
+                    outcome: Outcome::Uncertain.as_str().into(),
                     detail: "the host did not answer after the call left: it may have applied; \
                              call again with the same receipt id to read its outcome"
                         .into(),
@@ -161,7 +157,7 @@ mod tests {
     fn an_uncertain_call_names_its_receipt() {
         let out = call_result(mpb::CallResult {
             receipt_id: "r2".into(),
-            outcome: "uncertain".into(),
+            outcome: Outcome::Uncertain.as_str().into(),
             detail: "deadline".into(),
             ..Default::default()
         });

@@ -207,7 +207,7 @@ pub(super) fn is_seat(a: &Admitted) -> bool {
 
 /// The `_meta` key carrying the catalog revision on `clankie_tools`, so a
 /// bridge sees a changed definition whenever the revision changes.
-pub const REVISION_META: &str = "clankie/catalogRevision";
+pub const REVISION_META: &str = clankie_types::fleet::meta::CATALOG_REVISION;
 
 /// The two tool definitions; `connected` names the accounts verified now.
 pub fn tool_definitions(connected: &[String], revision: u64) -> Vec<Tool> {

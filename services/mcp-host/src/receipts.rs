@@ -47,24 +47,8 @@ pub enum Status {
     Settled,
 }
 
-/// What a call did, as far as anyone can know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Ok,
-    Error,
-    Uncertain,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-            Outcome::Uncertain => "uncertain",
-        }
-    }
-}
+/// What a call did, as far as anyone can know: the fleet's one word for it.
+pub use clankie_types::fleet::Outcome;
 
 /// One receipt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

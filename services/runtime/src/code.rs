@@ -384,6 +384,13 @@ impl ClankieError {
     }
 }
 
+/// A receipt id outside the rule is the caller's mistake.
+impl From<clankie_types::fleet::receipt::ReceiptIdRejected> for ClankieError {
+    fn from(e: clankie_types::fleet::receipt::ReceiptIdRejected) -> Self {
+        ErrorCode::InvalidArgument.err(e.to_string())
+    }
+}
+
 impl From<ClankieError> for tonic::Status {
     fn from(e: ClankieError) -> Self {
         // Messages may quote caller text: bounded, so a status never grows

@@ -15,8 +15,8 @@ pub const MAX_CANDIDATE_MESSAGE: usize = MAX_CANDIDATE_PATCH + (1 << 20);
 /// Lengths of the fields a caller names, checked at the gateway before
 /// anything is forwarded (bytes of UTF-8).
 pub mod field {
-    /// A receipt id: 8 to 128 of `A-Z a-z 0-9 - _ . :`.
-    pub const RECEIPT_ID: usize = 128;
+    /// A receipt id (the rule is `clankie_types::fleet::receipt`'s).
+    pub const RECEIPT_ID: usize = clankie_types::fleet::receipt::MAX_LEN;
     /// A tool name, qualified (`account_tool`) or not.
     pub const TOOL_NAME: usize = 256;
     /// An account name (the owner names accounts; members name them only
@@ -31,18 +31,6 @@ pub mod field {
     /// A path segment naming a pane, peer message or review candidate.
     pub const PATH_SEGMENT: usize = 256;
 }
-
-/// True for a receipt id a caller may choose: 8 to 128 of
-/// `A-Z a-z 0-9 - _ . :`.
-pub fn receipt_id_ok(id: &str) -> bool {
-    (8..=field::RECEIPT_ID).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
-}
-
-/// The refusal for a receipt id a caller may not choose.
-pub const RECEIPT_ID_RULE: &str = "receiptId must be 8-128 characters of letters, digits, - _ . :";
 
 /// The longest refusal message carried on a gRPC status. A status travels
 /// in HTTP/2 trailers, and a header block past the peer's limit resets the

@@ -312,12 +312,7 @@ impl MailboxService {
                 ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
             ));
         }
-        if req.receipt_id.is_empty() || req.receipt_id.len() > 128 {
-            return Err(refuse(
-                ErrorCode::InvalidArgument
-                    .err("a peer message needs a receipt id (at most 128 bytes)"),
-            ));
-        }
+        clankie_types::fleet::ReceiptId::parse(&req.receipt_id).map_err(|e| refuse(e.into()))?;
         // No pane sweep here: a closed recipient stops polling and loses its
         // live route; a closed hire marks its seats gone at once; receipt
         // reads reconcile the rest.

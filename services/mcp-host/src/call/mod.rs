@@ -12,10 +12,11 @@ mod target;
 
 pub(crate) use plan::Plan;
 
+use clankie_types::fleet::{ReceiptId, ReceiptKind};
 use std::time::{Duration, Instant};
 
 use clankie_proto::mcphost::v1 as pb;
-use clankie_runtime::{ClankieError, ErrorCode, limits};
+use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::Value;
 
 use crate::receipts::Begin;
@@ -42,13 +43,8 @@ impl Ask {
         if !args.is_object() {
             return Err(ErrorCode::InvalidArgument.err("arguments must be a JSON object"));
         }
-        let receipt_id = if req.receipt_id.is_empty() {
-            format!("rcpt_{}", uuid::Uuid::new_v4().simple())
-        } else if limits::receipt_id_ok(&req.receipt_id) {
-            req.receipt_id.clone()
-        } else {
-            return Err(ErrorCode::InvalidArgument.err(limits::RECEIPT_ID_RULE));
-        };
+        let given = Some(req.receipt_id.as_str()).filter(|id| !id.is_empty());
+        let receipt_id = ReceiptId::given_or_mint(given, ReceiptKind::Call)?.into_string();
         let args_sha = arguments_hash(&args);
         Ok(Ask {
             args,

@@ -1,0 +1,39 @@
+// The fleet's member-facing words as the extension speaks them: receipt ids,
+// outcomes and the call's account in a result's `_meta`. The Rust contract
+// (types/src/fleet/) is the source; test/fleet.test.mjs holds this file to
+// the same golden JSON (types/fixtures/fleet/).
+
+import { randomUUID } from "node:crypto";
+
+export const META = Object.freeze({
+  receiptId: "clankie/receiptId",
+  outcome: "clankie/outcome",
+  name: "clankie/name",
+  fromReceipt: "clankie/fromReceipt",
+  detail: "clankie/detail",
+  trimmed: "clankie/trimmed",
+  envelope: "clankie/envelope",
+});
+
+export const OUTCOMES = Object.freeze(["ok", "error", "uncertain"]);
+
+const PREFIX = Object.freeze({ call: "rcpt_", report: "rpt_", peer: "peer_" });
+const RULE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+// A new receipt id of a kind (call, report or peer).
+export function mintReceipt(kind) {
+  return `${PREFIX[kind]}${randomUUID().replaceAll("-", "")}`;
+}
+
+// Whether an id obeys the one rule every kind obeys.
+export function receiptIdOk(id) {
+  return typeof id === "string" && RULE.test(id);
+}
+
+// The call's account in a result's `_meta`, or undefined without a receipt.
+export function readCallMeta(meta) {
+  const receiptId = meta?.[META.receiptId];
+  if (typeof receiptId !== "string") return undefined;
+  const outcome = OUTCOMES.includes(meta[META.outcome]) ? meta[META.outcome] : undefined;
+  return { receiptId, outcome };
+}

@@ -1,0 +1,30 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { META, OUTCOMES, mintReceipt, readCallMeta, receiptIdOk } from "../fleet.mjs";
+
+const golden = (name) =>
+  JSON.parse(readFileSync(new URL(`../../../types/fixtures/fleet/${name}`, import.meta.url)));
+
+test("receipt ids follow the golden rule and prefixes", () => {
+  const f = golden("receipt_ids.json");
+  for (const id of f.valid) assert.ok(receiptIdOk(id), id);
+  for (const id of f.invalid) assert.ok(!receiptIdOk(id), id);
+  for (const [kind, prefix] of Object.entries(f.prefixes)) {
+    const id = mintReceipt(kind);
+    assert.ok(id.startsWith(prefix) && receiptIdOk(id), id);
+  }
+});
+
+test("outcomes are the golden words", () => {
+  assert.deepEqual([...OUTCOMES], golden("outcomes.json"));
+});
+
+test("the call's account reads from the golden _meta", () => {
+  for (const c of golden("call_meta.json")) {
+    assert.deepEqual(readCallMeta(c._meta), { receiptId: c.receiptId, outcome: c.outcome });
+    for (const key of Object.keys(c._meta)) assert.ok(Object.values(META).includes(key), key);
+  }
+  assert.equal(readCallMeta({}), undefined);
+});

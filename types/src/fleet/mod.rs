@@ -1,0 +1,28 @@
+//! The member-facing contract: what a fleet member (a harness's bridge, the
+//! Pi extension, an MCP client) and the gateway say to each other, spelled
+//! once for every crate that speaks it.
+//!
+//! - [`receipt`]: receipt ids, minted in one place, parsed by one rule.
+//! - [`outcome`]: how a dispatched call ended, as the member reads it.
+//! - [`meta`]: the call's account in a result's `_meta`, one writer and one
+//!   reader.
+//!
+//! `types/fixtures/fleet/` holds a golden JSON file per type; the Rust
+//! tests here and the Pi extension's node tests load the same files, so the
+//! languages cannot drift apart.
+
+pub mod meta;
+pub mod outcome;
+pub mod receipt;
+
+pub use meta::CallMeta;
+pub use outcome::Outcome;
+pub use receipt::{ReceiptId, ReceiptKind};
+
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> serde_json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/fleet")
+        .join(name);
+    serde_json::from_slice(&std::fs::read(&path).expect("fixture")).expect("fixture is JSON")
+}

@@ -1,0 +1,65 @@
+//! How a dispatched call ended, as far as anyone can know.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The upstream answered.
+    Ok,
+    /// The upstream answered with an error, or the call was refused before
+    /// it left.
+    Error,
+    /// Sent, and no answer came back in time: the call may have applied.
+    /// Reconcile with its receipt id; never repeat it.
+    Uncertain,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Uncertain => "uncertain",
+        }
+    }
+
+    /// The word as the wire spells it; anything else is not an outcome.
+    pub fn parse(word: &str) -> Option<Outcome> {
+        match word {
+            "ok" => Some(Outcome::Ok),
+            "error" => Some(Outcome::Error),
+            "uncertain" => Some(Outcome::Uncertain),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_words_are_the_golden_ones_both_ways() {
+        let f = super::super::fixture("outcomes.json");
+        let words: Vec<&str> = f
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|w| w.as_str().expect("word"))
+            .collect();
+        let ours = [Outcome::Ok, Outcome::Error, Outcome::Uncertain];
+        assert_eq!(words, ours.map(Outcome::as_str));
+        for o in ours {
+            assert_eq!(Outcome::parse(o.as_str()), Some(o));
+            assert_eq!(serde_json::to_value(o).expect("json"), o.as_str());
+        }
+        assert_eq!(Outcome::parse("OK"), None);
+    }
+}
