@@ -2,6 +2,7 @@
 //! gateway asks it who a bearer is on every request, and follows its
 //! revocations to close every session of a revoked grant.
 
+use clankie_runtime::clients::{Call, INTERNAL};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,10 +29,11 @@ fn principal(grant_id: &str) -> Principal {
 
 /// Admits a request carrying a grant bearer while the grant is active.
 pub async fn admit(shared: &Shared, bearer: &str) -> Result<Admitted, ClankieError> {
-    let mut call = tonic::Request::new(mpb::AuthenticateGrantRequest {
+    let call = Call::new(mpb::AuthenticateGrantRequest {
         bearer: bearer.to_string(),
-    });
-    call.set_timeout(Duration::from_secs(5));
+    })
+    .timeout(INTERNAL)
+    .request();
     let grant = shared
         .mcp
         .clone()

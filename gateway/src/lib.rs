@@ -32,6 +32,7 @@ pub mod fuzzing {
 }
 pub use sessions::SessionCaps;
 
+use clankie_runtime::clients::{Call, INTERNAL};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -475,8 +476,9 @@ async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Respons
         tracing::info!(reason = e.code.as_str(), "fleet.admission.refused");
         return refusal(&e);
     }
-    let mut call = tonic::Request::new(apb::AdmitRequest { bearer });
-    call.set_timeout(Duration::from_secs(5));
+    let call = Call::new(apb::AdmitRequest { bearer })
+        .timeout(INTERNAL)
+        .request();
     let admitted = shared.admission.clone().admit(call).await;
     match admitted {
         Ok(resp) => {

@@ -23,6 +23,7 @@
 //! the proof is unseen until the connection is proven again (the seed's
 //! accepted cost).
 
+use clankie_runtime::clients::{Call, INTERNAL};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -424,8 +425,7 @@ impl PeerState {
 }
 
 async fn prove(shared: &Shared, state: &PeerState) -> Result<Admitted, ClankieError> {
-    let mut req = tonic::Request::new(state.prove_request());
-    req.set_timeout(Duration::from_secs(5));
+    let req = Call::new(state.prove_request()).timeout(INTERNAL).request();
     let resp = shared
         .admission
         .clone()
@@ -449,10 +449,11 @@ pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Admitted,
         return prove(shared, state).await;
     }
     if let Some(proof) = slot.as_ref() {
-        let mut req = tonic::Request::new(apb::RecheckRequest {
+        let req = Call::new(apb::RecheckRequest {
             ticket: proof.ticket.clone(),
-        });
-        req.set_timeout(Duration::from_secs(5));
+        })
+        .timeout(INTERNAL)
+        .request();
         match shared.admission.clone().recheck(req).await {
             Ok(resp) => {
                 let resp = resp.into_inner();

@@ -4,6 +4,7 @@
 //! as `Authorization: Bearer ...` and is passed to the mailbox, which checks
 //! it; the gateway decides nothing.
 
+use clankie_runtime::clients::Call;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
@@ -27,8 +28,7 @@ fn owner_request<T>(
         .ok_or_else(|| {
             ErrorCode::OwnerCredentialRequired.err("this route needs the owner credential")
         })?;
-    let mut req = tonic::Request::new(msg);
-    req.set_timeout(shared.request_budget);
+    let mut req = Call::new(msg).timeout(shared.request_budget).request();
     req.metadata_mut().insert(
         "authorization",
         value

@@ -13,6 +13,7 @@
 //! - `POST /v1/fleet/seats/{paneId}/peer-messages` `{seat, text, receiptId}`
 //! - `GET  /v1/fleet/seats/{paneId}/peer-messages/{id}`
 
+use clankie_runtime::clients::INTERNAL;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,10 +134,11 @@ async fn revision_change(shared: &Shared, known: &str, wait: Duration) -> String
 /// `unknown` means Herdr sees no agent in the pane: there is no turn to
 /// wait for. A status that cannot be read does not hold anything.
 async fn mid_turn(shared: &Shared, a: &Admitted) -> bool {
-    let mut req = tonic::Request::new(clankie_proto::admission::v1::RecheckRequest {
+    let req = Call::new(clankie_proto::admission::v1::RecheckRequest {
         ticket: a.ticket.clone(),
-    });
-    req.set_timeout(Duration::from_secs(5));
+    })
+    .timeout(INTERNAL)
+    .request();
     match shared.admission.clone().seat_status(req).await {
         Ok(r) => matches!(r.into_inner().agent_status.as_str(), "working" | "blocked"),
         Err(_) => false,

@@ -34,8 +34,9 @@ fn outcome<T>(r: Result<tonic::Response<T>, tonic::Status>) -> String {
 }
 
 fn req<T>(msg: T, ticket: &str) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(msg);
-    r.set_timeout(Duration::from_secs(5));
+    let mut r = clankie_runtime::clients::Call::new(msg)
+        .timeout(Duration::from_secs(5))
+        .request();
     if !ticket.is_empty() {
         grpc::set_ticket(&mut r, ticket);
     }

@@ -1,6 +1,7 @@
 //! `clankie connect` and `clankie disconnect`: the owner adds or removes an
 //! MCP account (a stdio command or an HTTPS URL) in the mcp-host.
 
+use clankie_runtime::clients::Call;
 use std::collections::HashMap;
 use std::process::ExitCode;
 
@@ -71,12 +72,13 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
         (None, true) => bail!("give a command after -- (stdio) or --url URL (streamable HTTP)"),
     };
     let mut client = clients::mcp_host(&paths)?;
-    let mut req = tonic::Request::new(mpb::ConnectRequest {
+    let req = Call::new(mpb::ConnectRequest {
         name: args.name,
         transport: Some(transport),
         wait_verified_ms: args.wait.saturating_mul(1000),
-    });
-    req.set_timeout(std::time::Duration::from_secs(u64::from(args.wait) + 10));
+    })
+    .timeout(std::time::Duration::from_secs(u64::from(args.wait) + 10))
+    .request();
     let account = client
         .connect_account(req)
         .await

@@ -13,6 +13,7 @@ pub(crate) use dispatch::lost_after_forward;
 pub(crate) use hear::watch_logs;
 pub(crate) use watch::{announce, watch_catalog, watch_settings};
 
+use clankie_runtime::clients::{Call, INTERNAL};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -132,9 +133,10 @@ impl ServerHandler for Bridge {
                 }
                 // Review tools only when the seat's project has a standing
                 // reviewer (and the mailbox answers).
-                let mut req = tonic::Request::new(clankie_proto::mailbox::v1::SeatToolsRequest {});
-                req.set_timeout(Duration::from_secs(5));
-                clankie_runtime::grpc::set_ticket(&mut req, &a.ticket);
+                let req = Call::new(clankie_proto::mailbox::v1::SeatToolsRequest {})
+                    .timeout(INTERNAL)
+                    .ticket(&a.ticket)
+                    .request();
                 if let Ok(seat) = self.shared.mailbox.clone().seat_tools(req).await {
                     let seat = seat.into_inner();
                     if seat.reviews {

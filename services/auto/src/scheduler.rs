@@ -3,6 +3,7 @@
 //! cadence file), the wake itself, and the leads' scheduled self-wakes.
 
 use super::*;
+use clankie_runtime::clients::{Call, INTERNAL};
 
 /// Aborts at a test crash point when its marker exists.
 pub(super) fn crash_point(root: &std::path::Path, step: &str) {
@@ -61,10 +62,11 @@ impl AutoService {
             let in_mailbox = match in_journal {
                 Some(_) => None,
                 None => {
-                    let mut req = Request::new(mpb::WakeReceiptRequest {
+                    let req = Call::new(mpb::WakeReceiptRequest {
                         wake_id: p.wake_id.clone(),
-                    });
-                    req.set_timeout(Duration::from_secs(5));
+                    })
+                    .timeout(INTERNAL)
+                    .request();
                     self.inner
                         .mailbox
                         .clone()
@@ -231,24 +233,25 @@ impl AutoService {
     pub(super) async fn leads_now(&self) -> Result<round::View, ClankieError> {
         let mut mailbox = self.inner.mailbox.clone();
         let timeout = Duration::from_secs(10);
-        let mut r = Request::new(mpb::ListProjectsRequest {});
-        r.set_timeout(timeout);
+        let r = Call::new(mpb::ListProjectsRequest {})
+            .timeout(timeout)
+            .request();
         let projects = mailbox
             .list_projects(r)
             .await
             .map_err(|s| ClankieError::from_status(&s))?
             .into_inner()
             .projects;
-        let mut r = Request::new(mpb::ListConversationsRequest {});
-        r.set_timeout(timeout);
+        let r = Call::new(mpb::ListConversationsRequest {})
+            .timeout(timeout)
+            .request();
         let conversations = mailbox
             .list_conversations(r)
             .await
             .map_err(|s| ClankieError::from_status(&s))?
             .into_inner()
             .conversations;
-        let mut r = Request::new(mpb::RosterRequest {});
-        r.set_timeout(timeout);
+        let r = Call::new(mpb::RosterRequest {}).timeout(timeout).request();
         let hires = mailbox
             .roster(r)
             .await
@@ -311,13 +314,14 @@ impl AutoService {
             files::save_cadence(&self.inner.root, c).map_err(internal)?;
         }
         crash_point(&self.inner.root, "reserved-delivery");
-        let mut req = Request::new(mpb::WakeRequest {
+        let req = Call::new(mpb::WakeRequest {
             conversation_id: lead.to_string(),
             wake_id: wake_id.clone(),
             text: evidence.text(round_id),
             source: "auto".into(),
-        });
-        req.set_timeout(Duration::from_secs(10));
+        })
+        .timeout(Duration::from_secs(10))
+        .request();
         let sent = self.inner.mailbox.clone().wake(req).await;
         let accepted_at = now_ms();
         match sent {
@@ -374,7 +378,7 @@ impl AutoService {
             .cloned()
             .collect();
         for w in due {
-            let mut req = Request::new(mpb::WakeRequest {
+            let req = Call::new(mpb::WakeRequest {
                 conversation_id: w.conversation_id.clone(),
                 wake_id: w.wake_id.clone(),
                 text: if w.note.is_empty() {
@@ -383,8 +387,9 @@ impl AutoService {
                     format!("Self-wake: {}", w.note)
                 },
                 source: "self".into(),
-            });
-            req.set_timeout(Duration::from_secs(10));
+            })
+            .timeout(Duration::from_secs(10))
+            .request();
             // The wake id makes a resend after a crash a replay.
             if self.inner.mailbox.clone().wake(req).await.is_err() {
                 continue;
@@ -412,11 +417,12 @@ impl AutoService {
         let ticket = clankie_runtime::grpc::ticket(req.metadata()).ok_or_else(|| {
             ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
         })?;
-        let mut call = Request::new(mpb::ResolveCallerRequest {
+        let call = Call::new(mpb::ResolveCallerRequest {
             repo: String::new(),
-        });
-        call.set_timeout(Duration::from_secs(5));
-        clankie_runtime::grpc::set_ticket(&mut call, ticket);
+        })
+        .timeout(INTERNAL)
+        .ticket(ticket)
+        .request();
         let info = self
             .inner
             .mailbox
@@ -438,14 +444,15 @@ impl AutoService {
 
     /// Open asks in the tracker's inbox, with their issue identifiers.
     pub(super) async fn open_asks(&self) -> Vec<String> {
-        let mut req = Request::new(tpb::InvokeRequest {
+        let req = Call::new(tpb::InvokeRequest {
             tool: "list_inbox".into(),
             arguments_json: r#"{"limit":250}"#.into(),
             actor: "auto".into(),
             role: "owner".into(),
             scope_team: String::new(),
-        });
-        req.set_timeout(Duration::from_secs(5));
+        })
+        .timeout(INTERNAL)
+        .request();
         let Ok(r) = self.inner.tracker.clone().invoke(req).await else {
             return Vec::new();
         };

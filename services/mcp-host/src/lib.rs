@@ -30,6 +30,7 @@ use clankie_proto::common::v1::{FleetTools, Principal};
 use clankie_proto::mailbox::v1 as mpb;
 use clankie_proto::mcphost::v1 as pb;
 use clankie_proto::tracker::v1 as tpb;
+use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::owner::OwnerCheck;
 use clankie_runtime::paths::StatePaths;
@@ -226,10 +227,11 @@ impl McpHost {
         ticket: &str,
         need_tools: bool,
     ) -> Result<Principal, ClankieError> {
-        let mut req = Request::new(apb::RecheckRequest {
+        let req = Call::new(apb::RecheckRequest {
             ticket: ticket.to_string(),
-        });
-        req.set_timeout(Duration::from_secs(5));
+        })
+        .timeout(INTERNAL)
+        .request();
         let resp = self
             .inner
             .admission

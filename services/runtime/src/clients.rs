@@ -63,6 +63,11 @@ pub fn auto(paths: &StatePaths, meta: Meta) -> AutoClient {
     AutoClient::new(channel(paths, Service::Auto, meta))
 }
 
+/// The budget of one internal call between services that answer from
+/// their own state (a recheck, a status read, a lookup). Calls that wait on
+/// the outside (an upstream tool, a pane) set their own.
+pub const INTERNAL: Duration = Duration::from_secs(5);
+
 /// A request on its way: the message, its deadline, its admission ticket.
 pub struct Call<T> {
     request: Request<T>,
@@ -70,9 +75,10 @@ pub struct Call<T> {
 
 impl<T> Call<T> {
     pub fn new(message: T) -> Self {
-        Call {
-            request: Request::new(message),
-        }
+        // The one place a request is built; everywhere else goes through here.
+        #[allow(clippy::disallowed_methods)]
+        let request = Request::new(message);
+        Call { request }
     }
 
     /// The whole budget of the call; the service sees it as `grpc-timeout`.

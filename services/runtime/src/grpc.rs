@@ -250,10 +250,11 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 /// passes the owner credential in `meta`.
 pub async fn health(path: &Path, service: &str, meta: Meta) -> Result<bool, tonic::Status> {
     let mut client = tonic_health::pb::health_client::HealthClient::new(client(path, meta));
-    let mut req = tonic::Request::new(tonic_health::pb::HealthCheckRequest {
+    let req = crate::clients::Call::new(tonic_health::pb::HealthCheckRequest {
         service: service.to_string(),
-    });
-    req.set_timeout(Duration::from_secs(2));
+    })
+    .timeout(Duration::from_secs(2))
+    .request();
     let resp = client.check(req).await?;
     Ok(resp.into_inner().status
         == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)

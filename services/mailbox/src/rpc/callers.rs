@@ -1,7 +1,7 @@
 //! Who is calling: the pane an admission ticket proves, and the native seat
 //! that pane holds.
 
-use std::time::Duration;
+use clankie_runtime::clients::{Call, INTERNAL};
 
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::AdmissionMode;
@@ -47,8 +47,9 @@ impl MailboxService {
                 ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
             })?
             .to_string();
-        let mut call = Request::new(apb::RecheckRequest { ticket });
-        call.set_timeout(Duration::from_secs(5));
+        let call = Call::new(apb::RecheckRequest { ticket })
+            .timeout(INTERNAL)
+            .request();
         let principal = self
             .inner
             .admission
@@ -99,8 +100,9 @@ impl MailboxService {
         let ticket = Self::ticket_of(req)?;
         // One call: admission rechecks the ticket's proof, then observes the
         // seat fresh (bearer tickets have no seat).
-        let mut call = Request::new(apb::RecheckRequest { ticket });
-        call.set_timeout(Duration::from_secs(5));
+        let call = Call::new(apb::RecheckRequest { ticket })
+            .timeout(INTERNAL)
+            .request();
         let seat = self
             .inner
             .admission
@@ -324,8 +326,9 @@ impl MailboxService {
             (None, None) => {
                 // A bearer or an unverified pane: the admitted principal.
                 let ticket = Self::ticket_of(&request).map_err(refuse)?;
-                let mut call = Request::new(apb::RecheckRequest { ticket });
-                call.set_timeout(Duration::from_secs(5));
+                let call = Call::new(apb::RecheckRequest { ticket })
+                    .timeout(INTERNAL)
+                    .request();
                 let principal = self
                     .inner
                     .admission

@@ -1,6 +1,7 @@
 //! Hires: opening a pane for a project in a linked session, closing it,
 //! the roster, and retiring a hire whose pane is gone.
 
+use clankie_runtime::clients::{Call, INTERNAL};
 use std::path::Path;
 use std::time::Duration;
 
@@ -111,12 +112,13 @@ impl MailboxService {
                 return;
             }
         };
-        let mut req = Request::new(clankie_proto::tracker::v1::RetireHireRequest {
+        let req = Call::new(clankie_proto::tracker::v1::RetireHireRequest {
             actor: format!("hire:{}", hire.hire_id),
             hire_id: hire.hire_id.clone(),
             scope_team: team,
-        });
-        req.set_timeout(Duration::from_secs(10));
+        })
+        .timeout(Duration::from_secs(10))
+        .request();
         match self.inner.tracker.clone().retire_hire(req).await {
             Ok(r) => tracing::info!(
                 hire = %hire.hire_id,
@@ -134,8 +136,9 @@ impl MailboxService {
     /// The switch and the saved level, read fresh; unreachable reads as
     /// off.
     pub(crate) async fn autonomy(&self) -> aupb::Autonomy {
-        let mut call = Request::new(aupb::GetSwitchRequest {});
-        call.set_timeout(Duration::from_secs(5));
+        let call = Call::new(aupb::GetSwitchRequest {})
+            .timeout(INTERNAL)
+            .request();
         match self.inner.auto.clone().get_switch(call).await {
             Ok(r) => r.into_inner(),
             Err(s) => aupb::Autonomy {
@@ -148,8 +151,9 @@ impl MailboxService {
 
     /// The local link a hire opens in.
     pub(crate) async fn fleet_status(&self) -> Result<apb::FleetStatusResponse, ClankieError> {
-        let mut call = Request::new(apb::FleetStatusRequest {});
-        call.set_timeout(Duration::from_secs(5));
+        let call = Call::new(apb::FleetStatusRequest {})
+            .timeout(INTERNAL)
+            .request();
         Ok(self
             .inner
             .admission

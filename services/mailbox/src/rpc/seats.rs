@@ -1,6 +1,7 @@
 //! Seats: deliveries from the lead, polls, acks, claims, peer messages with
 //! receipts, and the seat book that holds them.
 
+use clankie_runtime::clients::{Call, INTERNAL};
 use std::time::Duration;
 
 use clankie_proto::admission::v1 as apb;
@@ -82,8 +83,9 @@ impl MailboxService {
     /// left out: unknown is not gone).
     pub(crate) async fn live_panes(&self) -> std::collections::HashMap<String, Vec<String>> {
         let links = {
-            let mut call = Request::new(apb::FleetStatusRequest {});
-            call.set_timeout(Duration::from_secs(5));
+            let call = Call::new(apb::FleetStatusRequest {})
+                .timeout(INTERNAL)
+                .request();
             self.inner
                 .admission
                 .clone()

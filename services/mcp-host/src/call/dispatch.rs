@@ -3,6 +3,7 @@
 //! the budget is spent. Past the durable receipt the call was dispatched:
 //! every answer carries its receipt, and none is a refusal.
 
+use clankie_runtime::clients::Call;
 use std::time::Duration;
 
 use clankie_proto::common::v1::Principal;
@@ -12,7 +13,6 @@ use clankie_runtime::{ClankieError, now_ms};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use tonic::Request;
 
 use super::target::Target;
 use super::{Ask, Plan};
@@ -122,7 +122,7 @@ impl McpHost {
         let store = self.inner.receipts.clone();
         let audit = self.inner.audit.clone();
         let tracker_client = self.inner.tracker.clone();
-        let invoke_auth = format!("Bearer {}", self.inner.owner_token);
+        let invoke_auth = self.inner.owner_token.clone();
         let principal = record.principal.clone();
         let account = entry.account.clone();
         let tool = entry.tool.clone();
@@ -263,14 +263,12 @@ fn not_dispatched(why: Stopped) -> Settlement {
 async fn invoke_store(
     mut client: clankie_runtime::clients::TrackerClient,
     invoke: tpb::InvokeRequest,
-    auth: &str,
+    owner_token: &str,
 ) -> Settlement {
-    let mut r = Request::new(invoke);
-    r.set_timeout(COMPLETION_LIFETIME);
-    if let Ok(v) = auth.parse() {
-        r.metadata_mut()
-            .insert(clankie_runtime::owner::AUTHORIZATION, v);
-    }
+    let r = Call::new(invoke)
+        .timeout(COMPLETION_LIFETIME)
+        .owner(owner_token)
+        .request();
     match client.invoke(r).await {
         Ok(resp) => {
             let structured: Value =
