@@ -37,12 +37,11 @@ use clankie_runtime::clients;
 use clankie_runtime::grpc::Meta;
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::state::Guarded;
 use clankie_runtime::{ClankieError, ErrorCode};
 use store::Store;
 use tokio::sync::{Mutex, watch};
-use tonic::{Request, Status};
+use tonic::Request;
 
 /// A project's worker cap when none is given.
 pub const DEFAULT_WORKER_CAP: u32 = 4;
@@ -215,8 +214,8 @@ impl MailboxService {
         )
     }
 
-    pub(crate) fn owner<T>(&self, req: &Request<T>) -> Result<(), Status> {
-        self.inner.owner.verify(req.metadata()).map_err(refuse)
+    pub(crate) fn owner<T>(&self, req: &Request<T>) -> Result<(), ClankieError> {
+        self.inner.owner.verify(req.metadata())
     }
 
     pub(crate) fn writable(store: &Store) -> Result<(), ClankieError> {

@@ -7,9 +7,8 @@ use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::AdmissionMode;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::grpc::{self};
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::{ClankieError, ErrorCode};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::rpc::projects::*;
 use crate::{codex_seats, seats};
@@ -282,7 +281,7 @@ impl MailboxService {
     pub(crate) async fn resolve_caller(
         &self,
         request: Request<pb::ResolveCallerRequest>,
-    ) -> Result<Response<pb::CallerInfo>, Status> {
+    ) -> Result<Response<pb::CallerInfo>, ClankieError> {
         // The owner's route: the owner credential and no ticket.
         let owner = grpc::ticket(request.metadata()).is_none()
             && self.inner.owner.verify(request.metadata()).is_ok();
@@ -292,7 +291,7 @@ impl MailboxService {
             match self.native_seat(&request).await {
                 Ok((seat, _)) => Some(seat),
                 Err(e) if e.code == ErrorCode::NativeSeatRequired => None,
-                Err(e) => return Err(refuse(e)),
+                Err(e) => return Err(e),
             }
         };
         let mut info = pb::CallerInfo::default();
@@ -325,7 +324,7 @@ impl MailboxService {
             }
             (None, None) => {
                 // A bearer or an unverified pane: the admitted principal.
-                let ticket = Self::ticket_of(&request).map_err(refuse)?;
+                let ticket = Self::ticket_of(&request)?;
                 let call = Call::new(apb::RecheckRequest { ticket })
                     .timeout(INTERNAL)
                     .request();
@@ -335,7 +334,7 @@ impl MailboxService {
                     .clone()
                     .recheck(call)
                     .await
-                    .map_err(|s| refuse(ClankieError::from_status(&s)))?
+                    .map_err(|s| ClankieError::from_status(&s))?
                     .into_inner()
                     .principal
                     .unwrap_or_default();

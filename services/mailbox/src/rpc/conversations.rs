@@ -3,9 +3,8 @@
 use std::time::Duration;
 
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::{ClankieError, ErrorCode};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::convert::*;
 use crate::store;
@@ -52,21 +51,19 @@ impl MailboxService {
     pub(crate) async fn add_conversation(
         &self,
         request: Request<pb::AddConversationRequest>,
-    ) -> Result<Response<pb::Conversation>, Status> {
+    ) -> Result<Response<pb::Conversation>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if !req.workspace.is_empty() && !std::path::Path::new(&req.workspace).is_absolute() {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a lead's workspace is an absolute folder"),
-            ));
+            return Err(ErrorCode::InvalidArgument.err("a lead's workspace is an absolute folder"));
         }
         if req.projects.len() > 64 || req.projects.iter().any(|p| p.is_empty() || p.len() > 64) {
-            return Err(refuse(ErrorCode::InvalidArgument.err(
+            return Err(ErrorCode::InvalidArgument.err(
                 "a lead owns at most 64 tracker projects, each a team key or a Linear project UUID",
-            )));
+            ));
         }
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
+        Self::writable(&store)?;
         let c = ConversationRec {
             conversation_id: short_id("conv"),
             kind: "lead".into(),
@@ -77,14 +74,14 @@ impl MailboxService {
             projects: req.projects,
         };
         store.state.conversations.push(c.clone());
-        store.save().map_err(|e| refuse(internal(e)))?;
+        store.save().map_err(internal)?;
         Ok(Response::new(conversation_pb(&c)))
     }
 
     pub(crate) async fn list_conversations(
         &self,
         request: Request<pb::ListConversationsRequest>,
-    ) -> Result<Response<pb::ListConversationsResponse>, Status> {
+    ) -> Result<Response<pb::ListConversationsResponse>, ClankieError> {
         self.owner(&request)?;
         let store = self.inner.store.lock().await;
         Ok(Response::new(pb::ListConversationsResponse {
@@ -100,37 +97,33 @@ impl MailboxService {
     pub(crate) async fn remove_conversation(
         &self,
         request: Request<pb::RemoveConversationRequest>,
-    ) -> Result<Response<pb::Conversation>, Status> {
+    ) -> Result<Response<pb::Conversation>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if req.conversation_id == HEAD {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("the global head cannot be removed"),
-            ));
+            return Err(ErrorCode::InvalidArgument.err("the global head cannot be removed"));
         }
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
+        Self::writable(&store)?;
         let c = store
             .state
             .conversations
             .iter_mut()
             .find(|c| c.conversation_id == req.conversation_id && !c.removed)
             .ok_or_else(|| {
-                refuse(
-                    ErrorCode::ConversationNotFound
-                        .err(format!("no conversation {}", req.conversation_id)),
-                )
+                ErrorCode::ConversationNotFound
+                    .err(format!("no conversation {}", req.conversation_id))
             })?;
         c.removed = true;
         let out = c.clone();
-        store.save().map_err(|e| refuse(internal(e)))?;
+        store.save().map_err(internal)?;
         Ok(Response::new(conversation_pb(&out)))
     }
 
     pub(crate) async fn read_transcript(
         &self,
         request: Request<pb::ReadTranscriptRequest>,
-    ) -> Result<Response<pb::ReadTranscriptResponse>, Status> {
+    ) -> Result<Response<pb::ReadTranscriptResponse>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
@@ -145,10 +138,8 @@ impl MailboxService {
                     .iter()
                     .any(|c| c.conversation_id == req.conversation_id)
                 {
-                    return Err(refuse(
-                        ErrorCode::ConversationNotFound
-                            .err(format!("no conversation {}", req.conversation_id)),
-                    ));
+                    return Err(ErrorCode::ConversationNotFound
+                        .err(format!("no conversation {}", req.conversation_id)));
                 }
                 let last = store.last_seq(&req.conversation_id);
                 if last > req.after || tokio::time::Instant::now() >= deadline {

@@ -8,11 +8,10 @@ use std::time::Duration;
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::auto::v1 as aupb;
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::sandbox;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::leads;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::convert::*;
 use crate::rpc::{conversations::*, projects::*};
@@ -212,32 +211,28 @@ impl MailboxService {
     pub(crate) async fn hire(
         &self,
         request: Request<pb::HireRequest>,
-    ) -> Result<Response<pb::HireRecord>, Status> {
+    ) -> Result<Response<pb::HireRecord>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if req.command.is_empty() {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("give the command the worker runs"),
-            ));
+            return Err(ErrorCode::InvalidArgument.err("give the command the worker runs"));
         }
         let role = match req.role.as_str() {
             "" | "worker" => "worker",
             "reviewer" => "reviewer",
             "lead" => "lead",
             other => {
-                return Err(refuse(
-                    ErrorCode::InvalidArgument
-                        .err(format!("role {other}: choose worker, reviewer or lead")),
-                ));
+                return Err(ErrorCode::InvalidArgument
+                    .err(format!("role {other}: choose worker, reviewer or lead")));
             }
         };
         if let Some(word) = req.command.iter().find(|w| w.chars().any(char::is_control)) {
             // Herdr types the line into a terminal, where ^C or a newline
             // would act before any quoting does.
-            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+            return Err(ErrorCode::InvalidArgument.err(format!(
                 "a command word holds a control character ({:?}); nothing was started",
                 word.escape_default().to_string()
-            ))));
+            )));
         }
         match req.harness.as_str() {
             "" | "codex" | "pi" => {}
@@ -245,12 +240,12 @@ impl MailboxService {
                 if std::path::Path::new(&req.harness_executable).is_absolute()
                     && req.harness_executable.len() <= 4096 => {}
             other => {
-                return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+                return Err(ErrorCode::InvalidArgument.err(format!(
                     "harness {other:?}: choose claude (with its executable's absolute path), codex, pi or none"
-                ))));
+                )));
             }
         }
-        let launch = self.launch(&req.link_id).await.map_err(refuse)?;
+        let launch = self.launch(&req.link_id).await?;
         let link = launch.link.clone();
         // An autonomous turn reads the switch and the saved level first.
         let autonomy = if req.autonomous {
@@ -261,11 +256,11 @@ impl MailboxService {
         // Hold the store across the cap check and the record, so two hires
         // cannot both take the last place.
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
-        let conversation_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
-        let project = attribute(&store.state, &conversation_id, &req.project).map_err(refuse)?;
+        Self::writable(&store)?;
+        let conversation_id = caller(&store.state, &req.conversation_id)?;
+        let project = attribute(&store.state, &conversation_id, &req.project)?;
         if let Some(autonomy) = autonomy {
-            staffing(&autonomy, &project).map_err(refuse)?;
+            staffing(&autonomy, &project)?;
         }
         let workspace = if req.workspace_id.is_empty() {
             project.workspaces.first()
@@ -276,9 +271,7 @@ impl MailboxService {
                 .find(|w| w.workspace_id == req.workspace_id)
         }
         .cloned()
-        .ok_or_else(|| {
-            refuse(ErrorCode::InvalidArgument.err("the project has no such workspace"))
-        })?;
+        .ok_or_else(|| ErrorCode::InvalidArgument.err("the project has no such workspace"))?;
         // A conversation has one lead seat; a project one reviewer and its
         // worker cap.
         let working = store
@@ -300,10 +293,10 @@ impl MailboxService {
             1
         };
         if working >= cap {
-            return Err(refuse(ErrorCode::WorkerCapReached.err(format!(
+            return Err(ErrorCode::WorkerCapReached.err(format!(
                 "{} already has {working} open {role} hire(s), its cap",
                 project.name
-            ))));
+            )));
         }
         // With the worker sandbox on, the hire starts confined or not at all.
         let command = match &launch.sandbox {
@@ -315,13 +308,10 @@ impl MailboxService {
                     Path::new(&workspace.path),
                     &launch.sockets,
                     &profiles,
-                )
-                .map_err(refuse)?;
+                )?;
                 reach.prepare().map_err(|e| {
-                    refuse(
-                        ErrorCode::WorkerSandboxUnavailable
-                            .err(format!("could not prepare the sandbox's covers: {e}")),
-                    )
+                    ErrorCode::WorkerSandboxUnavailable
+                        .err(format!("could not prepare the sandbox's covers: {e}"))
                 })?;
                 sandbox.wrap(&reach, &req.command)
             }
@@ -342,7 +332,7 @@ impl MailboxService {
         ];
         let pane_id = panes::open(&link, &workspace.path, &env, &command)
             .await
-            .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+            .map_err(|e| ErrorCode::ServiceUnavailable.err(e.0))?;
         let hire = HireRec {
             hire_id: short_id("hire"),
             conversation_id,
@@ -372,7 +362,7 @@ impl MailboxService {
             // The pane must not outlive a hire that was never recorded.
             let _ = panes::close(&link, &hire.pane_id).await;
             store.state.hires.pop();
-            return Err(refuse(internal(e)));
+            return Err(internal(e));
         }
         tracing::info!(hire = %hire.hire_id, project = %project.name, role, sandboxed = hire.sandboxed, "hired");
         Ok(Response::new(hire_pb(&hire, true)))
@@ -381,39 +371,37 @@ impl MailboxService {
     pub(crate) async fn close_hire(
         &self,
         request: Request<pb::CloseHireRequest>,
-    ) -> Result<Response<pb::HireRecord>, Status> {
+    ) -> Result<Response<pb::HireRecord>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
-        let caller_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        Self::writable(&store)?;
+        let caller_id = caller(&store.state, &req.conversation_id)?;
         let index = store
             .state
             .hires
             .iter()
             .position(|h| h.hire_id == req.hire_id)
-            .ok_or_else(|| {
-                refuse(ErrorCode::HireNotFound.err(format!("no hire {}", req.hire_id)))
-            })?;
+            .ok_or_else(|| ErrorCode::HireNotFound.err(format!("no hire {}", req.hire_id)))?;
         let hire = store.state.hires[index].clone();
         let owner_present = present(&store.state, &hire.conversation_id);
         // A hire whose lead is gone is adopted by whoever acts on it.
         if owner_present && hire.conversation_id != caller_id {
-            return Err(refuse(ErrorCode::NotOwner.err(format!(
+            return Err(ErrorCode::NotOwner.err(format!(
                 "hire {} belongs to conversation {}; only it may close the hire",
                 hire.hire_id, hire.conversation_id
-            ))));
+            )));
         }
         if hire.is_open() {
-            let link = self.link(&hire.link_id).await.map_err(refuse)?;
+            let link = self.link(&hire.link_id).await?;
             panes::close(&link, &hire.pane_id)
                 .await
-                .map_err(|e| refuse(ErrorCode::ServiceUnavailable.err(e.0)))?;
+                .map_err(|e| ErrorCode::ServiceUnavailable.err(e.0))?;
         }
         {
             let mut book = self.inner.book.lock().await;
             book.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
-            self.save_book(&book).map_err(refuse)?;
+            self.save_book(&book)?;
         }
         let h = &mut store.state.hires[index];
         h.conversation_id = caller_id;
@@ -430,7 +418,7 @@ impl MailboxService {
             .iter()
             .find(|p| p.project_id == out.project_id)
             .cloned();
-        store.save().map_err(|e| refuse(internal(e)))?;
+        store.save().map_err(internal)?;
         drop(store);
         self.forget_codex_seats(|h| h == out.hire_id).await;
         if retiring && out.occupant_pidfs_id != 0 {
@@ -442,7 +430,7 @@ impl MailboxService {
     pub(crate) async fn roster(
         &self,
         request: Request<pb::RosterRequest>,
-    ) -> Result<Response<pb::RosterResponse>, Status> {
+    ) -> Result<Response<pb::RosterResponse>, ClankieError> {
         self.owner(&request)?;
         // Mark hires whose pane is gone, one pane listing per linked server.
         let live = self.live_panes().await;
@@ -457,7 +445,7 @@ impl MailboxService {
             }
         }
         if changed && !store.unreadable {
-            store.save().map_err(|e| refuse(internal(e)))?;
+            store.save().map_err(internal)?;
         }
         if changed {
             let ended: std::collections::HashSet<String> = store

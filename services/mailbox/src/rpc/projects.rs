@@ -3,9 +3,8 @@
 
 use clankie_proto::auto::v1 as aupb;
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::{ClankieError, ErrorCode};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::convert::*;
 use crate::rpc::conversations::*;
@@ -93,29 +92,27 @@ impl MailboxService {
     pub(crate) async fn add_project(
         &self,
         request: Request<pb::AddProjectRequest>,
-    ) -> Result<Response<pb::Project>, Status> {
+    ) -> Result<Response<pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let name = req.name.trim().to_string();
         if !store::valid_project_name(&name) {
-            return Err(refuse(ErrorCode::InvalidArgument.err(
+            return Err(ErrorCode::InvalidArgument.err(
                 "a project name is 1-64 letters, digits, '-', '_' or '.', and not '.' or '..'",
-            )));
+            ));
         }
         let path = std::path::Path::new(&req.workspace);
         if !path.is_absolute() || !path.is_dir() {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("the workspace must be an existing absolute folder"),
-            ));
+            return Err(
+                ErrorCode::InvalidArgument.err("the workspace must be an existing absolute folder")
+            );
         }
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
+        Self::writable(&store)?;
         if !req.lead_conversation_id.is_empty() && !present(&store.state, &req.lead_conversation_id)
         {
-            return Err(refuse(
-                ErrorCode::ConversationNotFound
-                    .err(format!("no conversation {}", req.lead_conversation_id)),
-            ));
+            return Err(ErrorCode::ConversationNotFound
+                .err(format!("no conversation {}", req.lead_conversation_id)));
         }
         let workspace = WorkspaceRec {
             workspace_id: short_id("ws"),
@@ -128,10 +125,10 @@ impl MailboxService {
             // Adding to an existing project adds a workspace.
             Some(p) => {
                 if p.workspaces.iter().any(|w| w.path == workspace.path) {
-                    return Err(refuse(ErrorCode::ProjectExists.err(format!(
+                    return Err(ErrorCode::ProjectExists.err(format!(
                         "{name} already has the workspace {}",
                         req.workspace
-                    ))));
+                    )));
                 }
                 p.workspaces.push(workspace);
                 p.revision += 1;
@@ -162,14 +159,14 @@ impl MailboxService {
                 p
             }
         };
-        store.save().map_err(|e| refuse(internal(e)))?;
+        store.save().map_err(internal)?;
         Ok(Response::new(project_pb(&project)))
     }
 
     pub(crate) async fn list_projects(
         &self,
         request: Request<pb::ListProjectsRequest>,
-    ) -> Result<Response<pb::ListProjectsResponse>, Status> {
+    ) -> Result<Response<pb::ListProjectsResponse>, ClankieError> {
         self.owner(&request)?;
         let store = self.inner.store.lock().await;
         Ok(Response::new(pb::ListProjectsResponse {
@@ -180,52 +177,49 @@ impl MailboxService {
     pub(crate) async fn update_project(
         &self,
         request: Request<pb::UpdateProjectRequest>,
-    ) -> Result<Response<pb::Project>, Status> {
+    ) -> Result<Response<pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let valid = |v: &str| matches!(v, "" | "builtin" | "linear");
         if let Some(f) = &req.focus
             && (f.chars().count() > MAX_FOCUS || f.contains(['\n', '\r']))
         {
-            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+            return Err(ErrorCode::InvalidArgument.err(format!(
                 "a focus is one line of at most {MAX_FOCUS} characters ({} given)",
                 f.chars().count()
-            ))));
+            )));
         }
         if let Some(k) = req
             .overrides
             .keys()
             .find(|k| !OVERRIDES.contains(&k.as_str()))
         {
-            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+            return Err(ErrorCode::InvalidArgument.err(format!(
                 "override {k}: choose one of {}",
                 OVERRIDES.join(", ")
-            ))));
+            )));
         }
         if let Some(t) = &req.tracker
             && !valid(t)
         {
-            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+            return Err(ErrorCode::InvalidArgument.err(format!(
                 "tracker {t}: choose builtin or linear (or empty to unbind)"
-            ))));
+            )));
         }
         if let Some(c) = req.workspace_conventions.values().find(|c| !valid(c)) {
-            return Err(refuse(ErrorCode::InvalidArgument.err(format!(
+            return Err(ErrorCode::InvalidArgument.err(format!(
                 "convention {c}: choose builtin or linear (or empty)"
-            ))));
+            )));
         }
         if let Some(u) = &req.linear_project_id
             && !u.is_empty()
             && uuid::Uuid::parse_str(u).is_err()
         {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a Linear project is named by its UUID"),
-            ));
+            return Err(ErrorCode::InvalidArgument.err("a Linear project is named by its UUID"));
         }
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
-        let project =
-            project_at(&mut store.state, &req.project, req.expected_revision).map_err(refuse)?;
+        Self::writable(&store)?;
+        let project = project_at(&mut store.state, &req.project, req.expected_revision)?;
         let mut next = project.clone();
         if let Some(t) = req.tracker.as_deref().and_then(TrackerBinding::parse) {
             next.tracker = t;
@@ -242,10 +236,7 @@ impl MailboxService {
                 .iter_mut()
                 .find(|w| &w.workspace_id == which || &w.path == which)
                 .ok_or_else(|| {
-                    refuse(
-                        ErrorCode::InvalidArgument
-                            .err(format!("the project has no workspace {which}")),
-                    )
+                    ErrorCode::InvalidArgument.err(format!("the project has no workspace {which}"))
                 })?;
             ws.convention = TrackerBinding::parse(convention).unwrap_or_default();
         }
@@ -259,13 +250,12 @@ impl MailboxService {
             next.overrides.insert(k, v);
         }
         if next.tracker == TrackerBinding::Builtin && next.tracker_team.is_empty() {
-            return Err(refuse(ErrorCode::InvalidArgument.err(
-                "a builtin binding names the tracker team its issues live in (--team KEY)",
-            )));
+            return Err(ErrorCode::InvalidArgument
+                .err("a builtin binding names the tracker team its issues live in (--team KEY)"));
         }
         next.revision += 1;
         *project = next.clone();
-        store.save().map_err(|e| refuse(internal(e)))?;
+        store.save().map_err(internal)?;
         tracing::info!(project = %next.name, tracker = %next.tracker, "project.updated");
         Ok(Response::new(project_pb(&next)))
     }
@@ -273,11 +263,11 @@ impl MailboxService {
     pub(crate) async fn remove_workspace(
         &self,
         request: Request<pb::RemoveWorkspaceRequest>,
-    ) -> Result<Response<pb::Project>, Status> {
+    ) -> Result<Response<pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
+        Self::writable(&store)?;
         let open_hires: Vec<String> = store
             .state
             .hires
@@ -285,29 +275,24 @@ impl MailboxService {
             .filter(|h| h.project_id == req.project_id && h.is_open())
             .map(|h| h.workspace.clone())
             .collect();
-        let project =
-            project_at(&mut store.state, &req.project_id, req.expected_revision).map_err(refuse)?;
+        let project = project_at(&mut store.state, &req.project_id, req.expected_revision)?;
         let index = project
             .workspaces
             .iter()
             .position(|w| w.workspace_id == req.workspace_id)
             .ok_or_else(|| {
-                refuse(
-                    ErrorCode::InvalidArgument
-                        .err(format!("the project has no workspace {}", req.workspace_id)),
-                )
+                ErrorCode::InvalidArgument
+                    .err(format!("the project has no workspace {}", req.workspace_id))
             })?;
         if open_hires.contains(&project.workspaces[index].path) {
-            return Err(refuse(
-                ErrorCode::StaleRevision
-                    .err("an open hire works in that workspace; close it first"),
-            ));
+            return Err(ErrorCode::StaleRevision
+                .err("an open hire works in that workspace; close it first"));
         }
         // The record goes; the folder on disk is never touched.
         project.workspaces.remove(index);
         project.revision += 1;
         let out = project.clone();
-        store.save().map_err(|e| refuse(internal(e)))?;
+        store.save().map_err(internal)?;
         Ok(Response::new(project_pb(&out)))
     }
 }

@@ -2,9 +2,9 @@
 //! never reroute or replay an accepted report.
 
 use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::ClankieError;
 use clankie_runtime::ErrorCode;
-use clankie_runtime::refuse::mailbox as refuse;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
 use crate::store::{EntryRec, HEAD, now_ms};
@@ -14,23 +14,19 @@ impl MailboxService {
     pub(crate) async fn report(
         &self,
         request: Request<pb::ReportRequest>,
-    ) -> Result<Response<pb::ReportResponse>, Status> {
-        let principal = self.pane_principal(&request).await.map_err(refuse)?;
-        self.hold_codex_pane(&request, &principal)
-            .await
-            .map_err(refuse)?;
+    ) -> Result<Response<pb::ReportResponse>, ClankieError> {
+        let principal = self.pane_principal(&request).await?;
+        self.hold_codex_pane(&request, &principal).await?;
         let req = request.into_inner();
         let kind = match req.kind.as_str() {
             "" | "message" => "message",
             "watch" => "watch",
             "wake" => "wake",
             other => {
-                return Err(refuse(
-                    ErrorCode::InvalidArgument.err(format!("report kind {other}")),
-                ));
+                return Err(ErrorCode::InvalidArgument.err(format!("report kind {other}")));
             }
         };
-        check_entry("report", &req.receipt_id, &req.text).map_err(refuse)?;
+        check_entry("report", &req.receipt_id, &req.text)?;
         let mut store = self.inner.store.lock().await;
         // An accepted receipt returns where it went: never rerouted, never
         // written twice, whatever changed since.
@@ -77,9 +73,7 @@ impl MailboxService {
             receipt_id: req.receipt_id.clone(),
             hire_id: hire_id.clone(),
         };
-        let seq = store
-            .append(&conversation_id, entry)
-            .map_err(|e| refuse(internal(e)))?;
+        let seq = store.append(&conversation_id, entry).map_err(internal)?;
         drop(store);
         self.inner.appended.send_modify(|n| *n += 1);
         Ok(Response::new(pb::ReportResponse {

@@ -2,10 +2,9 @@
 //! reads it and gives the verdict, and the author hears it.
 
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::convert::*;
 use crate::store::{HireRec, now_ms};
@@ -50,10 +49,10 @@ impl MailboxService {
     pub(crate) async fn submit_review(
         &self,
         request: Request<pb::SubmitReviewRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, Status> {
-        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+    ) -> Result<Response<pb::ReviewCandidate>, ClankieError> {
+        let (me, _) = self.native_seat(&request).await?;
         let req = request.into_inner();
-        let bad = |m: &str| refuse(ErrorCode::InvalidArgument.err(m.to_string()));
+        let bad = |m: &str| ErrorCode::InvalidArgument.err(m.to_string());
         if !req.checkout.starts_with('/') {
             return Err(bad("the checkout must be an absolute path"));
         }
@@ -67,26 +66,21 @@ impl MailboxService {
             return Err(bad("a candidate needs a non-empty patch and a summary"));
         }
         if req.patch.len() > clankie_runtime::limits::MAX_CANDIDATE_PATCH {
-            return Err(refuse(ErrorCode::PayloadTooLarge.err(format!(
+            return Err(ErrorCode::PayloadTooLarge.err(format!(
                 "a review candidate holds at most {} MiB of patch; nothing was stored",
                 clankie_runtime::limits::MAX_CANDIDATE_PATCH >> 20
-            ))));
+            )));
         }
         // What the reviewer will read is what the patch-id names: the
         // service computes it from the bytes it stores, never takes it.
-        let computed = reviews::patch_id(&req.patch, &self.inner.patches_dir)
-            .await
-            .map_err(refuse)?;
+        let computed = reviews::patch_id(&req.patch, &self.inner.patches_dir).await?;
         if computed != req.patch_id {
-            return Err(refuse(ErrorCode::PatchMismatch.err(
-                "the patch-id does not match the patch bytes; nothing was stored",
-            )));
+            return Err(ErrorCode::PatchMismatch
+                .err("the patch-id does not match the patch bytes; nothing was stored"));
         }
         let hire = self.hire_of(&me).await.ok_or_else(|| {
-            refuse(
-                ErrorCode::ReviewNotConfigured
-                    .err("only a hired seat of a project can submit for review"),
-            )
+            ErrorCode::ReviewNotConfigured
+                .err("only a hired seat of a project can submit for review")
         })?;
         let project = {
             let store = self.inner.store.lock().await;
@@ -98,15 +92,12 @@ impl MailboxService {
                 .cloned()
         };
         let Some(project) = project.filter(|p| p.standing_reviewer) else {
-            return Err(refuse(
-                ErrorCode::ReviewNotConfigured
-                    .err("this seat's project names no standing reviewer"),
-            ));
+            return Err(ErrorCode::ReviewNotConfigured
+                .err("this seat's project names no standing reviewer"));
         };
         // The checkout, symlinks resolved, lies in one of the project's
         // registered workspaces.
-        let checkout =
-            reviews::inside_workspaces(&req.checkout, &project.workspaces).map_err(refuse)?;
+        let checkout = reviews::inside_workspaces(&req.checkout, &project.workspaces)?;
         // A live reviewer seat of the project, other than the author.
         let reviewer_hires: Vec<HireRec> = {
             let store = self.inner.store.lock().await;
@@ -132,22 +123,20 @@ impl MailboxService {
                 .cloned()
         };
         let Some(reviewer) = reviewer else {
-            return Err(refuse(ErrorCode::NoReviewer.err(
-                "no live reviewer seat other than the author; nothing was stored",
-            )));
+            return Err(ErrorCode::NoReviewer
+                .err("no live reviewer seat other than the author; nothing was stored"));
         };
         if self.inner.reviews.lock().await.pending_of(&me.seat_id) >= reviews::MAX_PENDING_PER_SEAT
         {
-            return Err(refuse(ErrorCode::ReviewQuota.err(format!(
+            return Err(ErrorCode::ReviewQuota.err(format!(
                 "this seat already has {} candidates waiting for a verdict; nothing was stored",
                 reviews::MAX_PENDING_PER_SEAT
-            ))));
+            )));
         }
         let sha = reviews::sha256_hex(&req.patch);
         let patch_path = self.inner.patches_dir.join(format!("{sha}.patch"));
         if !patch_path.exists() {
-            clankie_runtime::state::atomic_write(&patch_path, &req.patch)
-                .map_err(|e| refuse(internal(e)))?;
+            clankie_runtime::state::atomic_write(&patch_path, &req.patch).map_err(internal)?;
         }
         let mut book = self.inner.reviews.lock().await;
         let candidate = reviews::CandidateRec {
@@ -172,7 +161,7 @@ impl MailboxService {
             decided_at_ms: 0,
         };
         book.candidates.push(candidate.clone());
-        self.save_reviews(&book).map_err(refuse)?;
+        self.save_reviews(&book)?;
         drop(book);
         let text = format!(
             "Review candidate {} from seat {}: {} (issue {}, HEAD {}, patch-id {}). Read it with review_candidate, decide with review_verdict.",
@@ -188,8 +177,7 @@ impl MailboxService {
             candidate.patch_id
         );
         self.deliver(&reviewer, "review", format!("seat:{}", me.seat_id), text)
-            .await
-            .map_err(refuse)?;
+            .await?;
         tracing::info!(candidate = %candidate.candidate_id, "mailbox.review.submitted");
         Ok(Response::new(candidate_pb(&candidate, Vec::new())))
     }
@@ -197,8 +185,8 @@ impl MailboxService {
     pub(crate) async fn get_review_candidate(
         &self,
         request: Request<pb::GetReviewCandidateRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, Status> {
-        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+    ) -> Result<Response<pb::ReviewCandidate>, ClankieError> {
+        let (me, _) = self.native_seat(&request).await?;
         let id = request.into_inner().candidate_id;
         let c = self
             .inner
@@ -207,13 +195,10 @@ impl MailboxService {
             .await
             .get(&id)
             .cloned()
-            .ok_or_else(|| {
-                refuse(ErrorCode::CandidateNotFound.err(format!("no candidate {id}")))
-            })?;
+            .ok_or_else(|| ErrorCode::CandidateNotFound.err(format!("no candidate {id}")))?;
         if c.author_seat != me.seat_id && !self.is_reviewer(&me, &c.project_id).await {
-            return Err(refuse(ErrorCode::NotReviewer.err(
-                "only the author and the project's reviewer read a candidate",
-            )));
+            return Err(ErrorCode::NotReviewer
+                .err("only the author and the project's reviewer read a candidate"));
         }
         Ok(Response::new(candidate_pb(
             &c,
@@ -224,8 +209,8 @@ impl MailboxService {
     pub(crate) async fn review_verdict(
         &self,
         request: Request<pb::ReviewVerdictRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, Status> {
-        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+    ) -> Result<Response<pb::ReviewCandidate>, ClankieError> {
+        let (me, _) = self.native_seat(&request).await?;
         let req = request.into_inner();
         let mut book = self.inner.reviews.lock().await;
         let index = book
@@ -233,20 +218,16 @@ impl MailboxService {
             .iter()
             .position(|c| c.candidate_id == req.candidate_id)
             .ok_or_else(|| {
-                refuse(
-                    ErrorCode::CandidateNotFound.err(format!("no candidate {}", req.candidate_id)),
-                )
+                ErrorCode::CandidateNotFound.err(format!("no candidate {}", req.candidate_id))
             })?;
         let candidate = book.candidates[index].clone();
         if candidate.author_seat == me.seat_id {
-            return Err(refuse(
-                ErrorCode::NotReviewer.err("the author cannot decide its own candidate"),
-            ));
+            return Err(ErrorCode::NotReviewer.err("the author cannot decide its own candidate"));
         }
         if !self.is_reviewer(&me, &candidate.project_id).await {
-            return Err(refuse(
-                ErrorCode::NotReviewer.err("only the project's reviewer decides a candidate"),
-            ));
+            return Err(
+                ErrorCode::NotReviewer.err("only the project's reviewer decides a candidate")
+            );
         }
         let findings: Vec<reviews::FindingRec> = req
             .findings
@@ -258,7 +239,7 @@ impl MailboxService {
             })
             .collect();
         reviews::check_verdict(&candidate, &req.patch_id, &req.verdict, &findings)
-            .map_err(|(code, m)| refuse(code.err(m)))?;
+            .map_err(|(code, m)| code.err(m))?;
         let c = &mut book.candidates[index];
         c.state = if req.verdict == "approve" {
             "approved"
@@ -270,7 +251,7 @@ impl MailboxService {
         c.verdict_summary = req.summary.chars().take(4000).collect();
         c.decided_at_ms = now_ms();
         let decided = c.clone();
-        self.save_reviews(&book).map_err(refuse)?;
+        self.save_reviews(&book)?;
         drop(book);
         // The author hears the verdict on its seat.
         let author = self
@@ -304,7 +285,7 @@ impl MailboxService {
     pub(crate) async fn list_reviews(
         &self,
         request: Request<pb::ListReviewsRequest>,
-    ) -> Result<Response<pb::ListReviewsResponse>, Status> {
+    ) -> Result<Response<pb::ListReviewsResponse>, ClankieError> {
         self.owner(&request)?;
         let id = request.into_inner().candidate_id;
         let book = self.inner.reviews.lock().await;

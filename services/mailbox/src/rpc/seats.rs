@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response};
 
 use crate::convert::*;
 use crate::rpc::conversations::*;
@@ -171,31 +170,27 @@ impl MailboxService {
     pub(crate) async fn message_seat(
         &self,
         request: Request<pb::MessageSeatRequest>,
-    ) -> Result<Response<pb::MessageSeatResponse>, Status> {
+    ) -> Result<Response<pb::MessageSeatResponse>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
-            ));
+            return Err(ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"));
         }
         let mut store = self.inner.store.lock().await;
-        Self::writable(&store).map_err(refuse)?;
-        let caller_id = caller(&store.state, &req.conversation_id).map_err(refuse)?;
+        Self::writable(&store)?;
+        let caller_id = caller(&store.state, &req.conversation_id)?;
         let index = store
             .state
             .hires
             .iter()
             .position(|h| h.hire_id == req.hire_id && h.is_open())
-            .ok_or_else(|| {
-                refuse(ErrorCode::HireNotFound.err(format!("no open hire {}", req.hire_id)))
-            })?;
+            .ok_or_else(|| ErrorCode::HireNotFound.err(format!("no open hire {}", req.hire_id)))?;
         let hire = store.state.hires[index].clone();
         // A hire whose lead is gone is adopted by the conversation messaging it.
         let adopted = !present(&store.state, &hire.conversation_id);
         if adopted {
             store.state.hires[index].conversation_id = caller_id.clone();
-            store.save().map_err(|e| refuse(internal(e)))?;
+            store.save().map_err(internal)?;
         }
         let owner_conversation_id = store.state.hires[index].conversation_id.clone();
         drop(store);
@@ -210,7 +205,7 @@ impl MailboxService {
                 req.text,
                 now_ms(),
             ));
-            self.save_book(&book).map_err(refuse)?;
+            self.save_book(&book)?;
         }
         self.inner.queued.send_modify(|n| *n += 1);
         Ok(Response::new(pb::MessageSeatResponse {
@@ -223,13 +218,13 @@ impl MailboxService {
     pub(crate) async fn seat_poll(
         &self,
         request: Request<pb::SeatPollRequest>,
-    ) -> Result<Response<pb::SeatPollResponse>, Status> {
-        let observed = self.control_seat(&request).await.map_err(refuse)?;
+    ) -> Result<Response<pb::SeatPollResponse>, ClankieError> {
+        let observed = self.control_seat(&request).await?;
         let req = request.into_inner();
         let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
         let deadline = tokio::time::Instant::now() + wait;
         // A hire's deliveries wait until its seat is ready.
-        let ready = self.ready(&observed, &req.tools).await.map_err(refuse)?;
+        let ready = self.ready(&observed, &req.tools).await?;
         let seat = observed.seat;
         if !ready {
             self.note_poll(&seat.seat_id);
@@ -256,21 +251,18 @@ impl MailboxService {
     pub(crate) async fn seat_ack(
         &self,
         request: Request<pb::SeatAckRequest>,
-    ) -> Result<Response<pb::SeatAckResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?.seat;
+    ) -> Result<Response<pb::SeatAckResponse>, ClankieError> {
+        let seat = self.control_seat(&request).await?.seat;
         let req = request.into_inner();
         let delivery_id = req.delivery_id;
         let mut book = self.inner.book.lock().await;
         let recorded = book
             .ack(&seat, &delivery_id, &req.claim_id, now_ms())
             .ok_or_else(|| {
-                refuse(
-                    ErrorCode::ReceiptNotFound
-                        .err("no such delivery under this claim for this seat"),
-                )
+                ErrorCode::ReceiptNotFound.err("no such delivery under this claim for this seat")
             })?;
         if recorded {
-            self.save_book(&book).map_err(refuse)?;
+            self.save_book(&book)?;
             tracing::info!(delivery = %delivery_id, "mailbox.delivery.acknowledged");
         }
         Ok(Response::new(pb::SeatAckResponse { recorded }))
@@ -279,12 +271,12 @@ impl MailboxService {
     pub(crate) async fn list_peers(
         &self,
         request: Request<pb::ListPeersRequest>,
-    ) -> Result<Response<pb::ListPeersResponse>, Status> {
-        let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
+    ) -> Result<Response<pb::ListPeersResponse>, ClankieError> {
+        let (me, settings) = self.native_seat(&request).await?;
         if !settings.peer_messages {
-            return Err(refuse(peers_off(&settings)));
+            return Err(peers_off(&settings));
         }
-        self.sweep_gone().await.map_err(refuse)?;
+        self.sweep_gone().await?;
         let hires = self.inner.store.lock().await.state.hires.clone();
         let book = self.inner.book.lock().await;
         let seats = book
@@ -302,19 +294,17 @@ impl MailboxService {
     pub(crate) async fn send_peer(
         &self,
         request: Request<pb::SendPeerRequest>,
-    ) -> Result<Response<pb::PeerReceipt>, Status> {
-        let (me, settings) = self.native_seat(&request).await.map_err(refuse)?;
+    ) -> Result<Response<pb::PeerReceipt>, ClankieError> {
+        let (me, settings) = self.native_seat(&request).await?;
         // Off refuses every new send, stale catalogs included.
         if !settings.peer_messages {
-            return Err(refuse(peers_off(&settings)));
+            return Err(peers_off(&settings));
         }
         let req = request.into_inner();
         if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"),
-            ));
+            return Err(ErrorCode::InvalidArgument.err("a message is 1 byte to 32 KiB of text"));
         }
-        clankie_types::fleet::ReceiptId::parse(&req.receipt_id).map_err(|e| refuse(e.into()))?;
+        clankie_types::fleet::ReceiptId::parse(&req.receipt_id)?;
         // No pane sweep here: a closed recipient stops polling and loses its
         // live route; a closed hire marks its seats gone at once; receipt
         // reads reconcile the rest.
@@ -333,15 +323,13 @@ impl MailboxService {
             return Ok(Response::new(receipt_pb(m, true)));
         }
         let Some(recipient) = recipient else {
-            return Err(refuse(
-                ErrorCode::RecipientUnknown
-                    .err("no such current seat in this fleet; list the seats again"),
-            ));
+            return Err(ErrorCode::RecipientUnknown
+                .err("no such current seat in this fleet; list the seats again"));
         };
         if !self.reachable(&recipient.seat_id) {
-            return Err(refuse(
-                ErrorCode::RecipientUnknown.err("that seat has no live delivery route right now"),
-            ));
+            return Err(
+                ErrorCode::RecipientUnknown.err("that seat has no live delivery route right now")
+            );
         }
         let now = now_ms();
         let outcome = book.send(
@@ -358,7 +346,7 @@ impl MailboxService {
             seats::SendOutcome::Sent(i) => (i, false),
         };
         let receipt = receipt_pb(&book.peer_messages[index], original);
-        self.save_book(&book).map_err(refuse)?;
+        self.save_book(&book)?;
         drop(book);
         if !original {
             self.inner.queued.send_modify(|n| *n += 1);
@@ -414,30 +402,26 @@ impl MailboxService {
     pub(crate) async fn get_peer_receipt(
         &self,
         request: Request<pb::GetPeerReceiptRequest>,
-    ) -> Result<Response<pb::PeerReceipt>, Status> {
+    ) -> Result<Response<pb::PeerReceipt>, ClankieError> {
         // Reads stay allowed with peer messages off.
-        let (me, _) = self.native_seat(&request).await.map_err(refuse)?;
+        let (me, _) = self.native_seat(&request).await?;
         let id = request.into_inner().peer_message_id;
-        self.sweep_gone().await.map_err(refuse)?;
+        self.sweep_gone().await?;
         let book = self.inner.book.lock().await;
         let m = book
             .peer_messages
             .iter()
             .find(|m| m.id == id && m.sender_seat == me.seat_id)
-            .ok_or_else(|| {
-                refuse(ErrorCode::ReceiptNotFound.err("no such peer message of yours"))
-            })?;
+            .ok_or_else(|| ErrorCode::ReceiptNotFound.err("no such peer message of yours"))?;
         Ok(Response::new(receipt_pb(m, true)))
     }
 
     pub(crate) async fn seat_tools(
         &self,
         request: Request<pb::SeatToolsRequest>,
-    ) -> Result<Response<pb::SeatToolsResponse>, Status> {
-        let principal = self.pane_principal(&request).await.map_err(refuse)?;
-        self.hold_codex_pane(&request, &principal)
-            .await
-            .map_err(refuse)?;
+    ) -> Result<Response<pb::SeatToolsResponse>, ClankieError> {
+        let principal = self.pane_principal(&request).await?;
+        self.hold_codex_pane(&request, &principal).await?;
         let store = self.inner.store.lock().await;
         let reviews = store
             .state
@@ -460,15 +444,15 @@ impl MailboxService {
     pub(crate) async fn seat_claim(
         &self,
         request: Request<pb::SeatClaimRequest>,
-    ) -> Result<Response<pb::SeatClaimResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?.seat;
+    ) -> Result<Response<pb::SeatClaimResponse>, ClankieError> {
+        let seat = self.control_seat(&request).await?.seat;
         let ids = request.into_inner().delivery_ids;
         let claim_id = short_id("claim");
         let mut book = self.inner.book.lock().await;
         let held = book.claim(&seat, &ids, &claim_id, now_ms());
         if !held.is_empty() {
             // The claim is durable before the bridge hears of it.
-            self.save_book(&book).map_err(refuse)?;
+            self.save_book(&book)?;
         }
         Ok(Response::new(pb::SeatClaimResponse {
             claim_id,
@@ -479,13 +463,13 @@ impl MailboxService {
     pub(crate) async fn seat_release(
         &self,
         request: Request<pb::SeatReleaseRequest>,
-    ) -> Result<Response<pb::SeatAckResponse>, Status> {
-        let seat = self.control_seat(&request).await.map_err(refuse)?.seat;
+    ) -> Result<Response<pb::SeatAckResponse>, ClankieError> {
+        let seat = self.control_seat(&request).await?.seat;
         let req = request.into_inner();
         let mut book = self.inner.book.lock().await;
         let released = book.release(&seat, &req.delivery_id, &req.claim_id);
         if released {
-            self.save_book(&book).map_err(refuse)?;
+            self.save_book(&book)?;
             drop(book);
             self.inner.queued.send_modify(|n| *n += 1);
         }

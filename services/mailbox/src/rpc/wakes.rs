@@ -1,8 +1,8 @@
 //! Wakes: the auto-scheduler's nudges into a lead's transcript, with receipts.
 
 use clankie_proto::mailbox::v1 as pb;
-use clankie_runtime::refuse::mailbox as refuse;
-use tonic::{Request, Response, Status};
+use clankie_runtime::ClankieError;
+use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
 use crate::seats;
@@ -13,10 +13,10 @@ impl MailboxService {
     pub(crate) async fn wake(
         &self,
         request: Request<pb::WakeRequest>,
-    ) -> Result<Response<pb::WakeResponse>, Status> {
+    ) -> Result<Response<pb::WakeResponse>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
-        check_entry("wake", &req.wake_id, &req.text).map_err(refuse)?;
+        check_entry("wake", &req.wake_id, &req.text)?;
         let mut store = self.inner.store.lock().await;
         // A wake id is accepted once: a repeat returns where it landed.
         if let Some(a) = store.receipt(&req.wake_id).cloned() {
@@ -29,7 +29,7 @@ impl MailboxService {
                 at_ms: 0,
             }));
         }
-        Self::writable(&store).map_err(refuse)?;
+        Self::writable(&store)?;
         let conversation_id = if present(&store.state, &req.conversation_id) {
             req.conversation_id.clone()
         } else {
@@ -51,9 +51,7 @@ impl MailboxService {
             receipt_id: req.wake_id.clone(),
             hire_id: String::new(),
         };
-        let seq = store
-            .append(&conversation_id, entry)
-            .map_err(|e| refuse(internal(e)))?;
+        let seq = store.append(&conversation_id, entry).map_err(internal)?;
         // A native seat holding the conversation hears it like any message.
         let seat = store
             .state
@@ -95,7 +93,7 @@ impl MailboxService {
     pub(crate) async fn wake_receipt(
         &self,
         request: Request<pb::WakeReceiptRequest>,
-    ) -> Result<Response<pb::WakeResponse>, Status> {
+    ) -> Result<Response<pb::WakeResponse>, ClankieError> {
         self.owner(&request)?;
         let id = request.into_inner().wake_id;
         let store = self.inner.store.lock().await;
