@@ -22,7 +22,7 @@ use clankie_tests::Stack;
 use clankie_tests::model::Model;
 use serde_json::Value;
 
-use crate::bench_pi::{Lead, hire, now_ns, python_calls, standin, standin_delivery, until};
+use crate::pi::{Lead, hire, now_ns, python_calls, standin, standin_delivery, until};
 use crate::{line, summarize, us};
 
 /// The model's requests, newest last.

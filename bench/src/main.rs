@@ -443,16 +443,16 @@ pub(crate) fn cpu_seconds_all() -> f64 {
     ticks as f64 / 100.0
 }
 
-mod bench_auto;
-mod bench_caller;
-mod bench_faults;
-mod bench_grants;
-mod bench_harnesses;
-mod bench_pi;
-mod bench_proof;
-mod bench_sandbox;
-mod bench_seats;
-mod bench_tracker;
+mod auto;
+mod caller;
+mod faults;
+mod grants;
+mod harnesses;
+mod pi;
+mod proof;
+mod sandbox;
+mod seats;
+mod tracker;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -464,7 +464,7 @@ async fn main() -> anyhow::Result<()> {
         let (Some(dir), Some(name)) = (rest.next(), rest.next()) else {
             anyhow::bail!("usage: clankie-bench seat DIR NAME");
         };
-        return bench_seats::seat_mode(dir.into(), name).await;
+        return seats::seat_mode(dir.into(), name).await;
     }
     let quick = std::env::var("CLANKIE_BENCH_QUICK").is_ok();
     let (rounds, secs, receipts, queries) = if quick {
@@ -476,32 +476,32 @@ async fn main() -> anyhow::Result<()> {
         "call" => bench_call(rounds, secs).await?,
         "receipts" => bench_receipts(receipts).await?,
         "search" => bench_search(queries),
-        "proof" => bench_proof::bench_proof(rounds.min(500)).await?,
-        "caller" => bench_caller::bench_caller(rounds).await?,
-        "seats" => bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
-        "tracker" => bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
-        "auto" => bench_auto::bench_auto(if quick { 3 } else { 10 }).await?,
-        "memory" => bench_faults::bench_memory(if quick { 100 } else { 500 }).await?,
-        "recovery" => bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?,
-        "grants" => bench_grants::bench_grants(rounds.min(500)).await?,
-        "pi" => bench_pi::bench_pi(if quick { 10 } else { 30 }).await?,
-        "sandbox" => bench_sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?,
-        "harnesses" => bench_harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?,
+        "proof" => proof::bench_proof(rounds.min(500)).await?,
+        "caller" => caller::bench_caller(rounds).await?,
+        "seats" => seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
+        "tracker" => tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
+        "auto" => auto::bench_auto(if quick { 3 } else { 10 }).await?,
+        "memory" => faults::bench_memory(if quick { 100 } else { 500 }).await?,
+        "recovery" => faults::bench_recovery(if quick { 2 } else { 5 }).await?,
+        "grants" => grants::bench_grants(rounds.min(500)).await?,
+        "pi" => pi::bench_pi(if quick { 10 } else { 30 }).await?,
+        "sandbox" => sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?,
+        "harnesses" => harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
             bench_call(rounds, secs).await?;
-            bench_proof::bench_proof(rounds.min(500)).await?;
-            bench_caller::bench_caller(rounds).await?;
-            bench_seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
-            bench_tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
-            bench_auto::bench_auto(if quick { 3 } else { 10 }).await?;
-            bench_faults::bench_memory(if quick { 100 } else { 500 }).await?;
-            bench_faults::bench_recovery(if quick { 2 } else { 5 }).await?;
-            bench_grants::bench_grants(rounds.min(500)).await?;
-            bench_pi::bench_pi(if quick { 10 } else { 30 }).await?;
-            bench_sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?;
-            bench_harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?;
+            proof::bench_proof(rounds.min(500)).await?;
+            caller::bench_caller(rounds).await?;
+            seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?;
+            tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
+            auto::bench_auto(if quick { 3 } else { 10 }).await?;
+            faults::bench_memory(if quick { 100 } else { 500 }).await?;
+            faults::bench_recovery(if quick { 2 } else { 5 }).await?;
+            grants::bench_grants(rounds.min(500)).await?;
+            pi::bench_pi(if quick { 10 } else { 30 }).await?;
+            sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?;
+            harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?;
         }
         other => {
             anyhow::bail!(
