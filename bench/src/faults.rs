@@ -10,7 +10,7 @@
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
-use clankie_runtime::grpc::{self, Meta};
+use clankie_runtime::grpc::Meta;
 use clankie_runtime::paths::StatePaths;
 use clankie_tests::{Stack, StackOptions, bin_dir, http_response, peer_path};
 use serde_json::json;
@@ -168,7 +168,7 @@ pub async fn bench_recovery(rounds: usize) -> anyhow::Result<()> {
             .kill_on_drop(true)
             .spawn()?;
         loop {
-            if grpc::health(
+            if clankie_runtime::clients::health(
                 &clankie_runtime::Service::McpHost.socket(&paths),
                 clankie_runtime::Service::McpHost.health_name(),
                 Meta::owner(owner.trim()),

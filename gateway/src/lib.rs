@@ -44,7 +44,7 @@ use axum::response::{IntoResponse, Response};
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::{FleetTools, Principal};
 use clankie_proto::mcphost::v1 as mpb;
-use clankie_runtime::grpc::{self, Client, Meta};
+use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::{ClankieError, ErrorCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -525,11 +525,12 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let mut ready = true;
     for service in clankie_runtime::Service::BACKENDS {
         // Readiness: serving, and its state readable.
-        let state = grpc::service_state(&shared.paths, service, Meta::default()).await;
-        ready &= state == grpc::ServiceState::Serving;
+        let state =
+            clankie_runtime::clients::service_state(&shared.paths, service, Meta::default()).await;
+        ready &= state == clankie_runtime::clients::ServiceState::Serving;
         // The wire word for a service that does not answer is `not_serving`.
         let word = match state {
-            grpc::ServiceState::Down => "not_serving",
+            clankie_runtime::clients::ServiceState::Down => "not_serving",
             other => other.as_str(),
         };
         services.insert(service.name().into(), json!(word));

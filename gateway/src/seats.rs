@@ -443,7 +443,9 @@ pub(crate) async fn send_peer(
         Ok(r) => Ok(receipt_json(&r.into_inner())),
         Err(s) if ClankieError::is_verdict(&s) => Err(ClankieError::from_status(&s)),
         // Forwarded, and no verdict came back: the message may be queued.
-        Err(_) => Ok(crate::bridge::lost_after_forward(&receipt_id)),
+        Err(_) => Ok(clankie_types::fleet::outcome::lost_after_forward(
+            &receipt_id,
+        )),
     }
 }
 

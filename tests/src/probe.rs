@@ -298,7 +298,7 @@ impl Probe {
             ("gateway", "clankie.gateway.v1.Gateway"),
         ] {
             let path = self.run.join(format!("{service}.sock"));
-            let r = grpc::health(&path, health, self.meta.clone()).await;
+            let r = clankie_runtime::clients::health(&path, health, self.meta.clone()).await;
             let result = match r {
                 Ok(_) => "ok".to_string(),
                 Err(s) => clankie_runtime::ClankieError::from_status(&s)

@@ -12,7 +12,9 @@ use crate::support::{clients, discovery};
 /// `not_ready` (live, but its state is unreadable or still loading; see its
 /// log) or `down`.
 pub async fn service_state(paths: &StatePaths, service: Service, meta: grpc::Meta) -> &'static str {
-    grpc::service_state(paths, service, meta).await.as_str()
+    clankie_runtime::clients::service_state(paths, service, meta)
+        .await
+        .as_str()
 }
 
 pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {

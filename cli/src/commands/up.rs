@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::support::{clients, discovery};
 use anyhow::{Context, bail};
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::{Service, grpc, owner, state};
+use clankie_runtime::{Service, owner, state};
 use clap::Args;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -145,7 +145,7 @@ async fn wait_healthy(
         }
         // Liveness: a service whose state is unreadable still starts, and
         // says so through its readiness.
-        if grpc::health(&socket, "", owner.clone())
+        if clankie_runtime::clients::health(&socket, "", owner.clone())
             .await
             .unwrap_or(false)
         {
@@ -174,7 +174,7 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     }
     owner::ensure_owner_token(&paths.owner_credential())
         .context("creating the owner credential")?;
-    if grpc::health(
+    if clankie_runtime::clients::health(
         &Service::Admission.socket(&paths),
         Service::Admission.health_name(),
         clients::owner_meta(&paths)?,

@@ -4,6 +4,7 @@
 //! call is forwarded, a lost verdict is `uncertain` with its receipt.
 
 use clankie_runtime::clients::Call;
+use clankie_types::fleet::outcome::lost_after_forward;
 use clankie_types::fleet::{CallMeta, Outcome, ReceiptId, ReceiptKind};
 
 use super::*;
@@ -29,16 +30,6 @@ pub(super) fn with_receipt(e: ClankieError, receipt_id: &str) -> ClankieError {
         d.insert("receiptId".into(), json!(receipt_id));
     }
     e.with_details(details)
-}
-
-/// The answer for a dispatch whose request left but whose verdict never came
-/// back (a reset, a timeout, a service dying): it may have applied.
-pub(crate) fn lost_after_forward(receipt_id: &str) -> Value {
-    json!({
-        "receiptId": receipt_id,
-        "outcome": Outcome::Uncertain,
-        "detail": "the answer was lost after the request was forwarded; it may have applied: reconcile by this receiptId, never repeat it under a new id",
-    })
 }
 
 /// A call's answer from mcp-host, as the member sees it: the upstream's own

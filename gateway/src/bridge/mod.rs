@@ -1,7 +1,10 @@
-//! The two-tool bridge served to fleet members: `clankie_tools` and
-//! `clankie_call`. Each MCP request was admitted by the HTTP middleware; the
-//! handler forwards it to mcp-host with the admission ticket and the
-//! request's remaining budget as the gRPC deadline.
+//! The fleet tools served to members over MCP: the two meta tools
+//! (`clankie_tools`, `clankie_call`) while connected tools are on,
+//! `message_clankie`, the peer tools while peer messages are on, and the
+//! review tools for a project that names a reviewer. Each MCP request was
+//! admitted by the HTTP middleware; the handler forwards it to the service
+//! that owns it with the admission ticket and the request's remaining
+//! budget as the gRPC deadline.
 
 mod dispatch;
 mod grant;
@@ -9,7 +12,6 @@ mod hear;
 mod tools;
 mod watch;
 
-pub(crate) use dispatch::lost_after_forward;
 pub(crate) use hear::watch_logs;
 pub(crate) use watch::{announce, watch_catalog, watch_settings};
 

@@ -14,7 +14,6 @@
 
 mod grpc;
 pub mod helper;
-mod launcher;
 pub mod local;
 
 use clankie_proto::admission::v1 as pb;

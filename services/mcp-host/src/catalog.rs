@@ -129,7 +129,7 @@ pub struct Rules;
 
 impl Rules {
     pub fn allows(&self, _account: &str, tool: &str) -> bool {
-        !crate::grants::rules::worker_publishing(tool)
+        !clankie_types::vocabulary::worker_publishing(tool)
     }
 }
 

@@ -245,62 +245,6 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     })
 }
 
-/// Checks a service's tonic-health status over its socket: its readiness
-/// for its own name, its liveness for `""`. A caller outside the stack
-/// passes the owner credential in `meta`.
-pub async fn health(path: &Path, service: &str, meta: Meta) -> Result<bool, tonic::Status> {
-    let mut client = tonic_health::pb::health_client::HealthClient::new(client(path, meta));
-    let req = crate::clients::Call::new(tonic_health::pb::HealthCheckRequest {
-        service: service.to_string(),
-    })
-    .timeout(Duration::from_secs(2))
-    .request();
-    let resp = client.check(req).await?;
-    Ok(resp.into_inner().status
-        == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
-}
-
-/// A service as the stack sees it from outside.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServiceState {
-    /// Live and ready.
-    Serving,
-    /// Live, but its state is unreadable or still loading (its log says).
-    NotReady,
-    /// Not answering on its socket.
-    Down,
-}
-
-impl ServiceState {
-    /// The word `status` and `doctor` print.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServiceState::Serving => "serving",
-            ServiceState::NotReady => "not_ready",
-            ServiceState::Down => "down",
-        }
-    }
-}
-
-/// Asks `service` for its readiness, then its liveness.
-pub async fn service_state(
-    paths: &crate::paths::StatePaths,
-    service: crate::Service,
-    meta: Meta,
-) -> ServiceState {
-    let socket = service.socket(paths);
-    if health(&socket, service.health_name(), meta.clone())
-        .await
-        .unwrap_or(false)
-    {
-        ServiceState::Serving
-    } else if health(&socket, "", meta).await.unwrap_or(false) {
-        ServiceState::NotReady
-    } else {
-        ServiceState::Down
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,16 @@ impl Outcome {
     }
 }
 
+/// The answer to a dispatch whose request left but whose verdict never came
+/// back (a reset, a timeout, a service dying): it may have applied.
+pub fn lost_after_forward(receipt_id: &str) -> serde_json::Value {
+    serde_json::json!({
+        "receiptId": receipt_id,
+        "outcome": Outcome::Uncertain,
+        "detail": "the answer was lost after the request was forwarded; it may have applied: reconcile by this receiptId, never repeat it under a new id",
+    })
+}
+
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -38,6 +38,17 @@ use review::*;
 use schema::*;
 use work::*;
 
+/// The tools that publish as a worker persona. They are never in the fleet
+/// catalog, on any account; a grant reaches one only by pinning `personaId`.
+pub const WORKER_PUBLISHING: &[&str] = &["create_worker_comment", "create_worker_issue"];
+
+/// Whether `tool` (its upstream name) publishes as a worker persona. Keyed
+/// on the tool's vocabulary, on every account, never on what an account is
+/// called.
+pub fn worker_publishing(tool: &str) -> bool {
+    WORKER_PUBLISHING.contains(&tool)
+}
+
 /// The workflow states every team starts with: (name, category).
 pub const STATES: &[(&str, &str)] = &[
     ("Backlog", "backlog"),

@@ -12,16 +12,7 @@ pub const MAX_TTL_SECONDS: u32 = 900;
 /// How many tools one grant may name.
 pub const MAX_TOOLS: usize = 64;
 
-/// The tools that publish as a worker persona. They are never in the fleet
-/// catalog, on any account; a grant reaches one only by pinning `personaId`.
-pub const WORKER_PUBLISHING: &[&str] = &["create_worker_comment", "create_worker_issue"];
-
-/// Whether `tool` (its upstream name) publishes as a worker persona. Keyed
-/// on the tool's vocabulary, on every account, never on what an account is
-/// called.
-pub fn worker_publishing(tool: &str) -> bool {
-    WORKER_PUBLISHING.contains(&tool)
-}
+pub use clankie_types::vocabulary::worker_publishing;
 
 /// One granted tool and its argument restrictions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

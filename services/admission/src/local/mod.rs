@@ -17,6 +17,8 @@
 //! identities, the pane host still reporting that shell, the link still
 //! there) instead of being redone.
 
+mod launcher;
+
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::helper::v1 as hpb;
 use clankie_runtime::{ClankieError, ErrorCode};
@@ -389,7 +391,7 @@ pub async fn observe_seat(
             agent
         };
         // Behind the exact Claude launcher, the agent is its child.
-        crate::launcher::name_agent(helper, &proof.lineage, leader).await
+        launcher::name_agent(helper, &proof.lineage, leader).await
     };
     let before = checkpoint().await?;
     match link.host.pane(&proof.pane_id).await {
@@ -416,7 +418,7 @@ pub async fn observe_seat(
     if !same(&before.agent, &after.agent) {
         return Err(not_member("foreground_changed", "seat"));
     }
-    let crate::launcher::Named {
+    let launcher::Named {
         agent: after,
         launcher,
     } = after;

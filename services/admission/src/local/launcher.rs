@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 use clankie_proto::helper::v1 as hpb;
 use clankie_runtime::ErrorCode;
 
+use super::{Identity, Refusal, identity, observe, refuse};
 use crate::helper::HelperClient;
-use crate::local::{Identity, Refusal, identity, observe, refuse};
 
 /// The seat's agent, and the launcher whose child it is.
 pub struct Named {
