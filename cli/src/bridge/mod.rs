@@ -14,7 +14,7 @@
 //!   makes automatic relisting go quiet: no request is sent on its own
 //!   until the harness itself asks again and is admitted.
 
-use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
+use clankie_types::fleet::{FleetTool, Outcome, ReceiptId, ReceiptKind, meta};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -172,7 +172,7 @@ fn refusal_result(code: ErrorCode, message: String) -> CallToolResult {
 impl FleetServer {
     async fn forward(&self, params: CallToolRequestParams) -> CallToolResult {
         // The bridge itself reads the change a seat submits for review.
-        if params.name == "submit_for_review" {
+        if FleetTool::parse(&params.name) == Some(FleetTool::Submit) {
             let args = Value::Object(params.arguments.clone().unwrap_or_default());
             let (Route::Local { socket }, Some(pane)) = (&self.up.route, pane_id()) else {
                 return refusal_result(
@@ -188,11 +188,10 @@ impl FleetServer {
         // A dispatch gets its receipt id here, before anything is sent.
         let mut params = params;
         let mut receipt_id = None;
-        let kind = match params.name.as_ref() {
-            "message_clankie" => Some(ReceiptKind::Report),
-            "message_peer" => Some(ReceiptKind::Peer),
-            _ => None,
-        };
+        let tool = FleetTool::parse(&params.name);
+        let kind = tool
+            .and_then(FleetTool::receipt_kind)
+            .filter(|k| *k != ReceiptKind::Call);
         if let Some(kind) = kind {
             let args = params.arguments.get_or_insert_with(Default::default);
             let id = match args.get("receiptId").and_then(Value::as_str) {
@@ -205,7 +204,7 @@ impl FleetServer {
             };
             receipt_id = Some(id);
         }
-        if params.name == "clankie_call" {
+        if tool == Some(FleetTool::Call) {
             let args = params.arguments.get_or_insert_with(Default::default);
             if args.contains_key("name") {
                 let id = match args.get("receiptId").and_then(Value::as_str) {
@@ -413,7 +412,7 @@ impl ServerHandler for FleetServer {
         // the same token.
         let meta = era::forwardable(&context.meta);
         request.meta = (!meta.0.0.is_empty()).then_some(meta);
-        let call = request.name == "clankie_call";
+        let call = FleetTool::parse(&request.name) == Some(FleetTool::Call);
         let result = self.forward(request).await;
         let result = if call { receipt_block(result) } else { result };
         Ok(era::complete(result).into())

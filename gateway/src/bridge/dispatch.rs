@@ -5,7 +5,7 @@
 
 use clankie_runtime::clients::Call;
 use clankie_types::fleet::outcome::lost_after_forward;
-use clankie_types::fleet::{CallMeta, Outcome, ReceiptId, ReceiptKind};
+use clankie_types::fleet::{CallMeta, FleetTool, Outcome, ReceiptId, ReceiptKind};
 
 use super::*;
 
@@ -146,8 +146,9 @@ impl Bridge {
         args: Value,
     ) -> Option<Result<CallToolResult, ClankieError>> {
         let shared = &self.shared;
-        Some(match name {
-            TOOLS => {
+        let tool = FleetTool::parse(name)?;
+        Some(match tool {
+            FleetTool::Tools => {
                 async {
                     let args = parse(TOOLS, args)?;
                     self.tools(a, budget, args)
@@ -156,18 +157,18 @@ impl Bridge {
                 }
                 .await
             }
-            CALL => {
+            FleetTool::Call => {
                 async {
                     let args = parse(CALL, args)?;
                     self.call(a, budget, args, None).await
                 }
                 .await
             }
-            SUBMIT => Err(ErrorCode::InvalidArgument.err(
+            FleetTool::Submit => Err(ErrorCode::InvalidArgument.err(
                 "submit_for_review reads the change from your checkout: call it through \
                  `clankie mcp --fleet`, or run `clankie review submit` in your pane",
             )),
-            CANDIDATE => {
+            FleetTool::Candidate => {
                 async {
                     let c: CandidateArgs = parse(CANDIDATE, args)?;
                     seat(a, "reviews need a native seat")?;
@@ -177,7 +178,7 @@ impl Bridge {
                 }
                 .await
             }
-            VERDICT => {
+            FleetTool::Verdict => {
                 async {
                     let v = parse(VERDICT, args)?;
                     seat(a, "reviews need a native seat")?;
@@ -187,14 +188,14 @@ impl Bridge {
                 }
                 .await
             }
-            GET_WAKE => {
+            FleetTool::GetWake => {
                 async {
                     seat(a, WAKE_SEAT)?;
                     self.get_wake(a, budget).await
                 }
                 .await
             }
-            SCHEDULE_WAKE => {
+            FleetTool::ScheduleWake => {
                 async {
                     seat(a, WAKE_SEAT)?;
                     let w = parse(SCHEDULE_WAKE, args)?;
@@ -202,7 +203,7 @@ impl Bridge {
                 }
                 .await
             }
-            PEERS => {
+            FleetTool::Peers => {
                 async {
                     let _: PeersArgs = parse(PEERS, args)?;
                     seat(a, "list_fleet_seats needs a native seat")?;
@@ -212,7 +213,7 @@ impl Bridge {
                 }
                 .await
             }
-            PEER => {
+            FleetTool::Peer => {
                 async {
                     let p: PeerArgs = parse(PEER, args)?;
                     seat(a, "message_peer needs a native seat")?;
@@ -225,14 +226,13 @@ impl Bridge {
                 }
                 .await
             }
-            REPORT => {
+            FleetTool::Report => {
                 async {
                     let args = parse(REPORT, args)?;
                     self.report(a, budget, args).await
                 }
                 .await
             }
-            _ => return None,
         })
     }
 

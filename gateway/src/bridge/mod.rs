@@ -16,6 +16,7 @@ pub(crate) use hear::watch_logs;
 pub(crate) use watch::{announce, watch_catalog, watch_settings};
 
 use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_types::fleet::FleetTool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,16 +38,17 @@ use crate::{Admitted, Shared};
 use dispatch::*;
 use tools::*;
 
-pub const TOOLS: &str = "clankie_tools";
-pub const CALL: &str = "clankie_call";
-pub const REPORT: &str = "message_clankie";
-pub const PEERS: &str = "list_fleet_seats";
-pub const PEER: &str = "message_peer";
-pub const SUBMIT: &str = "submit_for_review";
-pub const CANDIDATE: &str = "review_candidate";
-pub const VERDICT: &str = "review_verdict";
-pub const GET_WAKE: &str = "get_wake";
-pub const SCHEDULE_WAKE: &str = "schedule_wake";
+// The fleet tools' names, as the contract spells them.
+pub const TOOLS: &str = FleetTool::Tools.name();
+pub const CALL: &str = FleetTool::Call.name();
+pub const REPORT: &str = FleetTool::Report.name();
+pub const PEERS: &str = FleetTool::Peers.name();
+pub const PEER: &str = FleetTool::Peer.name();
+pub const SUBMIT: &str = FleetTool::Submit.name();
+pub const CANDIDATE: &str = FleetTool::Candidate.name();
+pub const VERDICT: &str = FleetTool::Verdict.name();
+pub const GET_WAKE: &str = FleetTool::GetWake.name();
+pub const SCHEDULE_WAKE: &str = FleetTool::ScheduleWake.name();
 
 /// One MCP session's handler (the service makes one per session).
 #[derive(Clone)]

@@ -2,6 +2,8 @@
 //! Pi extension, an MCP client) and the gateway say to each other, spelled
 //! once for every crate that speaks it.
 //!
+//! - [`tool`]: the fleet tools, by the one name each goes by, and when each
+//!   is served.
 //! - [`receipt`]: receipt ids, minted in one place, parsed by one rule.
 //! - [`outcome`]: how a dispatched call ended, as the member reads it.
 //! - [`meta`]: the call's account in a result's `_meta`, one writer and one
@@ -14,10 +16,12 @@
 pub mod meta;
 pub mod outcome;
 pub mod receipt;
+pub mod tool;
 
 pub use meta::CallMeta;
 pub use outcome::Outcome;
 pub use receipt::{ReceiptId, ReceiptKind};
+pub use tool::{Family, FleetTool};
 
 #[cfg(test)]
 pub(crate) fn fixture(name: &str) -> serde_json::Value {

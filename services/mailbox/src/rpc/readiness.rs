@@ -12,6 +12,7 @@
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::FleetTools;
 use clankie_runtime::ClankieError;
+use clankie_types::fleet::{Family, FleetTool};
 
 use crate::codex_seats::{CodexSeat, Proc};
 use crate::rpc::callers::Observed;
@@ -41,9 +42,19 @@ pub(crate) fn judge(
     }
     let has = |name: &str| tools.iter().any(|t| t == name);
     let connected = settings.tools == FleetTools::Connected as i32;
-    let meta = [has("clankie_tools"), has("clankie_call")];
-    let peers = [has("list_fleet_seats"), has("message_peer")];
-    if meta != [connected; 2] || !has("message_clankie") || peers != [settings.peer_messages; 2] {
+    let served = |family: Family| {
+        FleetTool::ALL
+            .into_iter()
+            .filter(|t| t.family() == family)
+            .map(|t| has(t.name()))
+            .collect::<Vec<_>>()
+    };
+    let meta = served(Family::Meta);
+    let peers = served(Family::Peers);
+    if meta != [connected; 2]
+        || served(Family::Report) != [true]
+        || peers != [settings.peer_messages; 2]
+    {
         return Err("bridge_tools_mismatch");
     }
     Ok(())
