@@ -8,8 +8,14 @@
 //! `tools/list_changed` re-lists that account only. One failing account never
 //! removes another's tools.
 
+mod connection;
+mod supervise;
+mod transport;
+
+pub use transport::Transport;
+
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,15 +24,15 @@ use std::time::Duration;
 use clankie_proto::mcphost::v1 as pb;
 use clankie_runtime::state::{self, Loaded};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
-use rmcp::model::{ClientConfig, ProtocolVersion};
-use rmcp::service::{NotificationContext, Peer, RoleClient};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::service::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{AccountTools, Catalog, Rules};
 use crate::relay::Relay;
+
+use supervise::supervise;
 
 /// How long one connection attempt (initialize + list) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,95 +41,6 @@ pub const MIN_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// A connection up this long resets the backoff.
 pub const HEALTHY_PERIOD: Duration = Duration::from_secs(30);
-
-/// How an account is reached.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Transport {
-    Stdio {
-        command: String,
-        #[serde(default)]
-        args: Vec<String>,
-        #[serde(default)]
-        env: BTreeMap<String, String>,
-        #[serde(default)]
-        cwd: Option<String>,
-    },
-    Http {
-        url: String,
-        #[serde(default)]
-        headers: BTreeMap<String, String>,
-    },
-}
-
-impl Transport {
-    fn kind(&self) -> &'static str {
-        match self {
-            Transport::Stdio { .. } => "stdio",
-            Transport::Http { .. } => "http",
-        }
-    }
-
-    /// A display target; header values are never shown.
-    fn target(&self) -> String {
-        match self {
-            Transport::Stdio { command, args, .. } => {
-                let mut s = command.clone();
-                for a in args {
-                    s.push(' ');
-                    s.push_str(a);
-                }
-                s
-            }
-            Transport::Http { url, headers } => {
-                if headers.is_empty() {
-                    url.clone()
-                } else {
-                    let names: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
-                    format!("{url} (headers: {})", names.join(", "))
-                }
-            }
-        }
-    }
-
-    /// Validates a transport from the wire.
-    pub fn from_pb(t: Option<pb::connect_request::Transport>) -> Result<Self, ClankieError> {
-        match t {
-            Some(pb::connect_request::Transport::Stdio(s)) => {
-                if s.command.trim().is_empty() {
-                    return Err(ErrorCode::InvalidArgument.err("a stdio account needs a command"));
-                }
-                Ok(Transport::Stdio {
-                    command: s.command,
-                    args: s.args,
-                    env: s.env.into_iter().collect(),
-                    cwd: (!s.cwd.is_empty()).then_some(s.cwd),
-                })
-            }
-            Some(pb::connect_request::Transport::Http(h)) => {
-                let ok = h.url.starts_with("http://") || h.url.starts_with("https://");
-                if !ok {
-                    return Err(
-                        ErrorCode::InvalidArgument.err("an http account needs an http(s) URL")
-                    );
-                }
-                for (k, v) in &h.headers {
-                    if http::HeaderName::from_bytes(k.as_bytes()).is_err()
-                        || http::HeaderValue::from_str(v).is_err()
-                    {
-                        return Err(ErrorCode::InvalidArgument
-                            .err(format!("header {k} is not a valid HTTP header")));
-                    }
-                }
-                Ok(Transport::Http {
-                    url: h.url,
-                    headers: h.headers.into_iter().collect(),
-                })
-            }
-            None => Err(ErrorCode::InvalidArgument.err("choose a stdio command or an --url")),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -530,249 +447,5 @@ impl Registry {
             })
             .await;
         }
-    }
-}
-
-/// The MCP client side of one account: it hears `tools/list_changed`.
-/// Progress and log lines go to the relay from the transport's tap, in the
-/// order the upstream sent them.
-struct Upstream {
-    relist: Arc<Notify>,
-}
-
-impl ClientHandler for Upstream {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        info.client_info.name = "clankie-mcp-host".into();
-        info.client_info.version = env!("CARGO_PKG_VERSION").into();
-        info
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.relist.notify_one();
-    }
-}
-
-/// Asks an upstream that logs for every level: each reader filters at its
-/// own (a fleet session's, a grant call's).
-#[allow(deprecated, reason = "MCP logging is still what upstreams send")]
-async fn hear_every_level(peer: &Peer<RoleClient>) {
-    let logs = peer
-        .peer_info()
-        .is_some_and(|i| i.capabilities.logging.is_some());
-    if logs {
-        let ask = rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Debug);
-        let _ = tokio::time::timeout(CONNECT_TIMEOUT, peer.set_level(ask)).await;
-    }
-}
-
-type Running = rmcp::service::RunningService<RoleClient, Upstream>;
-
-async fn open_connection(
-    config: &AccountConfig,
-    handler: Upstream,
-    tap: clankie_runtime::mcp_tap::Observer,
-) -> Result<Running, String> {
-    use clankie_runtime::mcp_tap::Tap;
-    use rmcp::transport::IntoTransport;
-    match &config.transport {
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env).kill_on_drop(true);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .map_err(|e| format!("could not start the server: {e}"))?;
-            let transport = IntoTransport::<RoleClient, _, _>::into_transport(transport);
-            handler
-                .serve(Tap::new(transport, tap))
-                .await
-                .map_err(|e| format!("initialize failed: {e}"))
-        }
-        Transport::Http { url, headers } => {
-            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            let mut custom = HashMap::new();
-            for (k, v) in headers {
-                if k.eq_ignore_ascii_case("authorization") {
-                    let token = v.strip_prefix("Bearer ").unwrap_or(v);
-                    cfg = cfg.auth_header(token.to_string());
-                } else if let (Ok(k), Ok(v)) = (
-                    http::HeaderName::from_bytes(k.as_bytes()),
-                    http::HeaderValue::from_str(v),
-                ) {
-                    custom.insert(k, v);
-                }
-            }
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
-                cfg.custom_headers(custom),
-            );
-            handler
-                .serve(Tap::new(transport, tap))
-                .await
-                .map_err(|e| format!("initialize failed: {e}"))
-        }
-    }
-}
-
-async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
-    tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools())
-        .await
-        .map_err(|_| "tools/list timed out".to_string())?
-        .map_err(|e| format!("tools/list failed: {e}"))
-}
-
-async fn supervise(registry: Registry, slot: Arc<Slot>) {
-    let name = slot.config.name.clone();
-    let mut backoff = MIN_BACKOFF;
-    let mut restarts = 0u32;
-    loop {
-        if slot.cancel.is_cancelled() {
-            break;
-        }
-        slot.live.send_modify(|l| {
-            l.state = pb::AccountState::Verifying;
-            l.restarts = restarts;
-        });
-        let relist = Arc::new(Notify::new());
-        let attempt = tokio::select! {
-            r = tokio::time::timeout(CONNECT_TIMEOUT, open_connection(
-                &slot.config,
-                Upstream { relist: relist.clone() },
-                registry.relay().observer(&name),
-            )) => {
-                r.unwrap_or_else(|_| Err("initialize timed out".into()))
-            }
-            _ = slot.cancel.cancelled() => break,
-        };
-        let running = match attempt {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(account = %name, error = %e, "account unavailable");
-                slot.live.send_modify(|l| {
-                    l.state = pb::AccountState::Unavailable;
-                    l.last_error = e;
-                    l.tools = Arc::new(Vec::new());
-                });
-                registry.rebuild();
-                registry.first_verdict(&name);
-                if !wait_backoff(&slot, &mut backoff).await {
-                    break;
-                }
-                restarts += 1;
-                continue;
-            }
-        };
-        let peer = running.peer().clone();
-        let info = peer.peer_info();
-        hear_every_level(&peer).await;
-        match list_tools(&peer).await {
-            Ok(tools) => {
-                slot.live.send_modify(|l| {
-                    l.state = pb::AccountState::Verified;
-                    l.tools = Arc::new(tools);
-                    l.last_error.clear();
-                    l.verified_at_ms = now_ms();
-                    if let Some(info) = &info {
-                        l.protocol_version = info.protocol_version.to_string();
-                        if let Some(s) = &info.server_info {
-                            l.identity_name = s.name.clone();
-                            l.identity_version = s.version.clone();
-                        }
-                    }
-                });
-                *lock(&slot.peer) = Some(peer.clone());
-                registry.rebuild();
-                registry.first_verdict(&name);
-                tracing::info!(account = %name, tools = slot.live.borrow().tools.len(), "account verified");
-            }
-            Err(e) => {
-                slot.live.send_modify(|l| {
-                    l.state = pb::AccountState::Unavailable;
-                    l.last_error = e;
-                });
-                let _ = running.cancel().await;
-                registry.rebuild();
-                registry.first_verdict(&name);
-                if !wait_backoff(&slot, &mut backoff).await {
-                    break;
-                }
-                restarts += 1;
-                continue;
-            }
-        }
-        let healthy_since = tokio::time::Instant::now();
-        let ct = running.cancellation_token();
-        let waiting = running.waiting();
-        tokio::pin!(waiting);
-        let cancelled = loop {
-            tokio::select! {
-                _ = &mut waiting => break false,
-                _ = relist.notified() => {
-                    match list_tools(&peer).await {
-                        Ok(tools) => {
-                            slot.live.send_modify(|l| l.tools = Arc::new(tools));
-                            registry.rebuild();
-                            tracing::info!(account = %name, "account tools changed upstream");
-                        }
-                        Err(e) => tracing::warn!(account = %name, error = %e, "relist failed"),
-                    }
-                }
-                _ = slot.cancel.cancelled() => break true,
-            }
-        };
-        *lock(&slot.peer) = None;
-        if cancelled {
-            // Let already dispatched calls settle before closing.
-            let _ = tokio::time::timeout(crate::COMPLETION_LIFETIME, async {
-                while slot.inflight.load(Ordering::Acquire) > 0 {
-                    let idle = slot.idle.notified();
-                    if slot.inflight.load(Ordering::Acquire) == 0 {
-                        break;
-                    }
-                    idle.await;
-                }
-            })
-            .await;
-            ct.cancel();
-            let _ = waiting.await;
-            break;
-        }
-        // The backoff resets only after a healthy period: an upstream that
-        // dies on every call keeps backing off instead of restarting at the
-        // minimum forever.
-        if healthy_since.elapsed() >= HEALTHY_PERIOD {
-            backoff = MIN_BACKOFF;
-        }
-        tracing::warn!(account = %name, backoff_ms = backoff.as_millis() as u64, "account connection closed; restarting");
-        slot.live.send_modify(|l| {
-            l.state = pb::AccountState::Unavailable;
-            l.last_error = "the server closed the connection".into();
-            l.tools = Arc::new(Vec::new());
-        });
-        registry.rebuild();
-        if !wait_backoff(&slot, &mut backoff).await {
-            break;
-        }
-        restarts += 1;
-    }
-    *lock(&slot.peer) = None;
-}
-
-async fn wait_backoff(slot: &Slot, backoff: &mut Duration) -> bool {
-    let wait = *backoff;
-    *backoff = (*backoff * 2).min(MAX_BACKOFF);
-    tokio::select! {
-        _ = tokio::time::sleep(wait) => true,
-        _ = slot.cancel.cancelled() => false,
     }
 }
