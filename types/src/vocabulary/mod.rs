@@ -139,6 +139,21 @@ pub struct ToolDef {
     pub write: bool,
     /// Hidden from reviewers and workers.
     pub lead_only: bool,
+    /// The family it belongs to (one file of this module each).
+    pub family: Family,
+}
+
+/// A family of tools: one file of the vocabulary, and one of the tracker's
+/// dispatcher and store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Issues,
+    Projects,
+    Directory,
+    Work,
+    Plan,
+    Review,
+    Inbox,
 }
 
 /// A profile refusal: the call names something the caller's role may not use.
@@ -294,14 +309,19 @@ pub const MAX_LEASE_MS: i64 = 86_400_000;
 pub const DEFAULT_LEASE_MS: i64 = 3_600_000;
 
 fn build() -> Vec<ToolDef> {
+    let families = [
+        (Family::Issues, issue_tools()),
+        (Family::Projects, project_tools()),
+        (Family::Directory, directory_tools()),
+        (Family::Work, work_tools()),
+        (Family::Plan, plan_tools()),
+        (Family::Review, review_tools()),
+        (Family::Inbox, inbox_tools()),
+    ];
     let mut v = Vec::with_capacity(61);
-    v.extend(issue_tools());
-    v.extend(project_tools());
-    v.extend(directory_tools());
-    v.extend(work_tools());
-    v.extend(plan_tools());
-    v.extend(review_tools());
-    v.extend(inbox_tools());
+    for (family, tools) in families {
+        v.extend(tools.into_iter().map(|t| ToolDef { family, ..t }));
+    }
     v
 }
 

@@ -158,6 +158,8 @@ pub(super) fn tool(name: &'static str, flags: u8, description: &str, props: Vec<
         schema: Value::Object(schema),
         write: flags & WRITE != 0,
         lead_only: flags & LEAD != 0,
+        // `build` sets it from the file that made the tool.
+        family: Family::Issues,
     }
 }
 
