@@ -17,6 +17,21 @@ export const META = Object.freeze({
 
 export const OUTCOMES = Object.freeze(["ok", "error", "uncertain"]);
 
+// Who a delivery is from, and whether a busy harness takes it into the
+// running turn (the lead's word steers) or after it.
+export const DELIVERY_KINDS = Object.freeze({
+  lead: { steers: true },
+  peer: { steers: false },
+  review: { steers: false },
+  wake: { steers: false },
+});
+
+// Whether a delivery of `kind` steers a busy run; one of a kind this build
+// does not know is the lead's.
+export function steers(kind) {
+  return DELIVERY_KINDS[kind]?.steers ?? true;
+}
+
 const PREFIX = Object.freeze({ call: "rcpt_", report: "rpt_", peer: "peer_" });
 const RULE = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -11,6 +11,8 @@
 // settled, the delivery is settled too; a run the user stopped is reported
 // as interrupted.
 
+import { steers } from "./fleet.mjs";
+
 /** How long a poll waits for a delivery. */
 const POLL_WAIT_MS = 25_000;
 /** How long Pi has to take a handed-over message. */
@@ -145,7 +147,7 @@ export class WorkerRuntime {
     // the run (it lands before Pi's next model call); a peer's, a review's
     // or a wake waits as a follow-up until the run has no more work.
     const busy = this.ctx && typeof this.ctx.isIdle === "function" && !this.ctx.isIdle();
-    const deliverAs = ["peer", "review", "wake"].includes(d.kind) ? "followUp" : "steer";
+    const deliverAs = steers(d.kind) ? "steer" : "followUp";
     this.pi.sendUserMessage(envelope(d), busy ? { deliverAs } : undefined);
     this.log("delivery.handed", { deliveryId: d.deliveryId, as: busy ? deliverAs : "prompt" });
     return taken;

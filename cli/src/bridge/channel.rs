@@ -19,6 +19,7 @@
 //!   harness itself is admitted again; a process that is not its pane's
 //!   foreground agent (not a native seat) stops polling for 5 minutes.
 
+use clankie_types::fleet::DeliveryKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -195,9 +196,9 @@ async fn handoff(up: &Upstream, codex: Option<&CodexThreads>, d: &Value) -> Hand
     let mut meta = serde_json::Map::new();
     meta.insert(
         "source".into(),
-        json!(match text("kind").as_str() {
-            "peer" => "peer",
-            "wake" => "wake",
+        json!(match DeliveryKind::parse(&text("kind")) {
+            Some(DeliveryKind::Peer) => "peer",
+            Some(DeliveryKind::Wake) => "wake",
             _ => "lead",
         }),
     );

@@ -19,6 +19,7 @@
 //!   started: a lost answer is uncertain, and the delivery is never sent
 //!   twice.
 
+use clankie_types::fleet::DeliveryKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -139,11 +140,11 @@ fn pick_thread(threads: &[Value], cwd: &Path) -> Option<String> {
 /// message to consider, not the owner typing.
 pub(crate) fn framed(d: &Value) -> String {
     let text = |k: &str| d[k].as_str().unwrap_or("");
-    let source = match text("kind") {
-        "peer" => "a peer seat",
-        "wake" => "a scheduled wake",
-        "review" => "the landing review",
-        _ => "your lead",
+    let source = match DeliveryKind::parse(text("kind")) {
+        Some(DeliveryKind::Peer) => "a peer seat",
+        Some(DeliveryKind::Wake) => "a scheduled wake",
+        Some(DeliveryKind::Review) => "the landing review",
+        Some(DeliveryKind::Lead) | None => "your lead",
     };
     format!(
         "[clankie: a message from {source} ({}), delivery {}]\n{}",

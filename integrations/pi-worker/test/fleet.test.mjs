@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { META, OUTCOMES, mintReceipt, readCallMeta, receiptIdOk } from "../fleet.mjs";
+import { DELIVERY_KINDS, META, OUTCOMES, mintReceipt, readCallMeta, receiptIdOk, steers } from "../fleet.mjs";
 
 const golden = (name) =>
   JSON.parse(readFileSync(new URL(`../../../types/fixtures/fleet/${name}`, import.meta.url)));
@@ -27,4 +27,10 @@ test("the call's account reads from the golden _meta", () => {
     for (const key of Object.keys(c._meta)) assert.ok(Object.values(META).includes(key), key);
   }
   assert.equal(readCallMeta({}), undefined);
+});
+
+test("delivery kinds and which steers are the golden ones", () => {
+  assert.deepEqual(DELIVERY_KINDS, golden("delivery_kinds.json"));
+  for (const [kind, { steers: s }] of Object.entries(DELIVERY_KINDS)) assert.equal(steers(kind), s);
+  assert.equal(steers("unknown"), true);
 });

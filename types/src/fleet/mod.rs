@@ -6,6 +6,7 @@
 //!   is served.
 //! - [`receipt`]: receipt ids, minted in one place, parsed by one rule.
 //! - [`outcome`]: how a dispatched call ended, as the member reads it.
+//! - [`delivery`]: who a seat's delivery is from, and whether it steers.
 //! - [`meta`]: the call's account in a result's `_meta`, one writer and one
 //!   reader.
 //!
@@ -13,11 +14,13 @@
 //! tests here and the Pi extension's node tests load the same files, so the
 //! languages cannot drift apart.
 
+pub mod delivery;
 pub mod meta;
 pub mod outcome;
 pub mod receipt;
 pub mod tool;
 
+pub use delivery::DeliveryKind;
 pub use meta::CallMeta;
 pub use outcome::Outcome;
 pub use receipt::{ReceiptId, ReceiptKind};

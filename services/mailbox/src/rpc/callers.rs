@@ -2,6 +2,7 @@
 //! that pane holds.
 
 use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_types::Role;
 
 use clankie_proto::admission::v1 as apb;
 use clankie_proto::common::v1::AdmissionMode;
@@ -308,10 +309,10 @@ impl MailboxService {
                 info.hire_id = h.hire_id.clone();
                 info.project_id = h.project_id.clone();
                 info.conversation_id = h.conversation_id.clone();
-                (info.role, info.actor) = match h.role.as_str() {
-                    "lead" => ("lead".into(), format!("lead:{}", h.conversation_id)),
-                    "reviewer" => ("reviewer".into(), format!("hire:{}", h.hire_id)),
-                    _ => ("worker".into(), format!("hire:{}", h.hire_id)),
+                info.role = h.role.as_str().into();
+                info.actor = match h.role {
+                    Role::Lead => format!("lead:{}", h.conversation_id),
+                    _ => format!("hire:{}", h.hire_id),
                 };
             }
             (Some(seat), None) => {

@@ -2,6 +2,7 @@
 //! the roster, and retiring a hire whose pane is gone.
 
 use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_types::Role;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use crate::convert::*;
 use crate::rpc::{conversations::*, projects::*};
 use crate::store;
 use crate::store::TrackerBinding;
-use crate::store::{HireRec, ProjectRec, now_ms};
+use crate::store::{HireEnd, HireRec, ProjectRec, now_ms};
 use crate::{MailboxService, internal, panes, short_id};
 use clankie_types::LinkKind;
 
@@ -218,9 +219,9 @@ impl MailboxService {
             return Err(ErrorCode::InvalidArgument.err("give the command the worker runs"));
         }
         let role = match req.role.as_str() {
-            "" | "worker" => "worker",
-            "reviewer" => "reviewer",
-            "lead" => "lead",
+            "" | "worker" => Role::Worker,
+            "reviewer" => Role::Reviewer,
+            "lead" => Role::Lead,
             other => {
                 return Err(ErrorCode::InvalidArgument
                     .err(format!("role {other}: choose worker, reviewer or lead")));
@@ -280,14 +281,14 @@ impl MailboxService {
             .iter()
             .filter(|h| h.is_open() && h.role == role)
             .filter(|h| {
-                if role == "lead" {
+                if role == Role::Lead {
                     h.conversation_id == conversation_id
                 } else {
                     h.project_id == project.project_id
                 }
             })
             .count();
-        let cap = if role == "worker" {
+        let cap = if role == Role::Worker {
             project.worker_cap as usize
         } else {
             1
@@ -337,14 +338,14 @@ impl MailboxService {
             hire_id: short_id("hire"),
             conversation_id,
             project_id: project.project_id.clone(),
-            role: role.into(),
+            role,
             link_id: link.link_id.clone(),
             fleet: link.fleet.clone(),
             pane_id,
             workspace: workspace.path.clone(),
             command: req.command,
             created_at_ms: now_ms(),
-            ended: String::new(),
+            ended: None,
             hand_started: false,
             occupant_pid: 0,
             occupant_pidfs_id: 0,
@@ -364,7 +365,7 @@ impl MailboxService {
             store.state.hires.pop();
             return Err(internal(e));
         }
-        tracing::info!(hire = %hire.hire_id, project = %project.name, role, sandboxed = hire.sandboxed, "hired");
+        tracing::info!(hire = %hire.hire_id, project = %project.name, role = role.as_str(), sandboxed = hire.sandboxed, "hired");
         Ok(Response::new(hire_pb(&hire, true)))
     }
 
@@ -407,7 +408,7 @@ impl MailboxService {
         h.conversation_id = caller_id;
         let retiring = h.is_open();
         if retiring {
-            h.ended = "closed".into();
+            h.ended = Some(HireEnd::Closed);
         }
         let out = h.clone();
         // The attribution is the confirmed hire captured while its occupant
@@ -440,7 +441,7 @@ impl MailboxService {
             if let Some(panes) = live.get(&h.link_id)
                 && !panes.contains(&h.pane_id)
             {
-                h.ended = "gone".into();
+                h.ended = Some(HireEnd::Gone);
                 changed = true;
             }
         }

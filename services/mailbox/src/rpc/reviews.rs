@@ -4,6 +4,8 @@
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::Role;
+use clankie_types::fleet::DeliveryKind;
 use tonic::{Request, Response};
 
 use crate::convert::*;
@@ -39,7 +41,7 @@ impl MailboxService {
     pub(crate) async fn is_reviewer(&self, seat: &seats::SeatRec, project_id: &str) -> bool {
         self.hire_of(seat)
             .await
-            .is_some_and(|h| h.project_id == project_id && h.role == "reviewer")
+            .is_some_and(|h| h.project_id == project_id && h.role == Role::Reviewer)
     }
 
     pub(crate) fn read_patch(&self, sha: &str) -> Vec<u8> {
@@ -105,7 +107,9 @@ impl MailboxService {
                 .state
                 .hires
                 .iter()
-                .filter(|h| h.is_open() && h.project_id == hire.project_id && h.role == "reviewer")
+                .filter(|h| {
+                    h.is_open() && h.project_id == hire.project_id && h.role == Role::Reviewer
+                })
                 .cloned()
                 .collect()
         };
@@ -176,8 +180,13 @@ impl MailboxService {
             candidate.head,
             candidate.patch_id
         );
-        self.deliver(&reviewer, "review", format!("seat:{}", me.seat_id), text)
-            .await?;
+        self.deliver(
+            &reviewer,
+            DeliveryKind::Review,
+            format!("seat:{}", me.seat_id),
+            text,
+        )
+        .await?;
         tracing::info!(candidate = %candidate.candidate_id, "mailbox.review.submitted");
         Ok(Response::new(candidate_pb(&candidate, Vec::new())))
     }
@@ -273,7 +282,12 @@ impl MailboxService {
                 }
             );
             if let Err(e) = self
-                .deliver(&author, "review", format!("seat:{}", me.seat_id), text)
+                .deliver(
+                    &author,
+                    DeliveryKind::Review,
+                    format!("seat:{}", me.seat_id),
+                    text,
+                )
                 .await
             {
                 tracing::warn!(error = %e, "verdict not queued for the author");

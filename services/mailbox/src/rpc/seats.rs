@@ -2,6 +2,8 @@
 //! receipts, and the seat book that holds them.
 
 use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_types::Role;
+use clankie_types::fleet::DeliveryKind;
 use std::time::Duration;
 
 use clankie_proto::admission::v1 as apb;
@@ -134,7 +136,7 @@ impl MailboxService {
             pane_id: s.pane_id.clone(),
             link_id: s.link_id.clone(),
             hire_id: hire.map(|h| h.hire_id.clone()).unwrap_or_default(),
-            role: hire.map(|h| h.role.clone()).unwrap_or_default(),
+            role: hire.map(|h| h.role.as_str().into()).unwrap_or_default(),
             project_id: hire.map(|h| h.project_id.clone()).unwrap_or_default(),
             agent_pid: s.agent_pid,
             agent_pidfs_id: s.agent_pidfs_id,
@@ -148,7 +150,7 @@ impl MailboxService {
     pub(crate) async fn deliver(
         &self,
         seat: &seats::SeatRec,
-        kind: &str,
+        kind: DeliveryKind,
         from: String,
         text: String,
     ) -> Result<(), ClankieError> {
@@ -200,7 +202,7 @@ impl MailboxService {
             book.deliveries.push(seats::DeliveryRec::new(
                 delivery_id.clone(),
                 (&hire.link_id, &hire.pane_id, ""),
-                "lead",
+                DeliveryKind::Lead,
                 format!("conversation:{caller_id}"),
                 req.text,
                 now_ms(),
@@ -437,7 +439,7 @@ impl MailboxService {
         let lead = store
             .state
             .hire_in(&principal.link_id, &principal.pane_id)
-            .is_some_and(|h| h.role == "lead");
+            .is_some_and(|h| h.role == Role::Lead);
         Ok(Response::new(pb::SeatToolsResponse { reviews, lead }))
     }
 

@@ -2,6 +2,8 @@
 
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::ClankieError;
+use clankie_types::Role;
+use clankie_types::fleet::DeliveryKind;
 use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
@@ -57,7 +59,7 @@ impl MailboxService {
             .state
             .hires
             .iter()
-            .find(|h| h.is_open() && h.role == "lead" && h.conversation_id == conversation_id)
+            .find(|h| h.is_open() && h.role == Role::Lead && h.conversation_id == conversation_id)
             .cloned();
         drop(store);
         self.inner.appended.send_modify(|n| *n += 1);
@@ -67,7 +69,7 @@ impl MailboxService {
                 book.deliveries.push(seats::DeliveryRec::new(
                     short_id("dlv"),
                     (&h.link_id, &h.pane_id, ""),
-                    "wake",
+                    DeliveryKind::Wake,
                     format!("wake:{}", req.wake_id),
                     req.text,
                     at_ms,

@@ -25,6 +25,7 @@
 //! Saved in `mailbox/seats.json` by atomic rename after fsync.
 
 use clankie_types::PeerMessageState;
+use clankie_types::fleet::DeliveryKind;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -59,7 +60,7 @@ pub struct DeliveryRec {
     /// holds the pane's seat.
     #[serde(default)]
     pub seat_id: String,
-    pub kind: String,
+    pub kind: DeliveryKind,
     pub from: String,
     pub text: String,
     pub created_at_ms: i64,
@@ -83,7 +84,7 @@ impl DeliveryRec {
     pub fn new(
         delivery_id: String,
         (link_id, pane_id, seat_id): (&str, &str, &str),
-        kind: &str,
+        kind: DeliveryKind,
         from: String,
         text: String,
         now: i64,
@@ -93,7 +94,7 @@ impl DeliveryRec {
             link_id: link_id.into(),
             pane_id: pane_id.into(),
             seat_id: seat_id.into(),
-            kind: kind.into(),
+            kind,
             from,
             text,
             created_at_ms: now,
@@ -302,7 +303,7 @@ impl SeatBook {
             ..DeliveryRec::new(
                 delivery_id.clone(),
                 (&recipient.link_id, &recipient.pane_id, &recipient.seat_id),
-                "peer",
+                DeliveryKind::Peer,
                 format!("seat:{}", sender.seat_id),
                 text.to_string(),
                 now,

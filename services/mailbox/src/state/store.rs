@@ -10,6 +10,7 @@
 //!   durable write. A torn last line (a crash mid-append) is skipped on load
 //!   and sealed with a newline before the next append.
 
+use clankie_types::Role;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -90,16 +91,17 @@ pub struct HireRec {
     pub hire_id: String,
     pub conversation_id: String,
     pub project_id: String,
-    pub role: String,
+    /// Lead, reviewer or worker.
+    pub role: Role,
     pub link_id: String,
     pub fleet: String,
     pub pane_id: String,
     pub workspace: String,
     pub command: Vec<String>,
     pub created_at_ms: i64,
-    /// Empty while open; `closed` or `gone`.
-    #[serde(default)]
-    pub ended: String,
+    /// None while open (`""` on disk).
+    #[serde(default, with = "ended_word")]
+    pub ended: Option<HireEnd>,
     #[serde(default)]
     pub hand_started: bool,
     /// The occupant's identity, recorded when its seat is first proven.
@@ -131,6 +133,47 @@ pub struct HireRec {
     /// hash meant what `harness_only_control` means now. Read, never written.
     #[serde(default, rename = "launchTokenSha256", skip_serializing)]
     pub legacy_launch_token: String,
+}
+
+/// How a hire ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HireEnd {
+    /// Its lead (or whoever adopted it) closed it.
+    Closed,
+    /// Its pane went away.
+    Gone,
+}
+
+impl HireEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HireEnd::Closed => "closed",
+            HireEnd::Gone => "gone",
+        }
+    }
+}
+
+/// `ended` as the file has always spelled it: `""` while open, else the
+/// word. A word this build does not know makes the file unreadable (the
+/// fail-safe path), never a guess.
+mod ended_word {
+    use super::HireEnd;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(end: &Option<HireEnd>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(end.map_or("", HireEnd::as_str))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<HireEnd>, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "" => Ok(None),
+            "closed" => Ok(Some(HireEnd::Closed)),
+            "gone" => Ok(Some(HireEnd::Gone)),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown hire end {other:?}"
+            ))),
+        }
+    }
 }
 
 impl HireRec {
@@ -173,7 +216,7 @@ impl HireRec {
 
     /// Not yet closed or gone.
     pub fn is_open(&self) -> bool {
-        self.ended.is_empty()
+        self.ended.is_none()
     }
 
     /// A ready Codex hire, whose requests hold against its registration.
@@ -421,6 +464,38 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hire as the file has always held it: role and end as words.
+    fn hire_on_disk(role: &str, ended: &str) -> serde_json::Value {
+        serde_json::json!({
+            "hireId": "h1", "conversationId": "c", "projectId": "p", "role": role,
+            "linkId": "l", "fleet": "f", "paneId": "%1", "workspace": "/w",
+            "command": ["x"], "createdAtMs": 1, "ended": ended, "handStarted": false,
+            "occupantPid": 0, "occupantPidfsId": 0, "occupantStartTime": 0,
+            "sandboxed": false, "readyAtMs": 0,
+        })
+    }
+
+    #[test]
+    fn a_hire_reads_and_writes_back_as_the_file_spells_it() {
+        for (role, ended, end) in [
+            ("worker", "", None),
+            ("reviewer", "closed", Some(HireEnd::Closed)),
+            ("lead", "gone", Some(HireEnd::Gone)),
+        ] {
+            let disk = hire_on_disk(role, ended);
+            let h: HireRec = serde_json::from_value(disk.clone()).expect("reads");
+            assert_eq!(h.role.as_str(), role);
+            assert_eq!(h.ended, end);
+            assert_eq!(serde_json::to_value(&h).expect("writes"), disk);
+        }
+    }
+
+    #[test]
+    fn an_unknown_role_or_end_is_unreadable_never_guessed() {
+        assert!(serde_json::from_value::<HireRec>(hire_on_disk("boss", "")).is_err());
+        assert!(serde_json::from_value::<HireRec>(hire_on_disk("worker", "paused")).is_err());
+    }
 
     #[test]
     fn project_names_cannot_climb_folders_or_carry_controls() {
