@@ -23,6 +23,9 @@ import sys
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.bridge import META  # noqa: E402
+
 
 LINES: list[str] = []
 
@@ -36,7 +39,7 @@ async def step(s: ClientSession, st: dict):
         tools = await s.list_tools()
         return {"tools": [{"name": t.name, "inputSchema": t.input_schema} for t in tools.tools]}
     if "call" in st:
-        meta = {"clankie/receiptId": st["receipt"]} if st.get("receipt") else None
+        meta = {META["receiptId"]: st["receipt"]} if st.get("receipt") else None
         steps: list[list] = []
 
         async def on_progress(progress, total, message) -> None:

@@ -1,6 +1,8 @@
 """The fleet bridge, `clankie mcp --fleet`, as the MCP stdio server a
 harness in a pane starts (no token: the kernel proves the pane)."""
+import json
 import os
+import pathlib
 
 from mcp import StdioServerParameters
 
@@ -12,31 +14,38 @@ def fleet(clankie: str, *extra: str) -> StdioServerParameters:
     )
 
 
+# The call's account in `_meta`, by the keys the fleet contract's golden file
+# names (types/fixtures/fleet/meta_keys.json), never spelled here.
+META = json.loads(
+    (pathlib.Path(__file__).resolve().parents[2] / "types/fixtures/fleet/meta_keys.json").read_text()
+)
+
+
 def envelope(result):
     """A tool result's structured content; for a `clankie_call` answer that
     passed an upstream result through, clankie's account of the call from
     `_meta` with the upstream's own result under "result" (as the Rust
     tests' `structured()` reads it)."""
     meta = result.meta or {}
-    if "clankie/outcome" not in meta or meta.get("clankie/envelope"):
+    if META["outcome"] not in meta or meta.get(META["envelope"]):
         return result.structured_content
     upstream = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    own = {k: v for k, v in (upstream.get("_meta") or {}).items() if not k.startswith("clankie/")}
+    own = {k: v for k, v in (upstream.get("_meta") or {}).items() if not k.startswith(META["prefix"])}
     if own:
         upstream["_meta"] = own
     else:
         upstream.pop("_meta", None)
     upstream.pop("resultType", None)
     body = {
-        "receiptId": meta.get("clankie/receiptId"),
-        "outcome": meta.get("clankie/outcome"),
-        "name": meta.get("clankie/name"),
-        "fromReceipt": meta.get("clankie/fromReceipt", False),
+        "receiptId": meta.get(META["receiptId"]),
+        "outcome": meta.get(META["outcome"]),
+        "name": meta.get(META["name"]),
+        "fromReceipt": meta.get(META["fromReceipt"], False),
         "result": upstream,
     }
-    for key, name in (("clankie/detail", "detail"), ("clankie/trimmed", "trimmed")):
-        if key in meta:
-            body[name] = meta[key]
+    for name in ("detail", "trimmed"):
+        if META[name] in meta:
+            body[name] = meta[META[name]]
     return body
 
 

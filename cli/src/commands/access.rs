@@ -274,7 +274,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
         AccessCommand::Account(words) => account(&paths, &words).await,
         AccessCommand::Fleet => {
             eprintln!(
-                "clankie: fleet grants are retired (ADR 0213): admitted panes reach every verified account; \
+                "clankie: fleet grants are retired: admitted panes reach every verified account; \
                  the owner turns that off with `clankie fleet set --tools off`, and issues manual grants with \
                  `clankie access issue`"
             );

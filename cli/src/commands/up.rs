@@ -1,10 +1,11 @@
 //! `clankie up`: the supervisor of the whole stack.
 //!
-//! `up` starts the admission service, the mcp-host and the gateway as
-//! separate processes (their own binaries), each in its own process group so
-//! a terminal's Ctrl-C reaches only the supervisor, which then stops them in
-//! order: gateway first (no new requests), then the services. A service that
-//! dies is restarted with exponential backoff and the supervisor says so.
+//! `up` starts every service (admission, tracker, mcp-host, mailbox, auto)
+//! and then the gateway as separate processes (their own binaries), in the
+//! runtime's start order, each in its own process group so a terminal's
+//! Ctrl-C reaches only the supervisor, which then stops them in reverse:
+//! gateway first (no new requests), then the services. A service that dies
+//! is restarted with exponential backoff and the supervisor says so.
 //! Each service's log goes to `$CLANKIE_STATE/logs/<service>.log`.
 
 use std::path::{Path, PathBuf};

@@ -34,3 +34,8 @@ test("delivery kinds and which steers are the golden ones", () => {
   for (const [kind, { steers: s }] of Object.entries(DELIVERY_KINDS)) assert.equal(steers(kind), s);
   assert.equal(steers("unknown"), true);
 });
+
+test("the _meta keys are the golden ones", () => {
+  const keys = golden("meta_keys.json");
+  for (const [field, key] of Object.entries(META)) assert.equal(keys[field], key, field);
+});

@@ -1,13 +1,17 @@
 //! The admission service.
 //!
-//! Owns: fleet links (remote bearer links today; only a token's SHA-256 is
-//! stored), per-request admission tickets, and the owner's fleet settings
-//! (`fleet.tools: connected | off`). Every fleet request is admitted here by
-//! one gRPC call, and every dispatch rechecks its ticket here immediately
-//! before effects: admission first, then the switch.
+//! Owns: fleet links (local tmux and Herdr sessions, and remote bearer
+//! links, of which only a token's SHA-256 is stored), per-request admission
+//! tickets, the local pane proof from kernel facts (`local/`: the socket's
+//! owner and its lineage up to the pane, the seat's foreground agent, the
+//! exact Claude launcher's chain), and the owner's fleet settings
+//! (`fleet.tools: connected | off`, peer messages). Every fleet request is
+//! admitted here by one gRPC call, and every dispatch rechecks its ticket
+//! here immediately before effects: admission first, then the switch.
 //!
-//! Does not own: tool dispatch, accounts or receipts (mcp-host), kernel
-//! observation (the census helper, next).
+//! Does not own: tool dispatch, accounts or receipts (mcp-host), seats and
+//! hires (mailbox), reading the kernel (the census helper, a separate
+//! process, through `helper.rs`).
 //!
 //! Fail-safe: an unreadable links file admits nobody; an unreadable settings
 //! file reads as `tools: off`. Neither file is overwritten while unreadable.

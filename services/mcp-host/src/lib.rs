@@ -8,7 +8,8 @@
 //! the admission service to recheck the request's ticket (admission, then the
 //! switch), then runs its own account/configuration fence, in that order,
 //! after every other await. A call already past those checks may still reach
-//! the provider after a change: the switch stops new calls (ADR 0217).
+//! the provider after a change: the switch stops new calls, and a call
+//! already dispatched is left to settle, never cut off mid-flight.
 
 pub mod accounts;
 pub mod audit;

@@ -81,6 +81,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_keys_are_the_golden_ones() {
+        let f = super::super::fixture("meta_keys.json");
+        for (field, key) in [
+            ("prefix", PREFIX),
+            ("receiptId", RECEIPT),
+            ("outcome", OUTCOME),
+            ("name", NAME),
+            ("fromReceipt", FROM_RECEIPT),
+            ("detail", DETAIL),
+            ("trimmed", TRIMMED),
+            ("envelope", ENVELOPE),
+            ("catalogRevision", CATALOG_REVISION),
+        ] {
+            assert_eq!(f[field], key, "{field}");
+        }
+        assert_eq!(f.as_object().expect("object").len(), 9);
+    }
+
+    #[test]
     fn the_golden_meta_reads_and_writes_back_the_same() {
         let f = super::super::fixture("call_meta.json");
         for case in f.as_array().expect("cases") {

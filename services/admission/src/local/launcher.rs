@@ -1,4 +1,6 @@
-//! The exact Claude launcher's route (the ADR 0217 amendment).
+//! The exact Claude launcher's route: a Claude seat is proven only through
+//! `clankie claude`, this stack's own launcher, with Claude its direct
+//! child.
 //!
 //! `clankie claude` stays its pane's foreground process group leader while
 //! the real Claude runs as its direct child, so the foreground leader is
