@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::upstream::{Http, Upstream, encode};
+use super::gateway::{Gateway, Http, encode};
 
 const WAIT_MS: u64 = 25_000;
 /// An unchanged catalog is listed again this often.
@@ -28,7 +28,7 @@ const FALLBACK_EVERY: Duration = Duration::from_secs(5);
 const FALLBACK_FOR: Duration = Duration::from_secs(300);
 
 /// Runs the watch until the process exits.
-pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
+pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
     let mut http = Http::new(socket);
     let base = format!("/v1/fleet/seats/{}/tool-catalog", encode(&pane));
     let mut revision = String::new();

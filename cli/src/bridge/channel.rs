@@ -28,7 +28,7 @@ use rmcp::model::{CustomNotification, ServerNotification};
 use serde_json::{Value, json};
 
 use super::codex::CodexThreads;
-use super::upstream::{Http, Upstream, encode};
+use super::gateway::{Gateway, Http, encode};
 
 /// The MCP notification method deliveries use.
 pub const CHANNEL_METHOD: &str = "notifications/claude/channel";
@@ -40,7 +40,7 @@ const RETRY: Duration = Duration::from_secs(5);
 const NOT_A_SEAT_PAUSE: Duration = Duration::from_secs(300);
 
 /// Runs the seat channel until the process exits.
-pub async fn run(up: Arc<Upstream>, socket: String, pane: String) {
+pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
     let codex = CodexThreads::from_env();
     let mut http = Http::new(socket);
     let base = format!("/v1/fleet/seats/{}", encode(&pane));
@@ -185,7 +185,7 @@ pub(crate) enum Handoff {
 
 /// Hands one delivery to the harness: a turn on a Codex thread through
 /// Codex's app-server, else Claude Code's channel notification.
-async fn handoff(up: &Upstream, codex: Option<&CodexThreads>, d: &Value) -> Handoff {
+async fn handoff(up: &Gateway, codex: Option<&CodexThreads>, d: &Value) -> Handoff {
     if let Some(codex) = codex {
         return codex.deliver(d).await;
     }

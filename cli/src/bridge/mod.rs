@@ -37,11 +37,11 @@ pub(crate) mod channel;
 mod codex;
 mod echo;
 mod era;
+pub(crate) mod gateway;
 mod grant;
 pub(crate) mod submit;
-pub(crate) mod upstream;
 
-use upstream::*;
+use gateway::*;
 
 use crate::support::discovery;
 
@@ -67,7 +67,7 @@ pub struct McpArgs {
 
 #[derive(Clone)]
 struct FleetServer {
-    up: Arc<Upstream>,
+    up: Arc<Gateway>,
     /// This bridge pushes the seat's deliveries (`claude/channel`): only
     /// session eras carry them, so it offers no stateless era.
     channel: bool,
@@ -457,7 +457,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
             socket: discovery::local_socket(&paths)?,
         },
     };
-    let up = Arc::new(Upstream {
+    let up = Arc::new(Gateway {
         route,
         conn: Mutex::new(None),
         tools: RwLock::new(None),

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::{Value, json};
 
-use super::upstream::Http;
+use super::gateway::Http;
 
 /// A change read from a checkout.
 pub struct Change {

@@ -427,7 +427,7 @@ impl Bridge {
         let req = budget
             .request(req, &a.ticket)
             .map_err(|e| with_receipt(e, &receipt_id))?;
-        match super::hear::forward(&mut mcp, req, hearing).await {
+        match super::hear::call_tool(&mut mcp, req, hearing).await {
             Ok(result) => Ok(call_result(result)),
             // A reason on the status: mcp-host refused before dispatch.
             Err(s) if ClankieError::is_verdict(&s) => {

@@ -103,7 +103,7 @@ impl Bridge {
             Ok(r) => r,
             Err(e) => return refused(&super::dispatch::with_receipt(e, &receipt_id)),
         };
-        match super::hear::forward(&mut self.shared.mcp.clone(), req, hearing).await {
+        match super::hear::call_tool(&mut self.shared.mcp.clone(), req, hearing).await {
             Ok(r) => call_result(r),
             Err(s) if ClankieError::is_verdict(&s) => refused(&super::dispatch::with_receipt(
                 ClankieError::from_status(&s),

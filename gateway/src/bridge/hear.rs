@@ -100,7 +100,7 @@ impl Hearing {
     /// Forwards the call streamed, relaying what the upstream says, and
     /// answers with the result (the stream's last event). A stream that
     /// ends without one is a lost answer: no verdict, so uncertain.
-    pub(super) async fn forward(
+    pub(super) async fn call_streamed(
         self,
         mcp: &mut mpb::mcp_host_client::McpHostClient<clankie_runtime::grpc::Client>,
         mut req: tonic::Request<mpb::CallToolRequest>,
@@ -186,15 +186,15 @@ pub(crate) async fn watch_logs(shared: Arc<Shared>, shutdown: CancellationToken)
     .await;
 }
 
-/// Forwards one call: streamed when its caller asked to hear something,
-/// else unary.
-pub(super) async fn forward(
+/// The MCP call to mcp-host: streamed when its caller asked to hear
+/// something, else unary.
+pub(super) async fn call_tool(
     mcp: &mut mpb::mcp_host_client::McpHostClient<clankie_runtime::grpc::Client>,
     req: tonic::Request<mpb::CallToolRequest>,
     hearing: Option<Hearing>,
 ) -> Result<mpb::CallResult, tonic::Status> {
     match hearing {
-        Some(h) => h.forward(mcp, req).await,
+        Some(h) => h.call_streamed(mcp, req).await,
         None => mcp.call_tool(req).await.map(tonic::Response::into_inner),
     }
 }

@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::accounts::Transport;
 use crate::grants::serve::grant_pb;
-use crate::{DEFAULT_BUDGET, McpHost, Who, catalog, relay, tracker};
+use crate::{DEFAULT_BUDGET, McpHost, Requester, catalog, relay, tracker};
 
 type CatalogStream = Pin<Box<dyn Stream<Item = Result<pb::CatalogInfo, Status>> + Send>>;
 type RevocationStream = Pin<Box<dyn Stream<Item = Result<pb::Revocation, Status>> + Send>>;
@@ -200,8 +200,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
             // Only a grant call hears its own lines; fleet sessions read
             // the account-wide feed (WatchLogs).
             log_level: match who {
-                Who::Grant(_) => req.log_level.clone(),
-                Who::Fleet(_) | Who::Owner => String::new(),
+                Requester::Grant(_) => req.log_level.clone(),
+                Requester::Fleet(_) | Requester::Owner => String::new(),
             },
         };
         let call = Running::start(self, who, req, budget, listen);
@@ -249,7 +249,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
     ) -> Result<Response<pb::CallResult>, Status> {
         let who = match self.grant_caller(request.metadata()) {
             Some(caller) => caller.map_err(refuse)?,
-            None => Who::Fleet(Self::ticket(&request).map_err(refuse)?),
+            None => Requester::Fleet(Self::ticket(&request).map_err(refuse)?),
         };
         let id = request.into_inner().receipt_id;
         let result = self.receipt(&who, &id).await.map_err(refuse)?;
@@ -352,7 +352,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
         request: Request<pb::GrantToolsRequest>,
     ) -> Result<Response<pb::GrantToolsResponse>, Status> {
         let caller = match self.grant_caller(request.metadata()) {
-            Some(Ok(Who::Grant(caller))) => caller,
+            Some(Ok(Requester::Grant(caller))) => caller,
             Some(Err(e)) => return Err(refuse(e)),
             _ => {
                 return Err(refuse(
@@ -388,17 +388,17 @@ impl pb::mcp_host_server::McpHost for McpHost {
 impl McpHost {
     /// Who a call comes from (a grant bearer, an admission ticket, or the
     /// owner credential) and the budget its deadline leaves.
-    fn call_caller<T>(&self, request: &Request<T>) -> Result<(Who, Duration), Status> {
+    fn call_caller<T>(&self, request: &Request<T>) -> Result<(Requester, Duration), Status> {
         let granted = self.grant_caller(request.metadata());
         let who = match (granted, grpc::ticket(request.metadata())) {
             (Some(caller), _) => caller.map_err(refuse)?,
-            (None, Some(t)) => Who::Fleet(t.to_string()),
+            (None, Some(t)) => Requester::Fleet(t.to_string()),
             (None, None) if clankie_runtime::owner::bearer(request.metadata()).is_some() => {
                 self.inner
                     .owner
                     .verify(request.metadata())
                     .map_err(refuse)?;
-                Who::Owner
+                Requester::Owner
             }
             (None, None) => {
                 return Err(refuse(
@@ -426,7 +426,7 @@ struct Running {
 impl Running {
     fn start(
         host: &McpHost,
-        who: Who,
+        who: Requester,
         req: pb::CallToolRequest,
         budget: Duration,
         listen: relay::Listen,

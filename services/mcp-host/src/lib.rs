@@ -125,7 +125,7 @@ struct Inner {
 
 /// Who a call comes from: an admitted fleet request, or the owner's route.
 #[derive(Debug, Clone)]
-pub enum Who {
+pub enum Requester {
     Fleet(String),
     Owner,
     /// A manual grant's session (its own principal, never a fleet's).
@@ -149,20 +149,20 @@ pub fn audit_principal(p: &Principal) -> String {
 }
 
 /// Whose a call is: the owner route, or the principal admission proved.
-pub(crate) fn owner_of(who: &Who, principal: &Principal) -> String {
+pub(crate) fn owner_of(who: &Requester, principal: &Principal) -> String {
     match who {
-        Who::Owner => "owner".into(),
-        Who::Fleet(_) => clankie_runtime::principal::owner_key(principal),
-        Who::Grant(g) => format!("grant:{}", g.grant.grant_id),
+        Requester::Owner => "owner".into(),
+        Requester::Fleet(_) => clankie_runtime::principal::owner_key(principal),
+        Requester::Grant(g) => format!("grant:{}", g.grant.grant_id),
     }
 }
 
 /// The audit principal text a record of this caller carries.
-pub(crate) fn audit_text(who: &Who, principal: &Principal) -> String {
+pub(crate) fn audit_text(who: &Requester, principal: &Principal) -> String {
     match who {
-        Who::Owner => "owner".into(),
-        Who::Fleet(_) => audit_principal(principal),
-        Who::Grant(g) => g.grant.audit_principal(),
+        Requester::Owner => "owner".into(),
+        Requester::Fleet(_) => audit_principal(principal),
+        Requester::Grant(g) => g.grant.audit_principal(),
     }
 }
 
@@ -259,18 +259,18 @@ impl McpHost {
     /// The principal of a call: the ticket's, rechecked, or the owner's.
     pub(crate) async fn principal(
         &self,
-        who: &Who,
+        who: &Requester,
         need_tools: bool,
     ) -> Result<Principal, ClankieError> {
         match who {
-            Who::Fleet(ticket) => self.recheck(ticket, need_tools).await,
-            Who::Owner => Ok(Principal {
+            Requester::Fleet(ticket) => self.recheck(ticket, need_tools).await,
+            Requester::Owner => Ok(Principal {
                 fleet_id: "owner".into(),
                 ..Default::default()
             }),
             // The grant again, at the last await: a revoke or the clock
             // since the request arrived refuses the call.
-            Who::Grant(g) => self
+            Requester::Grant(g) => self
                 .inner
                 .grants
                 .authenticate(&g.bearer)
@@ -294,7 +294,7 @@ impl McpHost {
         req: pb::CallToolRequest,
         budget: Duration,
     ) -> Result<pb::CallResult, ClankieError> {
-        let who = Who::Fleet(ticket.to_string());
+        let who = Requester::Fleet(ticket.to_string());
         self.call_as(&who, req, budget, None, Default::default())
             .await
     }
@@ -309,7 +309,7 @@ impl McpHost {
     pub(crate) fn replay(
         &self,
         existing: Record,
-        who: &Who,
+        who: &Requester,
         principal: &Principal,
         name: &str,
         args_sha: &str,
@@ -333,7 +333,7 @@ impl McpHost {
     /// id that was never used.
     pub async fn receipt(
         &self,
-        who: &Who,
+        who: &Requester,
         receipt_id: &str,
     ) -> Result<pb::CallResult, ClankieError> {
         let principal = self.principal(who, false).await?;
@@ -368,7 +368,10 @@ impl McpHost {
     ) -> Result<(Arc<Catalog>, clankie_types::vocabulary::Role), ClankieError> {
         let ticket = Self::ticket(req)?;
         self.recheck(&ticket, true).await?;
-        let role = self.tracker_caller(&Who::Fleet(ticket), "").await?.role;
+        let role = self
+            .tracker_caller(&Requester::Fleet(ticket), "")
+            .await?
+            .role;
         Ok((self.catalog(), role))
     }
 }

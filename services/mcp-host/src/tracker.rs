@@ -282,7 +282,7 @@ pub struct Budgets {
 
 /// A counted call; handing it back uncounts it (the call was refused later,
 /// before anything was dispatched).
-pub struct Admitted {
+pub struct Counted {
     key: (String, Class),
     at: i64,
     write: bool,
@@ -298,7 +298,7 @@ impl Budgets {
         class: Class,
         write: bool,
         now: i64,
-    ) -> Result<Option<Admitted>, ClankieError> {
+    ) -> Result<Option<Counted>, ClankieError> {
         if !role.limited() {
             return Ok(None);
         }
@@ -349,7 +349,7 @@ impl Budgets {
         if write {
             a.writes.stamps.push_back(now);
         }
-        Ok(Some(Admitted {
+        Ok(Some(Counted {
             key,
             at: now,
             write,
@@ -376,7 +376,7 @@ impl Budgets {
     }
 
     /// Uncounts a call that was refused after it was admitted.
-    pub fn refund(&self, admitted: Admitted) {
+    pub fn refund(&self, admitted: Counted) {
         if let Some(a) = self.accounts.lock().get_mut(&admitted.key) {
             if let Some(i) = a.requests.stamps.iter().rposition(|&t| t == admitted.at) {
                 a.requests.stamps.remove(i);

@@ -20,18 +20,18 @@ use tonic::transport::server::Connected;
 
 use crate::code::ErrorCode;
 use crate::owner::OwnerCheck;
-pub use crate::peer::{Caller, StackRule};
+pub use crate::peer::{InternalPeer, StackRule};
 
 /// An accepted connection with its peer's class.
 pub struct CallerStream {
     inner: UnixStream,
-    caller: Caller,
+    caller: InternalPeer,
 }
 
 impl Connected for CallerStream {
-    type ConnectInfo = Caller;
+    type ConnectInfo = InternalPeer;
 
-    fn connect_info(&self) -> Caller {
+    fn connect_info(&self) -> InternalPeer {
         self.caller
     }
 }
@@ -79,17 +79,17 @@ pub fn incoming(
 
 /// The class of the connection a request arrived on (`Other` when the
 /// request did not come through [`incoming`]).
-pub fn caller<T>(req: &tonic::Request<T>) -> Caller {
+pub fn caller<T>(req: &tonic::Request<T>) -> InternalPeer {
     req.extensions()
-        .get::<Caller>()
+        .get::<InternalPeer>()
         .copied()
-        .unwrap_or(Caller::Other)
+        .unwrap_or(InternalPeer::Other)
 }
 
 /// Refuses unless the request came from the named service of this stack.
 pub fn require_service<T>(req: &tonic::Request<T>, service: &str) -> Result<(), tonic::Status> {
     match caller(req) {
-        Caller::Stack(s) if s == service => Ok(()),
+        InternalPeer::Stack(s) if s == service => Ok(()),
         _ => {
             tracing::info!(
                 reason = ErrorCode::InternalCallerRefused.as_str(),
@@ -160,17 +160,17 @@ where
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
         let class = req
             .extensions()
-            .get::<Caller>()
+            .get::<InternalPeer>()
             .copied()
-            .unwrap_or(Caller::Other);
+            .unwrap_or(InternalPeer::Other);
         let admitted = match class {
-            Caller::Stack(_) => Some(class),
+            InternalPeer::Stack(_) => Some(class),
             _ => self
                 .layer
                 .owner
                 .as_ref()
                 .filter(|o| o.matches_headers(req.headers()))
-                .map(|_| Caller::Owner),
+                .map(|_| InternalPeer::Owner),
         };
         match admitted {
             Some(class) => {

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 /// Who connected to an internal socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
+pub enum InternalPeer {
     /// A service process of this stack (`admission`, `gateway`, ...).
     Stack(&'static str),
     /// Any other process that presented the owner credential.
@@ -84,30 +84,30 @@ impl StackRule {
     }
 
     /// Classifies the peer of an accepted connection.
-    pub fn classify(&self, stream: &tokio::net::UnixStream) -> Caller {
+    pub fn classify(&self, stream: &tokio::net::UnixStream) -> InternalPeer {
         let Ok(cred) = stream.peer_cred() else {
-            return Caller::Other;
+            return InternalPeer::Other;
         };
         let Some(pid) = cred.pid().filter(|p| *p > 0) else {
-            return Caller::Other;
+            return InternalPeer::Other;
         };
         if cred.uid() != self.uid {
-            return Caller::Other;
+            return InternalPeer::Other;
         }
         let pidfd = match peer_pidfd(stream) {
             Pidfd::Held(fd) => Some(fd),
             Pidfd::Unsupported => None,
             // The peer is already gone (or the kernel would not say): a
             // pid read about now could be someone else's.
-            Pidfd::Failed => return Caller::Other,
+            Pidfd::Failed => return InternalPeer::Other,
         };
         // Every fact is read, and liveness checked, whatever the answer.
         let facts = Facts::read(pid);
         let service = facts.as_ref().and_then(|f| self.service_of(f));
         let alive = still_alive(pid, pidfd.as_ref(), facts.map(|f| f.start_time));
         match service {
-            Some(name) if alive => Caller::Stack(name),
-            _ => Caller::Other,
+            Some(name) if alive => InternalPeer::Stack(name),
+            _ => InternalPeer::Other,
         }
     }
 
@@ -262,6 +262,6 @@ mod tests {
         let (server, _) = accepted.expect("accept");
         // The test runner is not a child of a clankie supervisor, and its
         // executable is no service binary.
-        assert_eq!(StackRule::current().classify(&server), Caller::Other);
+        assert_eq!(StackRule::current().classify(&server), InternalPeer::Other);
     }
 }

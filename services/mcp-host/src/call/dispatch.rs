@@ -19,7 +19,7 @@ use super::{Ask, Plan};
 use crate::receipts::{self, Begin, Outcome, Record};
 use crate::relay::Listen;
 use crate::{
-    COMPLETION_LIFETIME, McpHost, REPLY_MARGIN, Who, audit, audit_text, catalog, owner_of,
+    COMPLETION_LIFETIME, McpHost, REPLY_MARGIN, Requester, audit, audit_text, catalog, owner_of,
     result_pb, tracker,
 };
 
@@ -33,7 +33,7 @@ impl McpHost {
     /// The record a call's receipt starts as.
     pub(crate) fn record(
         &self,
-        who: &Who,
+        who: &Requester,
         principal: &Principal,
         entry: &catalog::Entry,
         ask: &Ask,
@@ -65,7 +65,7 @@ impl McpHost {
     pub(crate) async fn begin(
         &self,
         record: &Record,
-        counted: Option<tracker::Admitted>,
+        counted: Option<tracker::Counted>,
     ) -> Result<Begin, ClankieError> {
         let begun = self.inner.receipts.begin(record.clone()).await;
         if !matches!(begun, Ok(Begin::Durable))

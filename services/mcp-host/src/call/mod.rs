@@ -20,7 +20,7 @@ use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::Value;
 
 use crate::receipts::Begin;
-use crate::{McpHost, Who, arguments_hash};
+use crate::{McpHost, Requester, arguments_hash};
 
 /// A call's arguments and receipt id, checked as the caller sent them.
 pub(crate) struct Ask {
@@ -56,24 +56,24 @@ impl Ask {
 
 /// The qualified name a call's receipt records: a grant names its tools by
 /// their real names, on its one server.
-fn qualified(who: &Who, name: &str) -> String {
+fn qualified(who: &Requester, name: &str) -> String {
     match who {
-        Who::Grant(g) => format!("{}_{name}", g.grant.server),
-        Who::Fleet(_) | Who::Owner => name.to_string(),
+        Requester::Grant(g) => format!("{}_{name}", g.grant.server),
+        Requester::Fleet(_) | Requester::Owner => name.to_string(),
     }
 }
 
 impl McpHost {
     /// A grant call's argument pins and forbidden names.
-    fn check_granted(&self, who: &Who, name: &str, args: &Value) -> Result<(), ClankieError> {
+    fn check_granted(&self, who: &Requester, name: &str, args: &Value) -> Result<(), ClankieError> {
         match who {
-            Who::Grant(g) => match g.grant.tool(name) {
+            Requester::Grant(g) => match g.grant.tool(name) {
                 Some(tool) => tool.check(args),
                 None => {
                     Err(ErrorCode::ToolNotGranted.err(format!("the grant does not include {name}")))
                 }
             },
-            Who::Fleet(_) | Who::Owner => Ok(()),
+            Requester::Fleet(_) | Requester::Owner => Ok(()),
         }
     }
 
@@ -81,13 +81,13 @@ impl McpHost {
     /// and its caller going away.
     fn stops(
         &self,
-        who: &Who,
+        who: &Requester,
         caller_gone: Option<tokio_util::sync::CancellationToken>,
     ) -> dispatch::Stops {
         dispatch::Stops {
             revoked: match who {
-                Who::Grant(g) => Some(self.inner.grants.abort_token(&g.grant.grant_id)),
-                Who::Fleet(_) | Who::Owner => None,
+                Requester::Grant(g) => Some(self.inner.grants.abort_token(&g.grant.grant_id)),
+                Requester::Fleet(_) | Requester::Owner => None,
             },
             caller_gone,
         }
@@ -97,7 +97,7 @@ impl McpHost {
     /// owner's route (tracker vocabulary only).
     pub async fn call_as(
         &self,
-        who: &Who,
+        who: &Requester,
         req: pb::CallToolRequest,
         budget: Duration,
         caller_gone: Option<tokio_util::sync::CancellationToken>,

@@ -11,7 +11,7 @@ use clankie_runtime::clients::{Answer, Call};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use serde_json::Value;
 
-use crate::{McpHost, Who, catalog, tracker};
+use crate::{McpHost, Requester, catalog, tracker};
 
 /// A tracker vocabulary call's resolved caller and backend.
 pub(crate) struct Plan {
@@ -28,10 +28,10 @@ impl McpHost {
     /// tracker vocabulary only.
     pub(crate) fn resolve(
         &self,
-        who: &Who,
+        who: &Requester,
         name: &str,
     ) -> Result<Arc<catalog::Entry>, ClankieError> {
-        if let Who::Grant(g) = who {
+        if let Requester::Grant(g) = who {
             return self.resolve_granted(g, name).map(|(entry, _)| entry);
         }
         let entry = self.catalog().resolve(name).map_err(|e| {
@@ -44,7 +44,7 @@ impl McpHost {
                 e
             }
         })?;
-        if matches!(who, Who::Owner) && !entry.builtin {
+        if matches!(who, Requester::Owner) && !entry.builtin {
             return Err(ErrorCode::FleetCredentialRequired
                 .err("the owner's route reaches the tracker vocabulary only"));
         }
@@ -55,7 +55,7 @@ impl McpHost {
     /// cut-over check; nothing for any other account.
     pub(crate) async fn plan(
         &self,
-        who: &Who,
+        who: &Requester,
         entry: &catalog::Entry,
         args: &Value,
     ) -> Result<Option<Plan>, ClankieError> {
@@ -72,7 +72,7 @@ impl McpHost {
     /// built-in store, nor an item that moved there.
     async fn refuse_cut_over(
         &self,
-        who: &Who,
+        who: &Requester,
         entry: &catalog::Entry,
         args: &Value,
     ) -> Result<(), ClankieError> {
@@ -101,7 +101,7 @@ impl McpHost {
     /// Resolves role, profile and route of a tracker vocabulary call.
     async fn tracker_plan(
         &self,
-        who: &Who,
+        who: &Requester,
         entry: &catalog::Entry,
         args: &Value,
     ) -> Result<Plan, ClankieError> {
@@ -160,7 +160,7 @@ impl McpHost {
     /// The caller's tracker role and route, from the hire ledger.
     pub(crate) async fn tracker_caller(
         &self,
-        who: &Who,
+        who: &Requester,
         repo: &str,
     ) -> Result<tracker::TrackerCaller, ClankieError> {
         let msg = mpb::ResolveCallerRequest {
@@ -168,7 +168,7 @@ impl McpHost {
         };
         let req = match who {
             // A grant is not a hire: a worker with no project route.
-            Who::Grant(g) => {
+            Requester::Grant(g) => {
                 return Ok(tracker::TrackerCaller {
                     role: clankie_types::vocabulary::Role::Worker,
                     actor: g.grant.audit_principal(),
@@ -178,8 +178,8 @@ impl McpHost {
                     route_project: String::new(),
                 });
             }
-            Who::Owner => self.owner_request(msg, Duration::from_secs(5)),
-            Who::Fleet(ticket) => Call::new(msg)
+            Requester::Owner => self.owner_request(msg, Duration::from_secs(5)),
+            Requester::Fleet(ticket) => Call::new(msg)
                 .timeout(Duration::from_secs(5))
                 .ticket(ticket)
                 .request(),
@@ -246,7 +246,7 @@ impl McpHost {
         plan: Option<&Plan>,
         tool: &str,
         background: bool,
-    ) -> Result<Option<tracker::Admitted>, ClankieError> {
+    ) -> Result<Option<tracker::Counted>, ClankieError> {
         let Some(p) = plan else {
             return Ok(None);
         };

@@ -12,7 +12,7 @@ use tonic::metadata::MetadataMap;
 
 use super::rules::{GrantedTool, worker_publishing};
 use super::{GrantRecord, Issue};
-use crate::{McpHost, Who, catalog};
+use crate::{McpHost, Requester, catalog};
 
 /// A call made under a manual grant: the bearer it came with, and the
 /// grant as it stood when the request arrived.
@@ -83,13 +83,16 @@ fn granted_tool(t: &pb::GrantTool) -> Result<GrantedTool, ClankieError> {
 impl McpHost {
     /// The grant caller a request's `x-clankie-grant` names, if it names
     /// one; refused when the bearer is unknown, expired or revoked.
-    pub(crate) fn grant_caller(&self, metadata: &MetadataMap) -> Option<Result<Who, ClankieError>> {
+    pub(crate) fn grant_caller(
+        &self,
+        metadata: &MetadataMap,
+    ) -> Option<Result<Requester, ClankieError>> {
         let bearer = clankie_runtime::grpc::grant(metadata)?.to_string();
         Some(
             self.inner
                 .grants
                 .authenticate(&bearer)
-                .map(|grant| Who::Grant(Box::new(GrantCaller { bearer, grant }))),
+                .map(|grant| Requester::Grant(Box::new(GrantCaller { bearer, grant }))),
         )
     }
 

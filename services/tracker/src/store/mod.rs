@@ -90,8 +90,8 @@ impl Caller {
         }
     }
 
-    fn who(&self) -> Who<'_> {
-        Who {
+    fn who(&self) -> Writer<'_> {
+        Writer {
             actor: &self.actor,
             role: Some(self.role),
         }
@@ -101,12 +101,12 @@ impl Caller {
 /// The writer of one transaction: a role for tool calls, none for trusted
 /// store calls.
 #[derive(Debug, Clone, Copy)]
-struct Who<'a> {
+struct Writer<'a> {
     actor: &'a str,
     role: Option<Role>,
 }
 
-impl Who<'_> {
+impl Writer<'_> {
     fn limited(&self) -> Option<Role> {
         self.role.filter(|r| r.limited())
     }

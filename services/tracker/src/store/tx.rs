@@ -117,7 +117,7 @@ impl Store {
     /// the idempotency key, runs `f`, and appends the audit row.
     pub(super) fn write<T, F>(
         &mut self,
-        who: Who<'_>,
+        who: Writer<'_>,
         tool: &str,
         key: Option<&str>,
         f: F,

@@ -17,7 +17,7 @@ impl Store {
             idempotency_key: idempotency_key.map(str::to_string),
             ..Default::default()
         };
-        self.save_comment_by(Who { actor, role: None }, "save_comment", input)
+        self.save_comment_by(Writer { actor, role: None }, "save_comment", input)
     }
 
     /// Adds a comment, or edits one (`id`): only its author, the lead or
@@ -33,7 +33,7 @@ impl Store {
 
     pub(super) fn save_comment_by(
         &mut self,
-        who: Who<'_>,
+        who: Writer<'_>,
         tool: &str,
         input: SaveComment,
     ) -> Result<Written<Comment>, StoreError> {

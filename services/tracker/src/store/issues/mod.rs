@@ -474,7 +474,7 @@ impl Store {
         actor: &str,
         input: SaveIssue,
     ) -> Result<Written<Issue>, StoreError> {
-        self.save_issue_by(Who { actor, role: None }, "save_issue", input)
+        self.save_issue_by(Writer { actor, role: None }, "save_issue", input)
     }
 
     /// Creates or updates an issue as a caller with a role: limited roles
@@ -508,7 +508,7 @@ impl Store {
 
     pub(super) fn save_issue_by(
         &mut self,
-        who: Who<'_>,
+        who: Writer<'_>,
         tool: &str,
         input: SaveIssue,
     ) -> Result<Written<Issue>, StoreError> {

@@ -7,7 +7,7 @@ impl Store {
     /// Creates a team with a display key (`TEAM` in `TEAM-n`).
     pub fn create_team(&mut self, key: &str, name: &str, actor: &str) -> Result<Team, StoreError> {
         valid_team_key(key)?;
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         let written = self.write(who, "create_team", None, |w| {
             let team = Team {
                 id: new_id(),
@@ -42,7 +42,7 @@ impl Store {
         actor: &str,
     ) -> Result<Team, StoreError> {
         valid_team_key(key)?;
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         let written = self.write(who, "cut_over_team", None, |w| {
             let existing = one(
                 w,
@@ -100,7 +100,7 @@ impl Store {
                 "an imported issue needs a title and its Linear UUID".into(),
             ));
         }
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         let written = self.write(who, "import_issue", None, |w| {
             let team = find_team(w, team_key)?;
             if !team.cut_over {

@@ -15,7 +15,7 @@ impl Store {
         if ends_at <= starts_at {
             return Err(StoreError::Invalid("a cycle ends after it starts".into()));
         }
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         Ok(self
             .write(who, "create_cycle", None, |w| {
                 let team = find_team(w, team)?;
@@ -119,7 +119,7 @@ impl Store {
             valid_date(d)?;
         }
         let name = required(Some(name), "name")?.to_string();
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         Ok(self
             .write(who, "create_milestone", None, |w| {
                 let project = find_project(w, project)?;

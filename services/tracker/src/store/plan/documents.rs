@@ -13,7 +13,7 @@ impl Store {
         issue: Option<&str>,
     ) -> Result<Document, StoreError> {
         let title = required(Some(title), "title")?.to_string();
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         Ok(self
             .write(who, "create_document", None, |w| {
                 let project_id = match project {
@@ -96,7 +96,7 @@ impl Store {
         issues: &[&str],
     ) -> Result<Release, StoreError> {
         let name = required(Some(name), "name")?.to_string();
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         Ok(self
             .write(who, "create_release", None, |w| {
                 let issue_ids = issues
@@ -170,7 +170,7 @@ impl Store {
             valid_date(d)?;
         }
         let name = required(Some(name), "name")?.to_string();
-        let who = Who { actor, role: None };
+        let who = Writer { actor, role: None };
         Ok(self
             .write(who, "create_initiative", None, |w| {
                 let i = Initiative {

@@ -9,8 +9,8 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Caller, Page, Store, StoreError, Who, Written, all, bump, check_fresh, find_issue, find_team,
-    is_constraint, json_list, new_id, non_empty, one, one_of, page_limit, required,
+    Caller, Page, Store, StoreError, Writer, Written, all, bump, check_fresh, find_issue,
+    find_team, is_constraint, json_list, new_id, non_empty, one, one_of, page_limit, required,
 };
 use crate::vocabulary::{HEALTH, PROJECT_STATUSES};
 

@@ -1,5 +1,5 @@
 //! The bridge's way to the gateway: the MCP client session it keeps
-//! (`Upstream`), and a small kept-alive HTTP client over the local socket
+//! (`Gateway`), and a small kept-alive HTTP client over the local socket
 //! (`Http`) for the seat channel and review submissions.
 
 use std::sync::Arc;
@@ -28,7 +28,7 @@ pub(crate) enum Route {
     Local { socket: String },
 }
 
-pub(crate) struct Upstream {
+pub(crate) struct Gateway {
     pub(crate) route: Route,
     pub(crate) conn: Mutex<Option<RunningService<RoleClient, super::echo::GatewayHandler>>>,
     /// The last verified tool list.
@@ -68,7 +68,7 @@ pub(crate) fn is_refusal(msg: &str) -> bool {
 /// One kept-alive HTTP/1.1 connection's sender.
 pub(crate) type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
-impl Upstream {
+impl Gateway {
     /// Remembers whether the gateway last called this process a non-member.
     pub(crate) fn note_outcome<T>(&self, result: &Result<T, String>) {
         use std::sync::atomic::Ordering;
