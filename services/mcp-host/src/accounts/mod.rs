@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clankie_proto::mcphost::v1 as pb;
-use clankie_runtime::state::{self, Loaded};
+use clankie_runtime::state::{self, GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use rmcp::service::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
@@ -51,7 +51,7 @@ struct AccountConfig {
     created_at_ms: i64,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct AccountsFile {
     version: u32,
     next_generation: u64,
@@ -136,11 +136,9 @@ impl Drop for InflightGuard {
 }
 
 struct Inner {
-    path: PathBuf,
-    /// Set when accounts.json could not be read: changes are refused so the
-    /// file is never overwritten.
-    unreadable: Option<String>,
-    file: Mutex<AccountsFile>,
+    /// `accounts.json`. Unreadable at start: no account is connected and
+    /// changes are refused, so the file is never overwritten.
+    file: Mutex<Guarded<AccountsFile>>,
     slots: Mutex<BTreeMap<String, Arc<Slot>>>,
     catalog: watch::Sender<Arc<Catalog>>,
     rules: Rules,
@@ -162,41 +160,39 @@ fn lock<T>(m: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
     m.lock()
 }
 
+/// Why a change to `accounts.json` was not kept.
+fn unsaved(e: GuardError) -> ClankieError {
+    ErrorCode::Internal.err(format!("could not save accounts: {e}"))
+}
+
 impl Registry {
     /// Loads `accounts.json` from `dir` and starts a supervisor per account.
     pub fn open(dir: PathBuf, shutdown: CancellationToken) -> std::io::Result<Self> {
         state::private_dir(&dir)?;
         let path = dir.join("accounts.json");
-        let (file, unreadable) = match state::load_json::<AccountsFile>(&path) {
-            Loaded::Missing => (AccountsFile::default(), None),
-            Loaded::Ok(f) => (f, None),
-            Loaded::Unreadable(e) => {
-                tracing::error!(error = %e, "accounts file unreadable; no account is connected and changes are refused");
-                (AccountsFile::default(), Some(e))
-            }
-        };
+        let mut file = Guarded::load(path, AccountsFile::default, AccountsFile::default);
+        if let Some(e) = file.unreadable() {
+            tracing::error!(error = %e, "accounts file unreadable; no account is connected and changes are refused");
+        }
+        // Each account joins the file in memory again as its supervisor
+        // starts.
+        let configs = std::mem::take(&mut file.accounts);
         let (catalog, _) = watch::channel(Arc::new(Catalog::build(
             &[crate::tracker::builtin_tools()],
             &Rules,
         )));
         let registry = Registry {
             inner: Arc::new(Inner {
-                path,
-                unreadable,
-                file: Mutex::new(AccountsFile {
-                    version: 1,
-                    next_generation: file.next_generation,
-                    accounts: Vec::new(),
-                }),
+                file: Mutex::new(file),
                 slots: Mutex::new(BTreeMap::new()),
                 catalog,
                 rules: Rules,
                 shutdown,
                 relay: Relay::new(),
-                first_verdicts: Mutex::new(file.accounts.iter().map(|a| a.name.clone()).collect()),
+                first_verdicts: Mutex::new(configs.iter().map(|a| a.name.clone()).collect()),
             }),
         };
-        for config in file.accounts {
+        for config in configs {
             registry.start(config.clone());
             lock(&registry.inner.file).accounts.push(config);
         }
@@ -215,7 +211,7 @@ impl Registry {
 
     /// True when accounts.json could not be read.
     pub fn unreadable(&self) -> bool {
-        self.inner.unreadable.is_some()
+        lock(&self.inner.file).unreadable().is_some()
     }
 
     fn first_verdict(&self, name: &str) {
@@ -248,32 +244,21 @@ impl Registry {
             ));
         }
         self.refuse_if_unreadable()?;
-        let config = {
-            let mut file = lock(&self.inner.file);
-            file.next_generation += 1;
-            let config = AccountConfig {
-                name: name.to_string(),
-                transport,
-                generation: file.next_generation,
-                created_at_ms: now_ms(),
-            };
-            let mut next: Vec<AccountConfig> = file
-                .accounts
-                .iter()
-                .filter(|a| a.name != name)
-                .cloned()
-                .collect();
-            next.push(config.clone());
-            let snapshot = AccountsFile {
-                version: 1,
-                next_generation: file.next_generation,
-                accounts: next,
-            };
-            state::save_json(&self.inner.path, &snapshot)
-                .map_err(|e| ErrorCode::Internal.err(format!("could not save accounts: {e}")))?;
-            *file = snapshot;
-            config
-        };
+        let config = lock(&self.inner.file)
+            .update(|file| {
+                file.version = 1;
+                file.next_generation += 1;
+                let config = AccountConfig {
+                    name: name.to_string(),
+                    transport,
+                    generation: file.next_generation,
+                    created_at_ms: now_ms(),
+                };
+                file.accounts.retain(|a| a.name != name);
+                file.accounts.push(config.clone());
+                config
+            })
+            .map_err(unsaved)?;
         tracing::info!(
             account = name,
             transport = config.transport.kind(),
@@ -306,19 +291,11 @@ impl Registry {
             if !file.accounts.iter().any(|a| a.name == name) {
                 return Ok(false);
             }
-            let snapshot = AccountsFile {
-                version: 1,
-                next_generation: file.next_generation,
-                accounts: file
-                    .accounts
-                    .iter()
-                    .filter(|a| a.name != name)
-                    .cloned()
-                    .collect(),
-            };
-            state::save_json(&self.inner.path, &snapshot)
-                .map_err(|e| ErrorCode::Internal.err(format!("could not save accounts: {e}")))?;
-            *file = snapshot;
+            file.update(|f| {
+                f.version = 1;
+                f.accounts.retain(|a| a.name != name);
+            })
+            .map_err(unsaved)?;
         }
         if let Some(old) = lock(&self.inner.slots).remove(name) {
             old.cancel.cancel();
@@ -329,7 +306,7 @@ impl Registry {
     }
 
     fn refuse_if_unreadable(&self) -> Result<(), ClankieError> {
-        match &self.inner.unreadable {
+        match lock(&self.inner.file).unreadable() {
             Some(e) => Err(ErrorCode::Internal.err(format!(
                 "accounts.json is unreadable ({e}); move it aside before changing accounts"
             ))),
