@@ -19,7 +19,7 @@
 //!   harness itself is admitted again; a process that is not its pane's
 //!   foreground agent (not a native seat) stops polling for 5 minutes.
 
-use clankie_types::fleet::DeliveryKind;
+use clankie_types::fleet::{DeliveryKind, ErrorBody};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
             }
         };
         if status != 200 {
-            let code = body["error"]["code"].as_str().unwrap_or("").to_string();
+            let code = ErrorBody::read(&body).map(|e| e.code).unwrap_or_default();
             up.note_outcome::<()>(&Err(code.clone()));
             if code == ErrorCode::NativeSeatRequired.as_str() {
                 tracing::info!(

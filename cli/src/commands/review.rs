@@ -62,10 +62,11 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(v) => {
+                    let e = clankie_types::fleet::ErrorBody::read(&v);
                     eprintln!(
                         "clankie: refused ({}): {}",
-                        v["error"]["code"].as_str().unwrap_or("unknown"),
-                        v["error"]["message"].as_str().unwrap_or("")
+                        e.as_ref().map_or("unknown", |e| e.code.as_str()),
+                        e.as_ref().map_or("", |e| e.message.as_str())
                     );
                     Ok(ExitCode::FAILURE)
                 }

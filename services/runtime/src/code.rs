@@ -327,16 +327,21 @@ impl ClankieError {
     /// The refusal as a JSON error object: `code`, `message`, `retryable`
     /// and any structured details; the one spelling every edge uses.
     pub fn body(&self) -> serde_json::Value {
-        let mut error = serde_json::Map::new();
-        error.insert("code".into(), self.code.as_str().into());
-        error.insert("message".into(), self.message.clone().into());
-        error.insert("retryable".into(), self.code.retryable().into());
-        if let Some(serde_json::Value::Object(extra)) = self.details_json() {
-            for (k, v) in extra {
-                error.entry(k).or_insert(v);
-            }
+        let mut details = match self.details_json() {
+            Some(serde_json::Value::Object(extra)) => extra,
+            _ => serde_json::Map::new(),
+        };
+        // The fixed fields win over a detail of the same name.
+        for k in ["code", "message", "retryable"] {
+            details.remove(k);
         }
-        serde_json::Value::Object(error)
+        let body = clankie_types::fleet::ErrorBody {
+            code: self.code.as_str().into(),
+            message: self.message.clone(),
+            retryable: self.code.retryable(),
+            details,
+        };
+        serde_json::to_value(body).unwrap_or(serde_json::Value::Null)
     }
 
     /// The structured details, when any.

@@ -7,6 +7,7 @@
 //! - [`receipt`]: receipt ids, minted in one place, parsed by one rule.
 //! - [`outcome`]: how a dispatched call ended, as the member reads it.
 //! - [`delivery`]: who a seat's delivery is from, and whether it steers.
+//! - [`error`]: a refusal's body, read by its fields, never its text.
 //! - [`meta`]: the call's account in a result's `_meta`, one writer and one
 //!   reader.
 //!
@@ -15,12 +16,14 @@
 //! languages cannot drift apart.
 
 pub mod delivery;
+pub mod error;
 pub mod meta;
 pub mod outcome;
 pub mod receipt;
 pub mod tool;
 
 pub use delivery::DeliveryKind;
+pub use error::ErrorBody;
 pub use meta::CallMeta;
 pub use outcome::Outcome;
 pub use receipt::{ReceiptId, ReceiptKind};
