@@ -41,7 +41,13 @@ async fn owner_call(host: &mut Host, tool: &str, args: Value) -> anyhow::Result<
         })
         .await?
         .into_inner();
-    anyhow::ensure!(r.outcome == "ok", "{tool}: {} {}", r.outcome, r.result_json);
+    anyhow::ensure!(
+        clankie_types::fleet::Outcome::from_wire(r.outcome)
+            == Some(clankie_types::fleet::Outcome::Ok),
+        "{tool}: {:?} {}",
+        clankie_types::fleet::Outcome::from_wire(r.outcome),
+        r.result_json
+    );
     let v: Value = serde_json::from_str(&r.result_json)?;
     Ok(v["structuredContent"].clone())
 }

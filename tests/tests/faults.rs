@@ -400,8 +400,17 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
     let client = connect(&stack.mcp_url, &token).await;
     clankie_tests::wait_tool(&client, "edge_slow").await;
     check_calls(&client, &log, &answers, &mut tally).await;
-    let doctor: Value =
-        serde_json::from_str(&stack.clankie_ok(&["doctor", "--json"])).expect("doctor json");
+    // Readiness is polled (every 250 ms): the catalog that just loaded may
+    // not be reported yet.
+    let healthy = clankie_tests::eventually(Duration::from_secs(30), async || {
+        let out = stack.clankie(&["doctor", "--json"]);
+        out.status.success().then_some(out.stdout)
+    })
+    .await;
+    let doctor: Value = serde_json::from_slice(
+        &healthy.unwrap_or_else(|| stack.clankie_ok(&["doctor", "--json"]).into_bytes()),
+    )
+    .expect("doctor json");
     let uncertain = doctor["receipts"]["uncertain"].as_u64().unwrap_or(u64::MAX);
     if uncertain != 0 {
         tally.violation(format!(

@@ -88,10 +88,10 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
             let structured = result.get("structuredContent").cloned().unwrap_or(result);
             print_json(&json!({
                 "receiptId": r.receipt_id,
-                "outcome": r.outcome,
+                "outcome": Outcome::from_wire(r.outcome),
                 "result": structured,
             }));
-            Ok(if Outcome::parse(&r.outcome) == Some(Outcome::Ok) {
+            Ok(if Outcome::from_wire(r.outcome) == Some(Outcome::Ok) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE

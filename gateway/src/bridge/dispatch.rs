@@ -53,7 +53,7 @@ pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
     let mut out = passed.unwrap_or_else(|| {
         let mut body = json!({
             "receiptId": result.receipt_id,
-            "outcome": result.outcome,
+            "outcome": Outcome::from_wire(result.outcome),
             "name": result.name,
             "result": upstream,
             "fromReceipt": result.from_receipt,
@@ -65,7 +65,7 @@ pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
             body["trimmed"] = json!(true);
         }
         // Uncertain is not an error: the call may well have applied.
-        if Outcome::parse(&result.outcome) == Some(Outcome::Error) {
+        if Outcome::from_wire(result.outcome) == Some(Outcome::Error) {
             CallToolResult::structured_error(body)
         } else {
             CallToolResult::structured(body)
@@ -73,7 +73,7 @@ pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
     });
     let account = CallMeta {
         receipt_id: result.receipt_id,
-        outcome: Outcome::parse(&result.outcome),
+        outcome: Outcome::from_wire(result.outcome),
         name: result.name,
         from_receipt: result.from_receipt,
         detail: result.detail,
@@ -440,7 +440,7 @@ impl Bridge {
                 let lost = lost_after_forward(&receipt_id);
                 Ok(call_result(mpb::CallResult {
                     receipt_id,
-                    outcome: Outcome::Uncertain.as_str().into(),
+                    outcome: Outcome::Uncertain.wire(),
                     name,
                     detail: lost["detail"].as_str().unwrap_or_default().into(),
                     ..Default::default()

@@ -40,7 +40,7 @@ pub(super) fn receipt_for(meta: &RequestMetaObject) -> Result<String, ClankieErr
 pub(super) fn revoked_mid_call(receipt_id: &str) -> CallToolResult {
     call_result(mpb::CallResult {
         receipt_id: receipt_id.to_string(),
-        outcome: Outcome::Uncertain.as_str().into(),
+        outcome: Outcome::Uncertain.wire(),
         detail: "the grant was revoked while this call ran: it may have applied, and this \
                  session is closing"
             .into(),
@@ -113,7 +113,7 @@ impl Bridge {
                 tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
                 call_result(mpb::CallResult {
                     receipt_id,
-                    outcome: Outcome::Uncertain.as_str().into(),
+                    outcome: Outcome::Uncertain.wire(),
                     detail: "the host did not answer after the call left: it may have applied; \
                              call again with the same receipt id to read its outcome"
                         .into(),
@@ -141,7 +141,7 @@ mod tests {
         });
         let out = call_result(mpb::CallResult {
             receipt_id: "r1".into(),
-            outcome: "ok".into(),
+            outcome: Outcome::Ok.wire(),
             result_json: upstream.to_string(),
             ..Default::default()
         });
@@ -157,7 +157,7 @@ mod tests {
     fn an_uncertain_call_names_its_receipt() {
         let out = call_result(mpb::CallResult {
             receipt_id: "r2".into(),
-            outcome: Outcome::Uncertain.as_str().into(),
+            outcome: Outcome::Uncertain.wire(),
             detail: "deadline".into(),
             ..Default::default()
         });

@@ -173,7 +173,7 @@ pub(crate) fn arguments_hash(args: &Value) -> String {
 pub(crate) fn result_pb(r: &Record, from_receipt: bool) -> pb::CallResult {
     pb::CallResult {
         receipt_id: r.receipt_id.clone(),
-        outcome: r.visible_outcome().as_str().into(),
+        outcome: r.visible_outcome().wire(),
         result_json: r.result.as_ref().map(|v| v.to_string()).unwrap_or_default(),
         name: r.name.clone(),
         dispatched_at_ms: r.dispatched_at_ms,

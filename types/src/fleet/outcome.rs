@@ -24,7 +24,29 @@ impl Outcome {
         }
     }
 
-    /// The word as the wire spells it; anything else is not an outcome.
+    /// As the internal wire carries it (`mcphost.v1.Outcome`).
+    pub fn wire(self) -> i32 {
+        use clankie_proto::mcphost::v1::Outcome as W;
+        (match self {
+            Outcome::Ok => W::Ok,
+            Outcome::Error => W::Error,
+            Outcome::Uncertain => W::Uncertain,
+        }) as i32
+    }
+
+    /// From the internal wire; unspecified or unknown is no outcome.
+    pub fn from_wire(value: i32) -> Option<Outcome> {
+        use clankie_proto::mcphost::v1::Outcome as W;
+        match W::try_from(value).ok()? {
+            W::Ok => Some(Outcome::Ok),
+            W::Error => Some(Outcome::Error),
+            W::Uncertain => Some(Outcome::Uncertain),
+            W::Unspecified => None,
+        }
+    }
+
+    /// The word as the member-facing JSON spells it; anything else is not
+    /// an outcome.
     pub fn parse(word: &str) -> Option<Outcome> {
         match word {
             "ok" => Some(Outcome::Ok),
@@ -71,5 +93,10 @@ mod tests {
             assert_eq!(serde_json::to_value(o).expect("json"), o.as_str());
         }
         assert_eq!(Outcome::parse("OK"), None);
+        for o in ours {
+            assert_eq!(Outcome::from_wire(o.wire()), Some(o));
+        }
+        assert_eq!(Outcome::from_wire(0), None);
+        assert_eq!(Outcome::from_wire(99), None);
     }
 }

@@ -194,7 +194,7 @@ impl McpHost {
         r.detail = Some(detail);
         r.result = None;
         let mut out = result_pb(&r, false);
-        out.outcome = Outcome::Uncertain.as_str().into();
+        out.outcome = Outcome::Uncertain.wire();
         out
     }
 }
