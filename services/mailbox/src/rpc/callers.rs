@@ -202,15 +202,7 @@ impl MailboxService {
         seat: &apb::SeatIdentity,
         server: Option<codex_seats::Proc>,
     ) -> Result<(), ClankieError> {
-        let hire = {
-            let store = self.inner.store.lock().await;
-            store
-                .state
-                .hire_in(&seat.link_id, &seat.pane_id)
-                .filter(|h| h.is_registered_codex())
-                .map(|h| h.hire_id.clone())
-        };
-        let Some(hire) = hire else {
+        let Some(hire) = self.registered_codex(&seat.link_id, &seat.pane_id).await else {
             return Ok(());
         };
         let seen = codex_seats::Seen {
@@ -245,17 +237,25 @@ impl MailboxService {
         req: &Request<T>,
         principal: &clankie_proto::common::v1::Principal,
     ) -> Result<(), ClankieError> {
-        let codex = {
-            let store = self.inner.store.lock().await;
-            store
-                .state
-                .hire_in(&principal.link_id, &principal.pane_id)
-                .is_some_and(|h| h.is_registered_codex())
-        };
-        if codex {
+        if self
+            .registered_codex(&principal.link_id, &principal.pane_id)
+            .await
+            .is_some()
+        {
             self.observe_seat(req).await?;
         }
         Ok(())
+    }
+
+    /// The ready Codex hire in a pane, whose requests hold against its
+    /// registration.
+    async fn registered_codex(&self, link_id: &str, pane_id: &str) -> Option<String> {
+        let store = self.inner.store.lock().await;
+        store
+            .state
+            .hire_in(link_id, pane_id)
+            .filter(|h| h.is_registered_codex())
+            .map(|h| h.hire_id.clone())
     }
 
     /// The native seat behind a seat-mailbox request. A hire that asked
