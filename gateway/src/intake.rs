@@ -9,7 +9,8 @@ use clankie_runtime::{ClankieError, ErrorCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{MAX_BODY, refusal};
+use crate::MAX_BODY;
+use crate::refusal::refusal;
 
 /// The longest request path (a route with its pane and id segments).
 const MAX_PATH: usize = 2 * field::PATH_SEGMENT + 128;

@@ -1,25 +1,42 @@
 //! The gateway: the HTTP and MCP front door.
 //!
-//! Owns: the HTTP listener, the MCP streamable-HTTP endpoint (`/mcp`) that
-//! serves the two-tool bridge to fleet members, `/healthz` and `/readyz`, and
-//! the discovery file bridges read. Every request to `/mcp` is admitted by one
-//! gRPC call to the admission service before anything else happens; the
-//! admission ticket then rides on every gRPC call the request makes, with the
-//! request's remaining budget (30 s in total) as the gRPC deadline.
+//! Owns: the HTTP listeners (bearer TCP, the local Unix socket, loopback
+//! TCP), the MCP streamable-HTTP endpoint (`/mcp`) serving the fleet tools,
+//! the seat routes, the owner's operator routes, `/healthz` and `/readyz`,
+//! and the discovery file bridges read.
 //!
 //! Does not own: any state, accounts, receipts or settings.
+//!
+//! Laid out in three layers, each depending only on the ones before it:
+//!
+//! - `doors/`: how a request is admitted (local proof, grant bearer, fleet
+//!   bearer), with one shared ending; the admission ticket then rides on
+//!   every gRPC call the request makes, with the request's remaining budget
+//!   (30 s in total) as the gRPC deadline.
+//! - `fleet/`: the operations a member can ask for, typed in and out, with
+//!   no HTTP or MCP in them.
+//! - `mcp/` and `http/`: the faces, which parse requests into operations and
+//!   shape their answers.
+//!
+//! Beneath them: the connection loop and its bounds (`serve.rs`, `caps.rs`),
+//! the request checks (`intake.rs`, `origin.rs`), MCP session ownership
+//! (`sessions.rs`) and the streams followed from the services (`feeds.rs`).
 
-mod bridge;
 mod caps;
-mod grants;
+mod doors;
+mod feeds;
+mod fleet;
+mod http;
 mod intake;
-pub mod local;
-mod operator;
+mod mcp;
 mod origin;
-mod seats;
+mod refusal;
 mod serve;
 mod sessions;
 
+pub use doors::Admitted;
+pub use doors::local;
+pub use refusal::refusal;
 pub use serve::{ConnLimits, PeerKey};
 
 /// Entry points for the fuzz targets (`fuzz/`): the intake's pure parsers.
@@ -32,24 +49,17 @@ pub mod fuzzing {
 }
 pub use sessions::SessionCaps;
 
-use clankie_runtime::clients::{Call, INTERNAL};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use clankie_proto::admission::v1 as apb;
-use clankie_proto::common::v1::{FleetTools, Principal};
 use clankie_proto::mcphost::v1 as mpb;
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::{ClankieError, ErrorCode};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -61,17 +71,6 @@ pub const REQUEST_BUDGET: Duration = Duration::from_secs(30);
 pub const MAX_BODY: usize = 4 << 20;
 /// Idle MCP sessions expire after this long; clients reconnect.
 pub const SESSION_IDLE: Duration = Duration::from_secs(15 * 60);
-
-/// What admission proved for one HTTP request.
-#[derive(Clone, Debug)]
-pub struct Admitted {
-    pub ticket: String,
-    pub principal: Principal,
-    pub tools_on: bool,
-    /// A manual grant's bearer: the session reaches that grant's tools
-    /// and nothing else.
-    pub grant: Option<String>,
-}
 
 /// Gateway options.
 pub struct Options {
@@ -100,7 +99,7 @@ pub(crate) struct Shared {
     /// Every connected account's log lines, as mcp-host's feed gives them.
     pub(crate) log_lines: tokio::sync::broadcast::Sender<mpb::LogLine>,
     /// The grant calls being served, so a revoke answers them first.
-    pub(crate) grant_calls: grants::GrantCalls,
+    pub(crate) grant_calls: doors::grant::GrantCalls,
     pub(crate) request_budget: Duration,
     session_caps: sessions::SessionCaps,
     allowed_hosts: Vec<String>,
@@ -142,20 +141,20 @@ impl Options {
                 listeners: Default::default(),
             }),
         };
-        tokio::spawn(bridge::watch_catalog(
+        tokio::spawn(feeds::watch_catalog(
             gateway.shared.clone(),
             shutdown.clone(),
         ));
-        tokio::spawn(bridge::watch_settings(
+        tokio::spawn(feeds::watch_settings(
             gateway.shared.clone(),
             shutdown.clone(),
         ));
-        tokio::spawn(bridge::watch_logs(gateway.shared.clone(), shutdown.clone()));
-        tokio::spawn(grants::watch_revocations(
+        tokio::spawn(feeds::watch_logs(gateway.shared.clone(), shutdown.clone()));
+        tokio::spawn(doors::grant::watch_revocations(
             gateway.shared.clone(),
             shutdown.clone(),
         ));
-        tokio::spawn(bridge::announce(gateway.shared.clone(), shutdown));
+        tokio::spawn(mcp::announce(gateway.shared.clone(), shutdown));
         gateway
     }
 }
@@ -192,66 +191,57 @@ impl Gateway {
         tokio::spawn(sessions.clone().prune(shutdown.clone()));
         let factory_shared = shared.clone();
         let mcp = StreamableHttpService::new(
-            move || Ok(bridge::Bridge::new(factory_shared.clone())),
+            move || Ok(mcp::Bridge::new(factory_shared.clone())),
             manager,
             config,
         );
+        use crate::http::seats;
         use axum::routing::{get, post};
+        use clankie_types::fleet::seat::SeatRoute;
+        let seat = |route: SeatRoute| route.template();
         Router::new()
             .nest_service("/mcp", mcp)
-            .route("/v1/fleet/seats/{pane}/mailbox", get(seats::mailbox))
-            .route("/v1/fleet/seats/{pane}/mailbox/ack", post(seats::ack))
-            .route("/v1/fleet/seats/{pane}/mailbox/claim", post(seats::claim))
+            .route(&seat(SeatRoute::Mailbox), get(seats::mailbox))
+            .route(&seat(SeatRoute::Ack), post(seats::ack))
+            .route(&seat(SeatRoute::Claim), post(seats::claim))
+            .route(&seat(SeatRoute::Release), post(seats::release))
+            .route(&seat(SeatRoute::ToolCatalog), get(seats::tool_catalog))
+            .route(&seat(SeatRoute::Peers), get(seats::peers))
+            .route(&seat(SeatRoute::PeerMessages), post(seats::peer_message))
+            .route(&seat(SeatRoute::PeerMessage), get(seats::peer_receipt))
             .route(
-                "/v1/fleet/seats/{pane}/mailbox/release",
-                post(seats::release),
+                &seat(SeatRoute::ReviewCandidates),
+                post(seats::submit_review),
             )
             .route(
-                "/v1/fleet/seats/{pane}/tool-catalog",
-                get(seats::tool_catalog),
-            )
-            .route("/v1/fleet/seats/{pane}/peers", get(seats::peers))
-            .route(
-                "/v1/fleet/seats/{pane}/peer-messages",
-                post(seats::peer_message),
+                &seat(SeatRoute::ReviewCandidate),
+                get(seats::review_candidate),
             )
             .route(
-                "/v1/fleet/seats/{pane}/peer-messages/{id}",
-                get(seats::peer_receipt),
-            )
-            .route(
-                "/v1/fleet/seats/{pane}/review-candidates",
-                post(seats::review::submit),
-            )
-            .route(
-                "/v1/fleet/seats/{pane}/review-candidates/{id}",
-                get(seats::review::get),
-            )
-            .route(
-                "/v1/fleet/seats/{pane}/review-verdicts",
-                post(seats::review::verdict),
+                &seat(SeatRoute::ReviewVerdicts),
+                post(seats::review_verdict),
             )
             .layer(axum::middleware::from_fn_with_state(
-                AdmitState {
+                doors::AdmitState {
                     shared: shared.clone(),
                     sessions,
                 },
-                admit,
+                doors::admit,
             ))
             .route(
                 "/v1/operator/projects",
-                axum::routing::get(operator::list_projects),
+                get(crate::http::operator::list_projects),
             )
             .route(
                 "/v1/operator/projects/remove-workspace",
-                axum::routing::post(operator::remove_workspace),
+                post(crate::http::operator::remove_workspace),
             )
             .route(
                 "/v1/tracker/request-budget",
-                axum::routing::get(operator::request_budget),
+                get(crate::http::operator::request_budget),
             )
-            .route("/healthz", axum::routing::get(healthz))
-            .route("/readyz", axum::routing::get(readyz))
+            .route("/healthz", get(crate::http::health::healthz))
+            .route("/readyz", get(crate::http::health::readyz))
             .with_state(shared)
             .layer(axum::middleware::from_fn_with_state(hosts, origin::guard))
     }
@@ -316,233 +306,4 @@ impl Gateway {
         )
         .await
     }
-}
-
-/// The JSON body of a refusal: `{"error": {"code", "message", "retryable"}}`.
-pub fn refusal(e: &ClankieError) -> Response {
-    let mut resp = (e.code.http(), axum::Json(json!({ "error": e.body() }))).into_response();
-    if e.code == ErrorCode::RequestBudget
-        && let Some(ms) = e.details_json().and_then(|d| d["retryAfterMs"].as_u64())
-        && let Ok(v) = http::HeaderValue::from_str(&ms.div_ceil(1000).max(1).to_string())
-    {
-        resp.headers_mut().insert(http::header::RETRY_AFTER, v);
-    }
-    if e.code == ErrorCode::FleetAdmissionUnavailable {
-        resp.headers_mut().insert(
-            http::header::RETRY_AFTER,
-            http::HeaderValue::from_static("1"),
-        );
-    }
-    if e.code.http() == http::StatusCode::UNAUTHORIZED
-        && let Ok(v) = http::HeaderValue::from_str(&format!("Bearer error=\"{}\"", e.code.as_str()))
-    {
-        resp.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
-    }
-    resp
-}
-
-/// What the admission middleware holds: the shared clients and the
-/// sessions of this listener with their owners.
-#[derive(Clone)]
-struct AdmitState {
-    shared: Arc<Shared>,
-    sessions: Arc<sessions::Sessions>,
-}
-
-/// Admits every `/mcp` request before it reaches the MCP service.
-async fn admit(State(state): State<AdmitState>, req: Request, next: Next) -> Response {
-    use tracing::Instrument as _;
-    let span = tracing::info_span!("gateway.request", method = %req.method(), otel.kind = "server");
-    clankie_runtime::telemetry::adopt_http_parent(&span, req.headers());
-    admit_inner(state, req, next).instrument(span).await
-}
-
-/// Runs an admitted request, inside the session it names only when that
-/// session is the caller's.
-async fn run_admitted(
-    sessions: &sessions::Sessions,
-    req: Request,
-    ids: Vec<String>,
-    next: Next,
-) -> Response {
-    let owner = req
-        .extensions()
-        .get::<Admitted>()
-        .map(|a| sessions::owner_key(&a.principal))
-        .unwrap_or_default();
-    // An admitted member's connection is never displaced by a newcomer, up
-    // to its share of the listener.
-    if let Some(conn) = req.extensions().get::<serve::ConnHandle>()
-        && !conn.0.prove(&owner)
-    {
-        return refusal(
-            &ErrorCode::TooManyConnections.err(
-                "this member holds its most connections to the gateway; close one, or reuse it",
-            ),
-        );
-    }
-    if let Err(e) = sessions.check(req.headers(), &owner) {
-        return refusal(&e);
-    }
-    let deleting = req.method() == http::Method::DELETE;
-    let named = sessions::named(req.headers());
-    let on_mcp = req.uri().path().starts_with("/mcp");
-    if on_mcp
-        && named.is_none()
-        && req.method() == http::Method::POST
-        && let Err(e) = sessions.check_room(&owner).await
-    {
-        return refusal(&e);
-    }
-    let held = match &named {
-        Some(session) if !ids.is_empty() => match sessions.claim(session, &ids) {
-            Ok(held) => Some(held),
-            Err(e) => {
-                let id = serde_json::from_str(&ids[0]).unwrap_or(serde_json::Value::Null);
-                return intake::jsonrpc_refusal(&e, id);
-            }
-        },
-        _ => None,
-    };
-    let resp = intake::jsonrpc_errors(next.run(req).await).await;
-    sessions.settle(deleting, named.as_deref(), &resp, &owner);
-    match held {
-        Some(held) => intake::hold_until_sent(resp, held),
-        None => resp,
-    }
-}
-
-async fn admit_inner(state: AdmitState, mut req: Request, next: Next) -> Response {
-    let AdmitState { shared, sessions } = state;
-    if let Err(e) = intake::check_head(&req) {
-        return refusal(&e);
-    }
-    let limit = intake::body_limit(req.uri().path());
-    let too_big = req
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > limit);
-    if too_big {
-        return refusal(&intake::too_large(limit));
-    }
-    let bearer = req
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| t.trim().to_string())
-        .unwrap_or_default();
-    let local_peer = req
-        .extensions()
-        .get::<axum::extract::ConnectInfo<local::LocalPeer>>()
-        .map(|c| c.0.clone());
-    if bearer.is_empty()
-        && let Some(peer) = local_peer
-    {
-        return match local::admit(&shared, &peer).await {
-            Ok(admitted) => {
-                req.extensions_mut().insert(admitted);
-                let (req, ids) = match intake::checked_body(req).await {
-                    Ok(checked) => checked,
-                    Err(resp) => return resp,
-                };
-                // The whole body is read: all of it must be the member's.
-                if let Err(e) = local::check_writers(&shared, &peer).await {
-                    return refusal(&e);
-                }
-                run_admitted(&sessions, req, ids, next).await
-            }
-            Err(e) => refusal(&e),
-        };
-    }
-    if bearer.starts_with(grants::BEARER_PREFIX) {
-        return match grants::admit(&shared, &bearer).await {
-            Ok(admitted) => {
-                req.extensions_mut().insert(admitted);
-                let (req, ids) = match intake::checked_body(req).await {
-                    Ok(checked) => checked,
-                    Err(resp) => return resp,
-                };
-                run_admitted(&sessions, req, ids, next).await
-            }
-            Err(e) => refusal(&e),
-        };
-    }
-    if bearer.is_empty() {
-        let e = ErrorCode::FleetCredentialRequired
-            .err("a fleet bearer token is required; ask the lead for a fleet link");
-        tracing::info!(reason = e.code.as_str(), "fleet.admission.refused");
-        return refusal(&e);
-    }
-    let call = Call::new(apb::AdmitRequest { bearer })
-        .timeout(INTERNAL)
-        .request();
-    let admitted = shared.admission.clone().admit(call).await;
-    match admitted {
-        Ok(resp) => {
-            let resp = resp.into_inner();
-            let tools_on = resp
-                .settings
-                .as_ref()
-                .is_some_and(|s| s.tools == FleetTools::Connected as i32);
-            req.extensions_mut().insert(Admitted {
-                ticket: resp.ticket,
-                principal: resp.principal.unwrap_or_default(),
-                tools_on,
-                grant: None,
-            });
-            let (req, ids) = match intake::checked_body(req).await {
-                Ok(checked) => checked,
-                Err(resp) => return resp,
-            };
-            run_admitted(&sessions, req, ids, next).await
-        }
-        Err(status) => {
-            let mut e = ClankieError::from_status(&status);
-            if matches!(
-                status.code(),
-                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
-            ) && !status
-                .metadata()
-                .contains_key(clankie_runtime::code::REASON_KEY)
-            {
-                e = ErrorCode::FleetAdmissionUnavailable
-                    .err("fleet admission is unavailable right now; nothing was forwarded, retry shortly");
-            }
-            refusal(&e)
-        }
-    }
-}
-
-async fn healthz() -> impl IntoResponse {
-    axum::Json(json!({ "status": "ok" }))
-}
-
-async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    let mut services = serde_json::Map::new();
-    let mut ready = true;
-    for service in clankie_runtime::Service::BACKENDS {
-        // Readiness: serving, and its state readable.
-        let state =
-            clankie_runtime::clients::service_state(&shared.paths, service, Meta::default()).await;
-        ready &= state == clankie_runtime::clients::ServiceState::Serving;
-        // The wire word for a service that does not answer is `not_serving`.
-        let word = match state {
-            clankie_runtime::clients::ServiceState::Down => "not_serving",
-            other => other.as_str(),
-        };
-        services.insert(service.name().into(), json!(word));
-    }
-    let status = if ready {
-        http::StatusCode::OK
-    } else {
-        http::StatusCode::SERVICE_UNAVAILABLE
-    };
-    (
-        status,
-        axum::Json(json!({ "ready": ready, "services": services })),
-    )
-        .into_response()
 }

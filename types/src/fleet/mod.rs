@@ -3,10 +3,11 @@
 //! once for every crate that speaks it.
 //!
 //! - [`tool`]: the fleet tools, by the one name each goes by, and when each
-//!   is served.
+//!   is served; [`args`]: what each takes.
 //! - [`receipt`]: receipt ids, minted in one place, parsed by one rule.
 //! - [`outcome`]: how a dispatched call ended, as the member reads it.
 //! - [`delivery`]: who a seat's delivery is from, and whether it steers.
+//! - [`seat`]: the seat routes, their bodies and their answers.
 //! - [`error`]: a refusal's body, read by its fields, never its text.
 //! - [`meta`]: the call's account in a result's `_meta`, one writer and one
 //!   reader.
@@ -15,11 +16,13 @@
 //! tests here and the Pi extension's node tests load the same files, so the
 //! languages cannot drift apart.
 
+pub mod args;
 pub mod delivery;
 pub mod error;
 pub mod meta;
 pub mod outcome;
 pub mod receipt;
+pub mod seat;
 pub mod tool;
 
 pub use delivery::DeliveryKind;

@@ -59,12 +59,25 @@ impl Outcome {
 
 /// The answer to a dispatch whose request left but whose verdict never came
 /// back (a reset, a timeout, a service dying): it may have applied.
-pub fn lost_after_forward(receipt_id: &str) -> serde_json::Value {
-    serde_json::json!({
-        "receiptId": receipt_id,
-        "outcome": Outcome::Uncertain,
-        "detail": "the answer was lost after the request was forwarded; it may have applied: reconcile by this receiptId, never repeat it under a new id",
-    })
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lost {
+    pub receipt_id: String,
+    /// Always [`Outcome::Uncertain`].
+    pub outcome: Outcome,
+    pub detail: String,
+}
+
+/// What a member reads when the answer was lost after the forward.
+pub const LOST_AFTER_FORWARD: &str = "the answer was lost after the request was forwarded; it may have applied: reconcile by this receiptId, never repeat it under a new id";
+
+/// The [`Lost`] answer for `receipt_id`.
+pub fn lost_after_forward(receipt_id: &str) -> Lost {
+    Lost {
+        receipt_id: receipt_id.to_string(),
+        outcome: Outcome::Uncertain,
+        detail: LOST_AFTER_FORWARD.to_string(),
+    }
 }
 
 impl std::fmt::Display for Outcome {

@@ -2,7 +2,7 @@
 //! gateway asks it who a bearer is on every request, and follows its
 //! revocations to close every session of a revoked grant.
 
-use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_runtime::clients::{Answer as _, Call, INTERNAL};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +12,8 @@ use clankie_runtime::ClankieError;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Admitted, Shared, sessions};
+use super::Admitted;
+use crate::{Shared, sessions};
 
 /// A bearer that starts so is a manual grant's, never a fleet link's.
 pub const BEARER_PREFIX: &str = "clkg_";
@@ -39,12 +40,8 @@ pub async fn admit(shared: &Shared, bearer: &str) -> Result<Admitted, ClankieErr
         .clone()
         .authenticate_grant(call)
         .await
-        .map_err(|s| {
-            let e = ClankieError::from_status(&s);
-            tracing::info!(reason = e.code.as_str(), "grant.admission.refused");
-            e
-        })?
-        .into_inner();
+        .answer()
+        .inspect_err(|e| tracing::info!(reason = e.code.as_str(), "grant.admission.refused"))?;
     Ok(Admitted {
         ticket: String::new(),
         principal: principal(&grant.grant_id),

@@ -7,25 +7,19 @@
 
 use clankie_proto::mcphost::v1 as mpb;
 use clankie_runtime::ClankieError;
-use clankie_runtime::clients::Call;
 use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ListToolsResult, RequestMetaObject};
 use serde_json::{Value, json};
 
-use super::Bridge;
-use super::dispatch::{Budget, call_result, refused, status};
+use super::dispatch::{call_result, refused};
+use super::hear::Hearing;
+use crate::fleet::grant::GrantOp;
 
 /// Where a grant call's receipt id travels, both ways.
 pub const RECEIPT_META: &str = meta::RECEIPT;
 #[cfg(test)]
 const OUTCOME_META: &str = meta::OUTCOME;
-
-impl Budget {
-    fn grant_request<T>(&self, msg: T, bearer: &str) -> Result<tonic::Request<T>, ClankieError> {
-        Ok(Call::new(msg).timeout(self.left()?).grant(bearer).request())
-    }
-}
 
 /// A grant call's receipt id, fixed before anything leaves: the caller's
 /// own (from `_meta`), or a new one.
@@ -48,79 +42,41 @@ pub(super) fn revoked_mid_call(receipt_id: &str) -> CallToolResult {
     })
 }
 
-impl Bridge {
-    /// The granted tools, under their real names and schemas.
-    pub(super) async fn grant_list(
-        &self,
-        bearer: &str,
-        budget: &Budget,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let fail = |e: ClankieError| ErrorData::invalid_request(e.to_string(), Some(e.body()));
-        let req = budget
-            .grant_request(mpb::GrantToolsRequest {}, bearer)
-            .map_err(fail)?;
-        let tools = self
-            .shared
-            .mcp
-            .clone()
-            .grant_tools(req)
-            .await
-            .map_err(|s| fail(status(s)))?
-            .into_inner()
-            .tools;
-        let tools: Vec<Value> = tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "inputSchema": serde_json::from_str::<Value>(&t.input_schema_json)
-                        .unwrap_or_else(|_| json!({"type": "object"})),
-                })
+/// The granted tools, under their real names and schemas.
+pub(super) async fn list(op: &GrantOp<'_>) -> Result<ListToolsResult, ErrorData> {
+    let tools = op
+        .tools()
+        .await
+        .map_err(|e| ErrorData::invalid_request(e.to_string(), Some(e.body())))?;
+    let tools: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": serde_json::from_str::<Value>(&t.input_schema_json)
+                    .unwrap_or_else(|_| json!({"type": "object"})),
             })
-            .collect();
-        serde_json::from_value(json!({ "tools": tools }))
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-    }
+        })
+        .collect();
+    serde_json::from_value(json!({ "tools": tools }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
 
-    /// One granted tool, forwarded once under `receipt_id`.
-    pub(super) async fn grant_call(
-        &self,
-        bearer: &str,
-        budget: &Budget,
-        request: CallToolRequestParams,
-        receipt_id: &str,
-        hearing: Option<super::hear::Hearing>,
-    ) -> CallToolResult {
-        let receipt_id = receipt_id.to_string();
-        let msg = mpb::CallToolRequest {
-            name: request.name.to_string(),
-            arguments_json: Value::Object(request.arguments.unwrap_or_default()).to_string(),
-            receipt_id: receipt_id.clone(),
-            ..Default::default()
-        };
-        let req = match budget.grant_request(msg, bearer) {
-            Ok(r) => r,
-            Err(e) => return refused(&super::dispatch::with_receipt(e, &receipt_id)),
-        };
-        match super::hear::call_tool(&mut self.shared.mcp.clone(), req, hearing).await {
-            Ok(r) => call_result(r),
-            Err(s) if ClankieError::is_verdict(&s) => refused(&super::dispatch::with_receipt(
-                ClankieError::from_status(&s),
-                &receipt_id,
-            )),
-            Err(s) => {
-                tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
-                call_result(mpb::CallResult {
-                    receipt_id,
-                    outcome: Outcome::Uncertain.wire(),
-                    detail: "the host did not answer after the call left: it may have applied; \
-                             call again with the same receipt id to read its outcome"
-                        .into(),
-                    ..Default::default()
-                })
-            }
-        }
+/// One granted tool, forwarded once under `receipt_id`.
+pub(super) async fn call(
+    op: &GrantOp<'_>,
+    request: CallToolRequestParams,
+    receipt_id: &str,
+    hearing: Option<&Hearing>,
+) -> CallToolResult {
+    let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
+    match op
+        .call(request.name.to_string(), arguments, receipt_id, hearing)
+        .await
+    {
+        Ok(r) => call_result(r),
+        Err(e) => refused(&e),
     }
 }
 

@@ -1,54 +1,37 @@
-//! The fleet tools served to members over MCP: the two meta tools
-//! (`clankie_tools`, `clankie_call`) while connected tools are on,
-//! `message_clankie`, the peer tools while peer messages are on, and the
-//! review tools for a project that names a reviewer. Each MCP request was
-//! admitted by the HTTP middleware; the handler forwards it to the service
-//! that owns it with the admission ticket and the request's remaining
-//! budget as the gRPC deadline.
+//! The MCP face: the fleet tools served to members over streamable HTTP.
+//! The two meta tools (`clankie_tools`, `clankie_call`) while connected
+//! tools are on, `message_clankie`, the peer tools while peer messages are
+//! on, the review tools for a project that names a reviewer, the wake tools
+//! for a lead; a manual grant's session lists its granted tools instead.
+//! Each request was admitted by a door (`doors/`); the handler parses it and
+//! runs the fleet operation (`fleet/`) it names.
 
+mod definitions;
 mod dispatch;
 mod grant;
 mod hear;
-mod tools;
 mod watch;
 
-pub(crate) use hear::watch_logs;
-pub(crate) use watch::{announce, watch_catalog, watch_settings};
+pub(crate) use watch::announce;
+
+use std::sync::Arc;
 
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::fleet::FleetTool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use clankie_proto::mcphost::v1 as mpb;
-use clankie_runtime::{ClankieError, ErrorCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
-use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_stream::StreamExt as _;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::{Admitted, Shared};
-use dispatch::*;
-use tools::*;
-
-// The fleet tools' names, as the contract spells them.
-pub const TOOLS: &str = FleetTool::Tools.name();
-pub const CALL: &str = FleetTool::Call.name();
-pub const REPORT: &str = FleetTool::Report.name();
-pub const PEERS: &str = FleetTool::Peers.name();
-pub const PEER: &str = FleetTool::Peer.name();
-pub const SUBMIT: &str = FleetTool::Submit.name();
-pub const CANDIDATE: &str = FleetTool::Candidate.name();
-pub const VERDICT: &str = FleetTool::Verdict.name();
-pub const GET_WAKE: &str = FleetTool::GetWake.name();
-pub const SCHEDULE_WAKE: &str = FleetTool::ScheduleWake.name();
+use crate::Shared;
+use crate::doors::Admitted;
+use crate::fleet::grant::GrantOp;
+use crate::fleet::{Budget, Op};
+use definitions::*;
 
 /// One MCP session's handler (the service makes one per session).
 #[derive(Clone)]
@@ -118,19 +101,23 @@ impl ServerHandler for Bridge {
         let span = tracing::info_span!("bridge.list_tools");
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
         if let Some(bearer) = &a.grant {
-            let budget = Budget(Instant::now(), self.shared.request_budget);
-            return self.grant_list(bearer, &budget).instrument(span).await;
+            let op = GrantOp {
+                shared: &self.shared,
+                bearer,
+                budget: Budget::start(self.shared.request_budget),
+            };
+            return grant::list(&op).instrument(span).await;
         }
         async move {
+            let op = Op::new(&self.shared, &a);
             let mut tools = if a.tools_on {
-                let budget = Budget(Instant::now(), self.shared.request_budget);
-                let info = self.catalog_now(&a, &budget).await;
+                let info = op.catalog_now().await;
                 tool_definitions(&info.connected, info.revision)
             } else {
                 Vec::new()
             };
             // Reports are the seat's own channel, apart from fleet.tools.
-            if is_seat(&a) {
+            if a.is_seat() {
                 tools.push(report_definition());
                 if self.shared.settings.borrow().peer_messages {
                     tools.extend(peer_definitions());
@@ -166,7 +153,7 @@ impl ServerHandler for Bridge {
         let (a, headers) = admitted(&context)?;
         let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
         clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
-        let budget = Budget(Instant::now(), self.shared.request_budget);
+        let budget = Budget::start(self.shared.request_budget);
         // A connected call stops when its caller cancels it: the forward to
         // mcp-host is dropped, and the host stops the call at its dispatch
         // boundary if it had not dispatched (after dispatch it settles, and
@@ -177,55 +164,46 @@ impl ServerHandler for Bridge {
         if let Some(bearer) = &a.grant {
             let receipt_id = match grant::receipt_for(&context.meta) {
                 Ok(id) => id,
-                Err(e) => return Ok(refused(&e).into()),
+                Err(e) => return Ok(dispatch::refused(&e).into()),
             };
             // A revoke answers this call before its session closes.
             let (revoked, _in_flight) = self.shared.grant_calls.enter(&a.principal.link_id);
             let hearing = hear::Hearing::asked(&context.peer, &context.meta, &self.level, true);
-            let work = self.grant_call(bearer, &budget, request, &receipt_id, hearing);
+            let op = GrantOp {
+                shared: &self.shared,
+                bearer,
+                budget,
+            };
+            let work = grant::call(&op, request, &receipt_id, hearing.as_ref());
             return tokio::select! {
                 r = work.instrument(span) => Ok(r.into()),
                 _ = revoked.cancelled() => Ok(grant::revoked_mid_call(&receipt_id).into()),
                 _ = ct.cancelled() => Err(cancelled()),
             };
         }
-        if request.name == CALL {
+        let Some(tool) = FleetTool::parse(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {}: this server has clankie_tools and clankie_call",
+                    clankie_runtime::limits::clip(&request.name, 64)
+                ),
+                None,
+            ));
+        };
+        let op = Op::within(&self.shared, &a, budget);
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        if tool == FleetTool::Call {
             let hearing = hear::Hearing::asked(&context.peer, &context.meta, &self.level, false);
-            let work = async {
-                let args = Value::Object(request.arguments.clone().unwrap_or_default());
-                let called = match parse(CALL, args) {
-                    Ok(args) => self.call(&a, &budget, args, hearing).await,
-                    Err(e) => Err(e),
-                };
-                called.unwrap_or_else(|e| refused(&e))
-            };
+            let work = dispatch::dispatch(&op, tool, args, hearing.as_ref());
             return tokio::select! {
                 r = work.instrument(span) => Ok(r.into()),
                 _ = ct.cancelled() => Err(cancelled()),
             };
         }
-        async move {
-            let args = Value::Object(request.arguments.unwrap_or_default());
-            let Some(result) = self
-                .dispatch(&a, &budget, request.name.as_ref(), args)
-                .await
-            else {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "unknown tool {}: this server has clankie_tools and clankie_call",
-                        clankie_runtime::limits::clip(&request.name, 64)
-                    ),
-                    None,
-                ));
-            };
-            Ok(match result {
-                Ok(r) => r,
-                Err(e) => refused(&e),
-            }
+        Ok(dispatch::dispatch(&op, tool, args, None)
+            .instrument(span)
+            .await
             .into())
-        }
-        .instrument(span)
-        .await
     }
 
     #[allow(deprecated, reason = "MCP logging is still what clients set")]

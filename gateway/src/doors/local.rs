@@ -31,12 +31,12 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use clankie_proto::admission::v1 as apb;
-use clankie_proto::common::v1::FleetTools;
 use clankie_runtime::{ClankieError, ErrorCode};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::{Admitted, Shared};
+use super::{Admitted, admission_refusal};
+use crate::Shared;
 
 /// The identity of a process as the kernel names it: the pidfs inode of a
 /// pidfd (never reused within a boot) where the kernel has pidfs, else the
@@ -383,31 +383,6 @@ impl LocalPeer {
     }
 }
 
-fn admitted(resp: apb::AdmitResponse) -> Admitted {
-    Admitted {
-        tools_on: resp
-            .settings
-            .as_ref()
-            .is_some_and(|s| s.tools == FleetTools::Connected as i32),
-        ticket: resp.ticket,
-        principal: resp.principal.unwrap_or_default(),
-        grant: None,
-    }
-}
-
-fn unavailable(status: &tonic::Status) -> ClankieError {
-    let e = ClankieError::from_status(status);
-    if status
-        .metadata()
-        .contains_key(clankie_runtime::code::REASON_KEY)
-    {
-        e
-    } else {
-        ErrorCode::FleetAdmissionUnavailable
-            .err("local fleet proof is unavailable right now; nothing was forwarded, retry shortly")
-    }
-}
-
 impl PeerState {
     fn foreign_writer(&self) -> bool {
         self.writers.as_ref().is_some_and(|w| w.foreign())
@@ -431,8 +406,13 @@ async fn prove(shared: &Shared, state: &PeerState) -> Result<Admitted, ClankieEr
         .clone()
         .prove_local(req)
         .await
-        .map_err(|s| unavailable(&s))?;
-    Ok(admitted(resp.into_inner()))
+        .map_err(|s| {
+            admission_refusal(
+                &s,
+                "local fleet proof is unavailable right now; nothing was forwarded, retry shortly",
+            )
+        })?;
+    Ok(Admitted::from_admission(resp.into_inner()))
 }
 
 /// Admits one request on a local connection.
@@ -458,9 +438,7 @@ pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Admitted,
             Ok(resp) => {
                 let resp = resp.into_inner();
                 let mut a = proof.clone();
-                a.tools_on = resp
-                    .settings
-                    .is_some_and(|s| s.tools == FleetTools::Connected as i32);
+                a.tools_on = super::tools_on(resp.settings.as_ref());
                 return Ok(a);
             }
             // Any failed recheck discards the proof and runs the full one.

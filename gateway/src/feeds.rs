@@ -1,27 +1,21 @@
-//! Watchers: the catalog and the fleet settings followed from their
-//! services, and `tools/list_changed` announced to every session (coalesced)
-//! when what a member would list changes.
+//! What the gateway follows from the services, into `Shared`: mcp-host's
+//! catalog and account-wide log feed, and admission's fleet settings. Each
+//! is a server stream, followed again with backoff whenever it breaks.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Sends `notifications/tools/list_changed` to every session still open.
-pub(super) async fn notify_all(shared: &Shared) {
-    let peers: Vec<_> = {
-        let mut peers = shared.peers.lock();
-        peers.retain(|p| !p.is_transport_closed());
-        peers.clone()
-    };
-    for peer in peers {
-        if let Err(e) = peer.notify_tool_list_changed().await {
-            tracing::debug!(error = %e, "list_changed not delivered");
-        }
-    }
-}
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::mcphost::v1 as mpb;
+use tokio_stream::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::Shared;
 
 /// Follows a server stream, reconnecting with backoff, until shutdown.
 /// `apply` stores an item and says whether sessions must hear that their
 /// tool list changed.
-pub(super) async fn follow<T, C, Fut>(
+async fn follow<T, C, Fut>(
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     connect: C,
@@ -53,47 +47,6 @@ pub(super) async fn follow<T, C, Fut>(
     }
 }
 
-/// How long the tool list must hold still before sessions hear it changed.
-pub(super) const COALESCE: Duration = Duration::from_millis(500);
-
-/// What a session's tool list depends on.
-pub(super) fn listing(shared: &Shared) -> (u64, Vec<String>, i32, bool) {
-    let c = shared.catalog.borrow();
-    let s = shared.settings.borrow();
-    (c.revision, c.connected.clone(), s.tools, s.peer_messages)
-}
-
-/// Tells every session its tool list changed, coalesced: a burst of changes
-/// (accounts verifying at start, an upstream flapping) is one announcement
-/// once the list holds still for [`COALESCE`], and a change undone within
-/// it is none.
-pub async fn announce(shared: Arc<Shared>, shutdown: CancellationToken) {
-    let mut catalog = shared.catalog.subscribe();
-    let mut settings = shared.settings.subscribe();
-    let mut last = listing(&shared);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            r = catalog.changed() => if r.is_err() { return },
-            r = settings.changed() => if r.is_err() { return },
-        }
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = tokio::time::sleep(COALESCE) => break,
-                r = catalog.changed() => if r.is_err() { return },
-                r = settings.changed() => if r.is_err() { return },
-            }
-        }
-        let now = listing(&shared);
-        if now != last {
-            last = now;
-            shared.announced.send_modify(|n| *n += 1);
-            notify_all(&shared).await;
-        }
-    }
-}
-
 /// Follows mcp-host's catalog: a new revision or connected set is news.
 pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
     follow(
@@ -116,7 +69,6 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
 /// Follows the admission service's settings: fleet.tools changes what every
 /// session lists.
 pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
-    use clankie_proto::admission::v1 as apb;
     follow(
         shared,
         shutdown,
@@ -138,4 +90,19 @@ pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
         },
     )
     .await
+}
+
+/// Follows mcp-host's account-wide log feed into `shared.log_lines`.
+pub(crate) async fn watch_logs(shared: Arc<Shared>, shutdown: CancellationToken) {
+    follow(
+        shared,
+        shutdown,
+        |s| async move { s.mcp.clone().watch_logs(mpb::WatchLogsRequest {}).await },
+        |shared, line: mpb::LogLine| {
+            // Nobody reading is not an error.
+            let _ = shared.log_lines.send(line);
+            false
+        },
+    )
+    .await;
 }

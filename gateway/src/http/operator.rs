@@ -14,7 +14,8 @@ use clankie_runtime::{ClankieError, ErrorCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{Shared, refusal};
+use super::refusal;
+use crate::Shared;
 
 fn owner_request<T>(
     headers: &http::HeaderMap,

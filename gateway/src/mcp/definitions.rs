@@ -1,32 +1,21 @@
-//! The tool definitions a member lists: the two-tool bridge (`clankie_tools`,
-//! `clankie_call`) for everyone, and for a native seat the report, peer,
-//! review and (for a lead) wake tools, with their argument types.
+//! The tool definitions a member lists: the meta tools (`clankie_tools`,
+//! `clankie_call`) while connected tools are on, and for a native seat the
+//! report, peer, review and (for a lead) wake tools.
 
-use super::*;
+use clankie_types::fleet::FleetTool;
+use rmcp::model::Tool;
+use serde_json::json;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ToolsArgs {
-    pub(super) query: Option<String>,
-    pub(super) names: Option<Vec<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct CallArgs {
-    pub(super) name: Option<String>,
-    pub(super) arguments: Option<Value>,
-    pub(super) receipt_id: Option<String>,
-    #[serde(default)]
-    pub(super) background: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct ReportArgs {
-    pub(super) text: String,
-    pub(super) receipt_id: Option<String>,
-}
+const TOOLS: &str = FleetTool::Tools.name();
+const CALL: &str = FleetTool::Call.name();
+const REPORT: &str = FleetTool::Report.name();
+const PEERS: &str = FleetTool::Peers.name();
+const PEER: &str = FleetTool::Peer.name();
+const SUBMIT: &str = FleetTool::Submit.name();
+const CANDIDATE: &str = FleetTool::Candidate.name();
+const VERDICT: &str = FleetTool::Verdict.name();
+const GET_WAKE: &str = FleetTool::GetWake.name();
+const SCHEDULE_WAKE: &str = FleetTool::ScheduleWake.name();
 
 /// `message_clankie`, offered to seats in panes (never to bearer links).
 pub fn report_definition() -> Tool {
@@ -47,18 +36,6 @@ pub fn report_definition() -> Tool {
         }
     });
     serde_json::from_value(tool).unwrap_or_else(|_| Tool::default())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct PeersArgs {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct PeerArgs {
-    pub(super) seat: String,
-    pub(super) text: String,
-    pub(super) receipt_id: Option<String>,
 }
 
 /// `list_fleet_seats` and `message_peer`, offered to seats while
@@ -90,12 +67,6 @@ pub fn peer_definitions() -> Vec<Tool> {
         }
     ]);
     serde_json::from_value(tools).unwrap_or_default()
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct CandidateArgs {
-    pub(super) candidate_id: String,
 }
 
 /// The landing review tools, offered to seats whose project names a
@@ -190,19 +161,6 @@ pub fn lead_definitions() -> Vec<Tool> {
         }
     ]);
     serde_json::from_value(tools).unwrap_or_default()
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(super) struct ScheduleArgs {
-    pub(super) at_ms: i64,
-    #[serde(default)]
-    pub(super) note: String,
-}
-
-pub(super) fn is_seat(a: &Admitted) -> bool {
-    a.principal.mode == clankie_proto::common::v1::AdmissionMode::Local as i32
-        && !a.principal.pane_id.is_empty()
 }
 
 /// The `_meta` key carrying the catalog revision on `clankie_tools`, so a

@@ -11,7 +11,7 @@
 //!   accounts already. A grant session hears only the lines mcp-host could
 //!   place on its own call (see `mcp-host/src/relay.rs`).
 //!
-//! A call with nothing to hear is forwarded unary, as before.
+//! A call with nothing to hear is forwarded unary (`fleet::call::forward`).
 
 // rmcp marks MCP logging deprecated (SEP-2577); clients still set and read it.
 #![allow(deprecated, reason = "MCP logging is still what clients set and read")]
@@ -26,9 +26,9 @@ use rmcp::model::{
     RequestMetaObject,
 };
 use rmcp::service::{Peer, RoleServer};
-use tokio_util::sync::CancellationToken;
 
 use crate::Shared;
+use crate::fleet::call::Listener;
 
 /// The per-request meta key that sets one request's log level.
 const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
@@ -62,7 +62,7 @@ impl SessionLevel {
 }
 
 /// What one call's caller asked to hear.
-pub(super) struct Hearing {
+pub(crate) struct Hearing {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     log_level: String,
@@ -72,7 +72,7 @@ impl Hearing {
     /// `None` when the caller asked for nothing: the call goes unary.
     /// `own_lines` is whether this caller hears lines on its call (a grant
     /// session) rather than from the feed.
-    pub(super) fn asked(
+    pub(crate) fn asked(
         peer: &Peer<RoleServer>,
         meta: &RequestMetaObject,
         session: &SessionLevel,
@@ -96,29 +96,15 @@ impl Hearing {
             log_level,
         })
     }
+}
 
-    /// Forwards the call streamed, relaying what the upstream says, and
-    /// answers with the result (the stream's last event). A stream that
-    /// ends without one is a lost answer: no verdict, so uncertain.
-    pub(super) async fn call_streamed(
-        self,
-        mcp: &mut mpb::mcp_host_client::McpHostClient<clankie_runtime::grpc::Client>,
-        mut req: tonic::Request<mpb::CallToolRequest>,
-    ) -> Result<mpb::CallResult, tonic::Status> {
-        req.get_mut().progress = self.token.is_some();
-        req.get_mut().log_level = self.log_level.clone();
-        let mut events = mcp.call_tool_events(req).await?.into_inner();
-        while let Some(event) = events.message().await? {
-            match event.event {
-                Some(mpb::call_event::Event::Result(r)) => return Ok(r),
-                Some(mpb::call_event::Event::Progress(p)) => self.progress(p).await,
-                Some(mpb::call_event::Event::Log(line)) => send_line(&self.peer, line).await,
-                None => {}
-            }
-        }
-        Err(tonic::Status::unavailable(
-            "the call's event stream ended without its result",
-        ))
+impl Listener for Hearing {
+    fn wants_progress(&self) -> bool {
+        self.token.is_some()
+    }
+
+    fn log_level(&self) -> &str {
+        &self.log_level
     }
 
     async fn progress(&self, p: mpb::CallProgress) {
@@ -128,6 +114,10 @@ impl Hearing {
         step.message = (!p.message.is_empty()).then_some(p.message);
         // A caller that stopped reading loses a step, not the call.
         let _ = self.peer.notify_progress(step).await;
+    }
+
+    async fn line(&self, line: mpb::LogLine) {
+        send_line(&self.peer, line).await
     }
 }
 
@@ -168,33 +158,5 @@ async fn deliver_feed(shared: Arc<Shared>, peer: Peer<RoleServer>, session: Sess
         if on && log_level::reaches(&line.level, &chosen) {
             send_line(&peer, line).await;
         }
-    }
-}
-
-/// Follows mcp-host's account-wide log feed into `shared.log_lines`.
-pub(crate) async fn watch_logs(shared: Arc<Shared>, shutdown: CancellationToken) {
-    super::watch::follow(
-        shared,
-        shutdown,
-        |s| async move { s.mcp.clone().watch_logs(mpb::WatchLogsRequest {}).await },
-        |shared, line: mpb::LogLine| {
-            // Nobody reading is not an error.
-            let _ = shared.log_lines.send(line);
-            false
-        },
-    )
-    .await;
-}
-
-/// The MCP call to mcp-host: streamed when its caller asked to hear
-/// something, else unary.
-pub(super) async fn call_tool(
-    mcp: &mut mpb::mcp_host_client::McpHostClient<clankie_runtime::grpc::Client>,
-    req: tonic::Request<mpb::CallToolRequest>,
-    hearing: Option<Hearing>,
-) -> Result<mpb::CallResult, tonic::Status> {
-    match hearing {
-        Some(h) => h.call_streamed(mcp, req).await,
-        None => mcp.call_tool(req).await.map(tonic::Response::into_inner),
     }
 }

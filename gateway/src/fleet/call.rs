@@ -1,0 +1,147 @@
+//! A connected call (`clankie_call`): the arguments checked, the receipt id
+//! fixed before anything leaves, the forward to mcp-host (streamed when the
+//! caller asked to hear progress or log lines), and the host's account of
+//! the call. A call whose verdict is lost after the forward is `uncertain`.
+
+use std::future::Future;
+
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::grpc::Client;
+use clankie_runtime::limits;
+use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::fleet::args::CallArgs;
+use clankie_types::fleet::outcome::LOST_AFTER_FORWARD;
+use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind};
+use serde_json::json;
+
+use super::{Forwarded, Op, forwarded, status, with_receipt};
+
+type McpHost = mpb::mcp_host_client::McpHostClient<Client>;
+
+/// What a caller hears while its call runs (the MCP face relays it).
+pub(crate) trait Listener: Send + Sync {
+    /// Whether upstream progress steps are wanted.
+    fn wants_progress(&self) -> bool;
+    /// The least level of log lines wanted on this call; empty for none.
+    fn log_level(&self) -> &str;
+    fn progress(&self, step: mpb::CallProgress) -> impl Future<Output = ()> + Send;
+    fn line(&self, line: mpb::LogLine) -> impl Future<Output = ()> + Send;
+}
+
+/// The forward to mcp-host: streamed when its caller listens, else unary.
+/// A stream that ends without its result is a lost answer.
+pub(crate) async fn forward<L: Listener>(
+    mcp: &mut McpHost,
+    mut req: tonic::Request<mpb::CallToolRequest>,
+    listener: Option<&L>,
+) -> Result<tonic::Response<mpb::CallResult>, tonic::Status> {
+    let Some(listener) = listener else {
+        return mcp.call_tool(req).await;
+    };
+    req.get_mut().progress = listener.wants_progress();
+    req.get_mut().log_level = listener.log_level().to_string();
+    let mut events = mcp.call_tool_events(req).await?.into_inner();
+    while let Some(event) = events.message().await? {
+        match event.event {
+            Some(mpb::call_event::Event::Result(r)) => return Ok(tonic::Response::new(r)),
+            Some(mpb::call_event::Event::Progress(p)) => listener.progress(p).await,
+            Some(mpb::call_event::Event::Log(line)) => listener.line(line).await,
+            None => {}
+        }
+    }
+    Err(tonic::Status::unavailable(
+        "the call's event stream ended without its result",
+    ))
+}
+
+/// The account of a call whose answer was lost after it left.
+pub(crate) fn uncertain(receipt_id: String, name: String, detail: &str) -> mpb::CallResult {
+    mpb::CallResult {
+        receipt_id,
+        outcome: Outcome::Uncertain.wire(),
+        name,
+        detail: detail.into(),
+        ..Default::default()
+    }
+}
+
+impl Op<'_> {
+    /// `clankie_call`: a call by name, or a receipt read back.
+    pub(crate) async fn call<L: Listener>(
+        &self,
+        args: CallArgs,
+        listener: Option<&L>,
+    ) -> Result<mpb::CallResult, ClankieError> {
+        if let Some(id) = &args.receipt_id {
+            ReceiptId::parse(id)?;
+        }
+        let Some(name) = args.name else {
+            let Some(receipt_id) = args.receipt_id else {
+                return Err(
+                    ErrorCode::InvalidArgument.err("give a tool name, or a receiptId to reconcile")
+                );
+            };
+            return self.reconcile(receipt_id).await;
+        };
+        if name.len() > limits::field::TOOL_NAME {
+            return Err(ErrorCode::InvalidArgument.err(format!(
+                "a tool name is at most {} bytes",
+                limits::field::TOOL_NAME
+            )));
+        }
+        let arguments = args.arguments.unwrap_or_else(|| json!({}));
+        if !arguments.is_object() {
+            return Err(ErrorCode::InvalidArgument.err("arguments must be an object"));
+        }
+        // The receipt id is fixed before anything leaves, so every answer
+        // after this point can name it.
+        let receipt_id =
+            ReceiptId::given_or_mint(args.receipt_id.as_deref(), ReceiptKind::Call)?.into_string();
+        let req = mpb::CallToolRequest {
+            name: name.clone(),
+            arguments_json: arguments.to_string(),
+            receipt_id: receipt_id.clone(),
+            background: args.background,
+            ..Default::default()
+        };
+        let req = self
+            .request(req)
+            .map_err(|e| with_receipt(e, &receipt_id))?;
+        let reply = forward(&mut self.shared.mcp.clone(), req, listener).await;
+        match forwarded(reply).map_err(|e| with_receipt(e, &receipt_id))? {
+            Forwarded::Answered(result) => Ok(result),
+            // The request left and no verdict came back (a reset, a
+            // timeout, the host dying): it may have been dispatched.
+            Forwarded::Lost(s) => {
+                tracing::info!(grpc = ?s.code(), "bridge.call.uncertain");
+                Ok(uncertain(receipt_id, name, LOST_AFTER_FORWARD))
+            }
+        }
+    }
+
+    /// Reads a receipt back. Reconciling only reads: a lost answer is
+    /// simply unavailable.
+    async fn reconcile(&self, receipt_id: String) -> Result<mpb::CallResult, ClankieError> {
+        let req = self.request(mpb::GetReceiptRequest { receipt_id })?;
+        Ok(self
+            .shared
+            .mcp
+            .clone()
+            .get_receipt(req)
+            .await
+            .map_err(status)?
+            .into_inner())
+    }
+
+    /// The catalog's revision and connected accounts right now (the last
+    /// seen ones if mcp-host cannot answer).
+    pub(crate) async fn catalog_now(&self) -> mpb::CatalogInfo {
+        let Ok(req) = self.request(mpb::CatalogRequest {}) else {
+            return self.shared.catalog.borrow().clone();
+        };
+        match self.shared.mcp.clone().catalog(req).await {
+            Ok(c) => c.into_inner(),
+            Err(_) => self.shared.catalog.borrow().clone(),
+        }
+    }
+}

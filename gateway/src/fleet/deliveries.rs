@@ -1,0 +1,228 @@
+//! A seat's deliveries: the long poll (which also carries the seat's
+//! catalog revision), claims, acks and releases, and the catalog-only
+//! long poll.
+//!
+//! The mid-turn hold: a catalog change is published to a seat only once its
+//! agent is not mid-turn (Herdr `working` or `blocked`), so a harness keeps
+//! the tool list it started the turn with.
+
+use std::time::Duration;
+
+use clankie_proto::admission::v1 as apb;
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::ClankieError;
+use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_types::fleet::seat::{Acked, CatalogAnswer, Claimed, PollAnswer, Released};
+
+use super::{Budget, Op, status};
+use crate::Shared;
+
+/// The longest wait a seat may ask for.
+pub const MAX_WAIT: Duration = Duration::from_millis(clankie_types::fleet::seat::MAX_WAIT_MS);
+
+/// How often a held change looks at the turn again.
+const HOLD_CHECK: Duration = Duration::from_secs(5);
+
+/// The most tool names a poll may say its bridge holds, and their length.
+const MAX_TOOLS: usize = 64;
+const MAX_TOOL_CHARS: usize = 128;
+
+/// The revision a seat's catalog has: the connected catalog and the fleet
+/// settings (tools and peer messages) together.
+pub(crate) fn seat_revision(shared: &Shared) -> String {
+    format!(
+        "{}.{}",
+        shared.catalog.borrow().revision,
+        shared.settings.borrow().revision
+    )
+}
+
+/// Waits until the seat revision differs from `known`, or `wait` passes.
+async fn revision_change(shared: &Shared, known: &str, wait: Duration) -> String {
+    let mut catalog = shared.catalog.subscribe();
+    let mut settings = shared.settings.subscribe();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let now = seat_revision(shared);
+        if now != known || tokio::time::Instant::now() >= deadline {
+            return now;
+        }
+        tokio::select! {
+            _ = catalog.changed() => {}
+            _ = settings.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+impl Op<'_> {
+    /// An operation whose budget stretches over a long poll of `wait`.
+    pub(crate) fn polling<'a>(
+        shared: &'a Shared,
+        who: &'a crate::doors::Admitted,
+        wait: Duration,
+    ) -> Op<'a> {
+        Op::within(shared, who, Budget::start(shared.request_budget + wait))
+    }
+
+    /// Whether the seat's agent is mid-turn (Herdr `working` or `blocked`).
+    /// `unknown` means Herdr sees no agent in the pane: there is no turn
+    /// to wait for. A status that cannot be read does not hold anything.
+    async fn mid_turn(&self) -> bool {
+        let req = Call::new(apb::RecheckRequest {
+            ticket: self.who.ticket.clone(),
+        })
+        .timeout(INTERNAL)
+        .request();
+        match self.shared.admission.clone().seat_status(req).await {
+            Ok(r) => matches!(r.into_inner().agent_status.as_str(), "working" | "blocked"),
+            Err(_) => false,
+        }
+    }
+
+    /// Waits for a changed seat revision, but holds a change while the
+    /// seat is mid-turn. Returns `known` when nothing may be published
+    /// within `wait`.
+    async fn settled_revision(&self, known: &str, wait: Duration) -> String {
+        let shared = self.shared;
+        // A bridge without a revision learns the current one at once.
+        if known.is_empty() {
+            return seat_revision(shared);
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        let revision = revision_change(shared, known, wait).await;
+        if revision == known {
+            return revision;
+        }
+        loop {
+            if !self.mid_turn().await {
+                return seat_revision(shared);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return known.to_string();
+            }
+            tokio::time::sleep(HOLD_CHECK.min(deadline - now)).await;
+        }
+    }
+
+    /// The mailbox long poll: it ends on a delivery or on a published
+    /// catalog change, whichever is first. `tools` are the tools the
+    /// seat's bridge serves.
+    pub(crate) async fn poll(
+        &self,
+        wait: Duration,
+        known: String,
+        tools: &str,
+    ) -> Result<PollAnswer, ClankieError> {
+        let tools = tools
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .take(MAX_TOOLS)
+            .map(|t| t.chars().take(MAX_TOOL_CHARS).collect())
+            .collect();
+        let req = self.request(pb::SeatPollRequest {
+            wait_ms: wait.as_millis() as u32,
+            tools,
+        })?;
+        let mut mailbox = self.shared.mailbox.clone();
+        let poll = mailbox.seat_poll(req);
+        let changed = async {
+            if known.is_empty() {
+                return std::future::pending::<String>().await;
+            }
+            let revision = self.settled_revision(&known, wait).await;
+            if revision == known {
+                // Held (or unchanged) to the end: let the poll answer.
+                std::future::pending::<String>().await
+            } else {
+                revision
+            }
+        };
+        tokio::select! {
+            polled = poll => {
+                let r = polled.map_err(status)?.into_inner();
+                // A change still held by a running turn is not published.
+                let mut revision = seat_revision(self.shared);
+                if !known.is_empty() && revision != known && self.mid_turn().await {
+                    revision = known.clone();
+                }
+                Ok(PollAnswer {
+                    seat_id: Some(r.seat_id),
+                    catalog_revision: revision,
+                    deliveries: r.deliveries.iter().map(Into::into).collect(),
+                })
+            }
+            revision = changed => Ok(PollAnswer {
+                seat_id: None,
+                catalog_revision: revision,
+                deliveries: Vec::new(),
+            }),
+        }
+    }
+
+    /// The catalog-only long poll: never reads or binds the mailbox.
+    pub(crate) async fn catalog_revision(&self, wait: Duration, known: &str) -> CatalogAnswer {
+        CatalogAnswer {
+            catalog_revision: self.settled_revision(known, wait).await,
+        }
+    }
+
+    pub(crate) async fn claim(&self, delivery_ids: Vec<String>) -> Result<Claimed, ClankieError> {
+        let req = self.request(pb::SeatClaimRequest { delivery_ids })?;
+        let r = self
+            .shared
+            .mailbox
+            .clone()
+            .seat_claim(req)
+            .await
+            .map_err(status)?
+            .into_inner();
+        Ok(Claimed {
+            claim_id: r.claim_id,
+            deliveries: r.deliveries.iter().map(Into::into).collect(),
+        })
+    }
+
+    pub(crate) async fn ack(
+        &self,
+        delivery_id: String,
+        claim_id: String,
+    ) -> Result<Acked, ClankieError> {
+        let req = self.request(pb::SeatAckRequest {
+            delivery_id,
+            claim_id,
+        })?;
+        let r = self
+            .shared
+            .mailbox
+            .clone()
+            .seat_ack(req)
+            .await
+            .map_err(status)?;
+        Ok(Acked {
+            recorded: r.into_inner().recorded,
+        })
+    }
+
+    pub(crate) async fn release(
+        &self,
+        delivery_id: String,
+        claim_id: String,
+    ) -> Result<Released, ClankieError> {
+        let req = self.request(pb::SeatReleaseRequest {
+            delivery_id,
+            claim_id,
+        })?;
+        let r = self
+            .shared
+            .mailbox
+            .clone()
+            .seat_release(req)
+            .await
+            .map_err(status)?;
+        Ok(Released {
+            released: r.into_inner().recorded,
+        })
+    }
+}

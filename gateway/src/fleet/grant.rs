@@ -1,0 +1,71 @@
+//! A manual grant's operations: its granted tools, and one call forwarded
+//! once to mcp-host under the grant's bearer. A grant session has no seat,
+//! no bridge tools and no fleet.
+
+use clankie_proto::mcphost::v1 as mpb;
+use clankie_runtime::ClankieError;
+use clankie_runtime::clients::Call;
+
+use super::call::{Listener, forward, uncertain};
+use super::{Budget, Forwarded, forwarded, status, with_receipt};
+use crate::Shared;
+
+/// What a grant call answers when the host went quiet after the call left.
+const LOST: &str = "the host did not answer after the call left: it may have applied; \
+                    call again with the same receipt id to read its outcome";
+
+/// One grant's operations, under its bearer.
+pub(crate) struct GrantOp<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) bearer: &'a str,
+    pub(crate) budget: Budget,
+}
+
+impl GrantOp<'_> {
+    fn request<T>(&self, msg: T) -> Result<tonic::Request<T>, ClankieError> {
+        Ok(Call::new(msg)
+            .timeout(self.budget.left()?)
+            .grant(self.bearer)
+            .request())
+    }
+
+    /// The granted tools, under their real names and schemas.
+    pub(crate) async fn tools(&self) -> Result<Vec<mpb::ToolDescription>, ClankieError> {
+        let req = self.request(mpb::GrantToolsRequest {})?;
+        Ok(self
+            .shared
+            .mcp
+            .clone()
+            .grant_tools(req)
+            .await
+            .map_err(status)?
+            .into_inner()
+            .tools)
+    }
+
+    /// One granted tool, forwarded once under `receipt_id` (fixed by the
+    /// caller before anything leaves).
+    pub(crate) async fn call<L: Listener>(
+        &self,
+        name: String,
+        arguments_json: String,
+        receipt_id: &str,
+        listener: Option<&L>,
+    ) -> Result<mpb::CallResult, ClankieError> {
+        let msg = mpb::CallToolRequest {
+            name,
+            arguments_json,
+            receipt_id: receipt_id.to_string(),
+            ..Default::default()
+        };
+        let req = self.request(msg).map_err(|e| with_receipt(e, receipt_id))?;
+        let reply = forward(&mut self.shared.mcp.clone(), req, listener).await;
+        match forwarded(reply).map_err(|e| with_receipt(e, receipt_id))? {
+            Forwarded::Answered(r) => Ok(r),
+            Forwarded::Lost(s) => {
+                tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
+                Ok(uncertain(receipt_id.to_string(), String::new(), LOST))
+            }
+        }
+    }
+}

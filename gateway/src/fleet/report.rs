@@ -1,0 +1,54 @@
+//! `message_clankie`: a seat's report to the lead that hired it. The
+//! mailbox decides the recipient from the seat's proof; the caller cannot
+//! name one.
+
+use clankie_proto::mailbox::v1 as pb;
+use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::fleet::args::ReportArgs;
+use clankie_types::fleet::outcome::{Lost, lost_after_forward};
+use clankie_types::fleet::{ReceiptId, ReceiptKind};
+use serde::Serialize;
+
+use super::{Forwarded, Op, forwarded, with_receipt};
+
+/// A report's answer.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Reported {
+    /// In the lead's transcript (or already there under this receipt id).
+    #[serde(rename_all = "camelCase")]
+    Delivered {
+        receipt_id: String,
+        delivered: bool,
+        replayed: bool,
+    },
+    /// Forwarded, and no verdict came back.
+    Lost(Lost),
+}
+
+impl Op<'_> {
+    pub(crate) async fn report(&self, args: ReportArgs) -> Result<Reported, ClankieError> {
+        if !self.who.is_seat() {
+            return Err(ErrorCode::LocalProcessMembershipRequired
+                .err("message_clankie needs a seat in a linked pane"));
+        }
+        let receipt_id = ReceiptId::given_or_mint(args.receipt_id.as_deref(), ReceiptKind::Report)?
+            .into_string();
+        let req = self.request(pb::ReportRequest {
+            receipt_id: receipt_id.clone(),
+            text: args.text,
+            kind: "message".into(),
+        })?;
+        let reply = self.shared.mailbox.clone().report(req).await;
+        Ok(
+            match forwarded(reply).map_err(|e| with_receipt(e, &receipt_id))? {
+                Forwarded::Answered(r) => Reported::Delivered {
+                    receipt_id: r.receipt_id,
+                    delivered: true,
+                    replayed: r.replayed,
+                },
+                Forwarded::Lost(_) => Reported::Lost(lost_after_forward(&receipt_id)),
+            },
+        )
+    }
+}

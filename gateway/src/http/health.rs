@@ -1,0 +1,42 @@
+//! `/healthz` (the gateway answers) and `/readyz` (every backend service
+//! serving, with its state readable).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use clankie_runtime::clients::{ServiceState, service_state};
+use clankie_runtime::grpc::Meta;
+use serde_json::json;
+
+use crate::Shared;
+
+pub(crate) async fn healthz() -> impl IntoResponse {
+    axum::Json(json!({ "status": "ok" }))
+}
+
+pub(crate) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let mut services = serde_json::Map::new();
+    let mut ready = true;
+    for service in clankie_runtime::Service::BACKENDS {
+        // Readiness: serving, and its state readable.
+        let state = service_state(&shared.paths, service, Meta::default()).await;
+        ready &= state == ServiceState::Serving;
+        // The wire word for a service that does not answer is `not_serving`.
+        let word = match state {
+            ServiceState::Down => "not_serving",
+            other => other.as_str(),
+        };
+        services.insert(service.name().into(), json!(word));
+    }
+    let status = if ready {
+        http::StatusCode::OK
+    } else {
+        http::StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        axum::Json(json!({ "ready": ready, "services": services })),
+    )
+        .into_response()
+}
