@@ -28,6 +28,7 @@ mod feeds;
 mod fleet;
 mod http;
 mod intake;
+mod listeners;
 mod mcp;
 mod origin;
 mod refusal;
@@ -36,6 +37,7 @@ mod sessions;
 
 pub use doors::Admitted;
 pub use doors::local;
+pub use listeners::{Addresses, Listening};
 pub use refusal::refusal;
 pub use serve::{ConnLimits, PeerKey};
 

@@ -1,7 +1,10 @@
 //! `clankie-gateway`: the HTTP and MCP front door.
 
-use clankie_runtime::main_kit::CommonArgs;
-use clankie_runtime::{Service, grpc, shutdown, telemetry, uds};
+use std::time::Duration;
+
+use clankie_gateway::Listening;
+use clankie_runtime::Service;
+use clankie_runtime::main_kit::{self, CommonArgs};
 use clap::Parser;
 
 /// Serves MCP over streamable HTTP for fleet members, plus /healthz and /readyz.
@@ -53,69 +56,34 @@ struct Args {
     max_connections_per_member: usize,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    clankie_runtime::state::private_umask();
-    telemetry::init(Service::Gateway.name());
-    let paths = args.common.paths();
-    let shutdown = shutdown::on_signals();
-    if !args.local_listen.ip().is_loopback() {
-        anyhow::bail!("--local-listen must be a loopback address");
-    }
-    let tcp = tokio::net::TcpListener::bind(args.listen).await?;
-    let local_tcp = tokio::net::TcpListener::bind(args.local_listen).await?;
-    let socket = Service::Gateway.socket(&paths);
-    let grpc_listener = uds::bind(&socket).await?;
-    let _guard = uds::SocketGuard(socket);
-    let local_socket = paths.local_mcp_socket();
-    let local_listener = uds::bind(&local_socket).await?;
-    let _local_guard = uds::SocketGuard(local_socket);
-    let gateway = clankie_gateway::Options {
-        paths: paths.clone(),
-        allowed_hosts: args.allowed_hosts,
-        request_budget: std::time::Duration::from_millis(args.request_budget_ms),
+    let options = |paths| clankie_gateway::Options {
+        paths,
+        allowed_hosts: args.allowed_hosts.clone(),
+        request_budget: Duration::from_millis(args.request_budget_ms),
         session_caps: clankie_gateway::SessionCaps {
             total: args.max_sessions,
             per_principal: args.max_sessions_per_principal,
         },
-    }
-    .build(shutdown.clone());
+    };
+    let at = clankie_gateway::Addresses {
+        listen: args.listen,
+        local_listen: args.local_listen,
+    };
     let limits = clankie_gateway::ConnLimits {
-        header_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
+        header_timeout: Duration::from_millis(args.header_timeout_ms),
         max_conns: args.max_connections,
         max_waiting: args.max_waiting,
         max_per_peer: args.max_connections_per_peer,
         max_per_member: args.max_connections_per_member,
     };
-    let addr = tcp.local_addr()?;
-    let local_addr = local_tcp.local_addr()?;
-    gateway.write_discovery(addr, local_addr)?;
-    tracing::info!(%addr, local = %local_addr, "gateway serving");
-    let guard = grpc::caller_guard(&paths, Service::Gateway)?;
-    let health = tokio::spawn(grpc::serve(
-        grpc_listener,
-        guard,
-        Service::Gateway.health_name(),
-        None,
-        clankie_runtime::readiness::Readiness::always(),
-        shutdown.clone(),
-    ));
-    let local = {
-        let gateway = gateway.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { gateway.serve_local(local_listener, limits, shutdown).await })
-    };
-    let local_tcp = {
-        let gateway = gateway.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { gateway.serve_local_tcp(local_tcp, limits, shutdown).await })
-    };
-    gateway.serve(tcp, limits, shutdown.clone()).await?;
-    let _ = local.await;
-    let _ = local_tcp.await;
-    let _ = std::fs::remove_file(paths.gateway_discovery());
-    let _ = health.await;
-    telemetry::shutdown();
-    Ok(())
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(main_kit::run(
+            Service::Gateway,
+            &args.common,
+            |paths, shutdown| Listening::bind(options(paths), at, limits, shutdown),
+        ))
 }

@@ -67,6 +67,16 @@ pub trait Served: Send + 'static {
     fn routes(&self) -> tonic::service::Routes;
     /// Its readiness check.
     fn readiness(&self) -> Readiness;
+    /// Serves whatever the service offers beside its gRPC socket (the
+    /// gateway's HTTP listeners) until `shutdown`; an error stops the
+    /// whole process.
+    fn serve_beside(
+        &self,
+        shutdown: CancellationToken,
+    ) -> impl Future<Output = anyhow::Result<()>> + Send {
+        let _ = shutdown;
+        async { Ok(()) }
+    }
     /// Runs once serving has stopped and in-flight calls have drained.
     fn close(self) -> impl Future<Output = ()> + Send
     where
@@ -89,14 +99,23 @@ where
     let paths = common.paths();
     let shutdown = shutdown::on_signals();
     let served = build(paths.clone(), shutdown.clone()).await?;
-    let result = grpc::serve_service(
+    let grpc = grpc::serve_service(
         &paths,
         service,
         served.routes(),
         served.readiness(),
         shutdown.clone(),
-    )
-    .await;
+    );
+    let beside = async {
+        let r = served.serve_beside(shutdown.clone()).await;
+        // A listener beside failing stops the gRPC side too.
+        if r.is_err() {
+            shutdown.cancel();
+        }
+        r
+    };
+    let (result, beside) = tokio::join!(grpc, beside);
+    let result = result.and(beside);
     shutdown.cancel();
     served.close().await;
     telemetry::shutdown();

@@ -1,0 +1,101 @@
+//! The gateway as a stack process: its three HTTP listeners bound before
+//! anything is announced, the discovery file written once they are, and all
+//! three served beside the gRPC health socket the shared main serves.
+
+use std::net::SocketAddr;
+
+use clankie_runtime::main_kit::Served;
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::readiness::Readiness;
+use clankie_runtime::uds;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ConnLimits, Gateway, Options};
+
+/// Where the gateway listens.
+pub struct Addresses {
+    /// The bearer listener.
+    pub listen: SocketAddr,
+    /// The local loopback TCP listener; must be a loopback address.
+    pub local_listen: SocketAddr,
+}
+
+/// A built gateway with its listeners bound.
+pub struct Listening {
+    gateway: Gateway,
+    paths: StatePaths,
+    limits: ConnLimits,
+    tcp: parking_lot::Mutex<Option<tokio::net::TcpListener>>,
+    local_tcp: parking_lot::Mutex<Option<tokio::net::TcpListener>>,
+    local_unix: parking_lot::Mutex<Option<tokio::net::UnixListener>>,
+    _local_socket: uds::SocketGuard,
+}
+
+impl Listening {
+    /// Binds the three listeners, builds the gateway and writes
+    /// `run/fleet/gateway.json`.
+    pub async fn bind(
+        options: Options,
+        at: Addresses,
+        limits: ConnLimits,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Listening> {
+        if !at.local_listen.ip().is_loopback() {
+            anyhow::bail!("--local-listen must be a loopback address");
+        }
+        let paths = options.paths.clone();
+        let tcp = tokio::net::TcpListener::bind(at.listen).await?;
+        let local_tcp = tokio::net::TcpListener::bind(at.local_listen).await?;
+        let local_socket = paths.local_mcp_socket();
+        let local_unix = uds::bind(&local_socket).await?;
+        let gateway = options.build(shutdown);
+        let addr = tcp.local_addr()?;
+        let local_addr = local_tcp.local_addr()?;
+        gateway.write_discovery(addr, local_addr)?;
+        tracing::info!(%addr, local = %local_addr, "gateway serving");
+        Ok(Listening {
+            gateway,
+            paths,
+            limits,
+            tcp: parking_lot::Mutex::new(Some(tcp)),
+            local_tcp: parking_lot::Mutex::new(Some(local_tcp)),
+            local_unix: parking_lot::Mutex::new(Some(local_unix)),
+            _local_socket: uds::SocketGuard(local_socket),
+        })
+    }
+}
+
+impl Served for Listening {
+    /// The gateway's gRPC socket serves health (and reflection) only.
+    fn routes(&self) -> tonic::service::Routes {
+        tonic::service::Routes::default()
+    }
+
+    fn readiness(&self) -> Readiness {
+        Readiness::always()
+    }
+
+    async fn serve_beside(&self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let (Some(tcp), Some(local_tcp), Some(local_unix)) = (
+            self.tcp.lock().take(),
+            self.local_tcp.lock().take(),
+            self.local_unix.lock().take(),
+        ) else {
+            anyhow::bail!("the gateway's listeners are already served");
+        };
+        let limits = self.limits;
+        // The first listener to fail ends the others (and the process).
+        tokio::try_join!(
+            self.gateway.serve(tcp, limits, shutdown.clone()),
+            self.gateway
+                .serve_local(local_unix, limits, shutdown.clone()),
+            self.gateway
+                .serve_local_tcp(local_tcp, limits, shutdown.clone()),
+        )?;
+        Ok(())
+    }
+
+    async fn close(self) {
+        let _ = std::fs::remove_file(self.paths.gateway_discovery());
+    }
+}
