@@ -24,12 +24,10 @@ use serde_json::json;
 
 /// The reason a call was refused, or `ok`.
 fn outcome<T>(r: Result<tonic::Response<T>, tonic::Status>) -> String {
-    match r {
+    use clankie_runtime::clients::Answer as _;
+    match r.answer() {
         Ok(_) => "ok".into(),
-        Err(s) => clankie_runtime::ClankieError::from_status(&s)
-            .code
-            .as_str()
-            .to_string(),
+        Err(e) => e.code.as_str().to_string(),
     }
 }
 
@@ -299,13 +297,7 @@ impl Probe {
         ] {
             let path = self.run.join(format!("{service}.sock"));
             let r = clankie_runtime::clients::health(&path, health, self.meta.clone()).await;
-            let result = match r {
-                Ok(_) => "ok".to_string(),
-                Err(s) => clankie_runtime::ClankieError::from_status(&s)
-                    .code
-                    .as_str()
-                    .to_string(),
-            };
+            let result = outcome(r.map(tonic::Response::new));
             self.note(&format!("{service}.Health"), result);
         }
     }

@@ -55,7 +55,11 @@ pub fn auto(paths: &StatePaths) -> anyhow::Result<AutoClient<Client>> {
     Ok(clankie_runtime::clients::auto(paths, owner_meta(paths)?))
 }
 
-/// Turns a gRPC status into a one-line refusal.
+/// Turns a gRPC status into a one-line refusal: the CLI's one decode.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the CLI's one decode, which also names a service that is not running"
+)]
 pub fn refused(s: tonic::Status) -> anyhow::Error {
     let e = ClankieError::from_status(&s);
     if s.code() == tonic::Code::Unavailable && s.message().contains("transport") {

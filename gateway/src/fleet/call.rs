@@ -14,7 +14,8 @@ use clankie_types::fleet::outcome::LOST_AFTER_FORWARD;
 use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind};
 use serde_json::json;
 
-use super::{Forwarded, Op, forwarded, status, with_receipt};
+use super::{Forwarded, Op, forwarded, unanswered, with_receipt};
+use clankie_runtime::clients::Answer as _;
 
 type McpHost = mpb::mcp_host_client::McpHostClient<Client>;
 
@@ -123,14 +124,13 @@ impl Op<'_> {
     /// simply unavailable.
     async fn reconcile(&self, receipt_id: String) -> Result<mpb::CallResult, ClankieError> {
         let req = self.request(mpb::GetReceiptRequest { receipt_id })?;
-        Ok(self
-            .shared
+        self.shared
             .mcp
             .clone()
             .get_receipt(req)
             .await
-            .map_err(status)?
-            .into_inner())
+            .verdict()
+            .map_err(unanswered)
     }
 
     /// The catalog's revision and connected accounts right now (the last

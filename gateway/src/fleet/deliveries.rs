@@ -14,8 +14,9 @@ use clankie_runtime::ClankieError;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::fleet::seat::{Acked, CatalogAnswer, Claimed, PollAnswer, Released};
 
-use super::{Budget, Op, status};
+use super::{Budget, Op, unanswered};
 use crate::Shared;
+use clankie_runtime::clients::Answer as _;
 
 /// The longest wait a seat may ask for.
 pub const MAX_WAIT: Duration = Duration::from_millis(clankie_types::fleet::seat::MAX_WAIT_MS);
@@ -141,7 +142,7 @@ impl Op<'_> {
         };
         tokio::select! {
             polled = poll => {
-                let r = polled.map_err(status)?.into_inner();
+                let r = polled.verdict().map_err(unanswered)?;
                 // A change still held by a running turn is not published.
                 let mut revision = seat_revision(self.shared);
                 if !known.is_empty() && revision != known && self.mid_turn().await {
@@ -176,8 +177,8 @@ impl Op<'_> {
             .clone()
             .seat_claim(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(Claimed {
             claim_id: r.claim_id,
             deliveries: r.deliveries.iter().map(Into::into).collect(),
@@ -199,9 +200,10 @@ impl Op<'_> {
             .clone()
             .seat_ack(req)
             .await
-            .map_err(status)?;
+            .verdict()
+            .map_err(unanswered)?;
         Ok(Acked {
-            recorded: r.into_inner().recorded,
+            recorded: r.recorded,
         })
     }
 
@@ -220,9 +222,10 @@ impl Op<'_> {
             .clone()
             .seat_release(req)
             .await
-            .map_err(status)?;
+            .verdict()
+            .map_err(unanswered)?;
         Ok(Released {
-            released: r.into_inner().recorded,
+            released: r.recorded,
         })
     }
 }

@@ -7,8 +7,9 @@ use clankie_runtime::ClankieError;
 use clankie_runtime::clients::Call;
 
 use super::call::{Listener, forward, uncertain};
-use super::{Budget, Forwarded, forwarded, status, with_receipt};
+use super::{Budget, Forwarded, forwarded, unanswered, with_receipt};
 use crate::Shared;
+use clankie_runtime::clients::Answer as _;
 
 /// What a grant call answers when the host went quiet after the call left.
 const LOST: &str = "the host did not answer after the call left: it may have applied; \
@@ -38,8 +39,8 @@ impl GrantOp<'_> {
             .clone()
             .grant_tools(req)
             .await
-            .map_err(status)?
-            .into_inner()
+            .verdict()
+            .map_err(unanswered)?
             .tools)
     }
 

@@ -20,7 +20,7 @@ pub(crate) mod wakes;
 
 use std::time::{Duration, Instant};
 
-use clankie_runtime::clients::Call;
+use clankie_runtime::clients::{Answer as _, Call, Unanswered};
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
 
@@ -104,18 +104,18 @@ impl<'a> Op<'a> {
     }
 }
 
-/// Decodes a service's refusal: its own verdict, the deadline, or (for a
-/// transport failure) that a fleet service is unavailable.
-pub(crate) fn status(s: tonic::Status) -> ClankieError {
-    if !ClankieError::is_verdict(&s) && s.code() != tonic::Code::DeadlineExceeded {
-        return ErrorCode::ServiceUnavailable
-            .err("a fleet service is unavailable right now; retry shortly");
+/// A request with no message, as the member reads it: the service's own
+/// verdict, the deadline, or (the transport failing) that a fleet service
+/// is unavailable.
+pub(crate) fn unanswered(u: Unanswered) -> ClankieError {
+    match u {
+        Unanswered::Verdict(e) => e,
+        Unanswered::Lost(s) if s.code() == tonic::Code::DeadlineExceeded => {
+            ErrorCode::DeadlineExceeded.err(s.message().to_string())
+        }
+        Unanswered::Lost(_) => ErrorCode::ServiceUnavailable
+            .err("a fleet service is unavailable right now; retry shortly"),
     }
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the one decode of a fleet operation's status"
-    )]
-    ClankieError::from_status(&s)
 }
 
 /// A refusal that names the receipt id the request would have had: nothing
@@ -129,20 +129,20 @@ pub(crate) fn with_receipt(e: ClankieError, receipt_id: &str) -> ClankieError {
 }
 
 /// How a forwarded write ended: the service's answer, or (the request
-/// left, no verdict came back) lost, and so uncertain.
+/// left, no verdict came back) lost, and so uncertain. A verdict is a
+/// refusal.
 pub(crate) enum Forwarded<T> {
     Answered(T),
     Lost(tonic::Status),
 }
 
-/// Sorts a forwarded write's reply: a verdict is a refusal; anything else
-/// after the forward may have applied.
+/// Sorts a forwarded write's reply.
 pub(crate) fn forwarded<T>(
     reply: Result<tonic::Response<T>, tonic::Status>,
 ) -> Result<Forwarded<T>, ClankieError> {
-    match reply {
-        Ok(r) => Ok(Forwarded::Answered(r.into_inner())),
-        Err(s) if ClankieError::is_verdict(&s) => Err(status(s)),
-        Err(s) => Ok(Forwarded::Lost(s)),
+    match reply.verdict() {
+        Ok(r) => Ok(Forwarded::Answered(r)),
+        Err(Unanswered::Verdict(e)) => Err(e),
+        Err(Unanswered::Lost(s)) => Ok(Forwarded::Lost(s)),
     }
 }

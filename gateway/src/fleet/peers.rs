@@ -9,7 +9,8 @@ use clankie_types::fleet::outcome::{Lost, lost_after_forward};
 use clankie_types::fleet::seat::{PeerList, PeerReceipt};
 use serde::Serialize;
 
-use super::{Forwarded, Op, forwarded, status};
+use super::{Forwarded, Op, forwarded, unanswered};
+use clankie_runtime::clients::Answer as _;
 
 /// A sent peer message's answer.
 #[derive(Debug, Serialize)]
@@ -30,8 +31,8 @@ impl Op<'_> {
             .clone()
             .list_peers(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(PeerList {
             own: r.self_.as_ref().map(Into::into),
             seats: r.seats.iter().map(Into::into).collect(),
@@ -70,8 +71,8 @@ impl Op<'_> {
             .clone()
             .get_peer_receipt(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok((&r).into())
     }
 }

@@ -10,7 +10,8 @@ use clankie_types::fleet::args::{Submission, VerdictArgs};
 use clankie_types::views::candidate as candidate_view;
 use serde_json::Value;
 
-use super::{Op, status};
+use super::{Op, unanswered};
+use clankie_runtime::clients::Answer as _;
 
 impl Op<'_> {
     /// A candidate with its stored patch.
@@ -22,8 +23,8 @@ impl Op<'_> {
             .clone()
             .get_review_candidate(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(candidate_view(&c, true))
     }
 
@@ -49,8 +50,8 @@ impl Op<'_> {
             .clone()
             .review_verdict(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(candidate_view(&c, false))
     }
 
@@ -75,8 +76,8 @@ impl Op<'_> {
             .clone()
             .submit_review(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(candidate_view(&c, false))
     }
 }

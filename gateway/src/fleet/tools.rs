@@ -8,7 +8,8 @@ use clankie_types::fleet::args::ToolsArgs;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Op, status};
+use super::{Op, unanswered};
+use clankie_runtime::clients::Answer as _;
 
 /// The most tools one description names.
 const MAX_NAMES: usize = 10;
@@ -59,8 +60,8 @@ impl Op<'_> {
             .clone()
             .describe_tools(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         let tools = resp
             .tools
             .into_iter()
@@ -93,8 +94,8 @@ impl Op<'_> {
             .clone()
             .search_tools(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         let tools = resp
             .tools
             .into_iter()

@@ -7,7 +7,8 @@ use clankie_runtime::ClankieError;
 use clankie_types::fleet::args::ScheduleWakeArgs;
 use serde::Serialize;
 
-use super::{Op, status};
+use super::{Op, unanswered};
+use clankie_runtime::clients::Answer as _;
 
 /// What a lead seat can see of its wakes.
 #[derive(Debug, Serialize)]
@@ -52,8 +53,8 @@ impl Op<'_> {
             .clone()
             .get_wake(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(Wakes {
             switch_on: w.switch_on,
             conversation_id: w.conversation_id,
@@ -86,8 +87,8 @@ impl Op<'_> {
             .clone()
             .schedule_wake(req)
             .await
-            .map_err(status)?
-            .into_inner();
+            .verdict()
+            .map_err(unanswered)?;
         Ok(Scheduled {
             wake_id: w.wake_id,
             conversation_id: w.conversation_id,

@@ -4,7 +4,7 @@
 //! as `Authorization: Bearer ...` and is passed to the mailbox, which checks
 //! it; the gateway decides nothing.
 
-use clankie_runtime::clients::Call;
+use clankie_runtime::clients::{Answer as _, Call};
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
@@ -49,9 +49,9 @@ pub(crate) async fn list_projects(
         Ok(r) => r,
         Err(e) => return refusal(&e),
     };
-    let projects = match shared.mailbox.clone().list_projects(req).await {
-        Ok(r) => r.into_inner().projects,
-        Err(s) => return refusal(&ClankieError::from_status(&s)),
+    let projects = match shared.mailbox.clone().list_projects(req).await.answer() {
+        Ok(r) => r.projects,
+        Err(e) => return refusal(&e),
     };
     if !autonomy {
         // The plain view: what older strict clients parse.
@@ -68,9 +68,9 @@ pub(crate) async fn list_projects(
         Ok(r) => r,
         Err(e) => return refusal(&e),
     };
-    let status = match shared.auto.clone().project_status(req).await {
-        Ok(r) => r.into_inner(),
-        Err(s) => return refusal(&ClankieError::from_status(&s)),
+    let status = match shared.auto.clone().project_status(req).await.answer() {
+        Ok(r) => r,
+        Err(e) => return refusal(&e),
     };
     axum::Json(json!({
         "projectsAuto": true,
@@ -114,10 +114,11 @@ pub(crate) async fn remove_workspace(
         Ok(r) => r,
         Err(e) => return refusal(&e),
     };
-    match shared.mailbox.clone().remove_workspace(req).await {
-        Ok(r) => axum::Json(json!({ "project": clankie_types::views::project(&r.into_inner()) }))
-            .into_response(),
-        Err(s) => refusal(&ClankieError::from_status(&s)),
+    match shared.mailbox.clone().remove_workspace(req).await.answer() {
+        Ok(r) => {
+            axum::Json(json!({ "project": clankie_types::views::project(&r) })).into_response()
+        }
+        Err(e) => refusal(&e),
     }
 }
 
@@ -145,23 +146,20 @@ pub(crate) async fn request_budget(
         Ok(r) => r,
         Err(e) => return refusal(&e),
     };
-    match shared.mcp.clone().tracker_budgets(req).await {
-        Ok(r) => {
-            let r = r.into_inner();
-            axum::Json(json!({
-                "requestsPerHour": r.requests_per_hour,
-                "writesPerMinute": r.writes_per_minute,
-                "actors": r.actors.into_iter().map(|a| json!({
-                    "actor": a.actor,
-                    "role": a.role,
-                    "class": a.class,
-                    "requests": window(a.requests),
-                    "writes": window(a.writes),
-                    "refused": a.refused,
-                })).collect::<Vec<_>>(),
-            }))
-            .into_response()
-        }
-        Err(s) => refusal(&ClankieError::from_status(&s)),
+    match shared.mcp.clone().tracker_budgets(req).await.answer() {
+        Ok(r) => axum::Json(json!({
+            "requestsPerHour": r.requests_per_hour,
+            "writesPerMinute": r.writes_per_minute,
+            "actors": r.actors.into_iter().map(|a| json!({
+                "actor": a.actor,
+                "role": a.role,
+                "class": a.class,
+                "requests": window(a.requests),
+                "writes": window(a.writes),
+                "refused": a.refused,
+            })).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Err(e) => refusal(&e),
     }
 }

@@ -3,6 +3,7 @@
 //! cadence file), the wake itself, and the leads' scheduled self-wakes.
 
 use super::*;
+use clankie_runtime::clients::{Answer as _, Unanswered};
 use clankie_runtime::clients::{Call, INTERNAL};
 
 /// Aborts at a test crash point when its marker exists.
@@ -236,28 +237,13 @@ impl AutoService {
         let r = Call::new(mpb::ListProjectsRequest {})
             .timeout(timeout)
             .request();
-        let projects = mailbox
-            .list_projects(r)
-            .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner()
-            .projects;
+        let projects = mailbox.list_projects(r).await.answer()?.projects;
         let r = Call::new(mpb::ListConversationsRequest {})
             .timeout(timeout)
             .request();
-        let conversations = mailbox
-            .list_conversations(r)
-            .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner()
-            .conversations;
+        let conversations = mailbox.list_conversations(r).await.answer()?.conversations;
         let r = Call::new(mpb::RosterRequest {}).timeout(timeout).request();
-        let hires = mailbox
-            .roster(r)
-            .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner()
-            .hires;
+        let hires = mailbox.roster(r).await.answer()?.hires;
         Ok(round::View::new(projects, conversations, hires))
     }
 
@@ -322,7 +308,7 @@ impl AutoService {
         })
         .timeout(Duration::from_secs(10))
         .request();
-        let sent = self.inner.mailbox.clone().wake(req).await;
+        let sent = self.inner.mailbox.clone().wake(req).await.verdict();
         let accepted_at = now_ms();
         match sent {
             Ok(_) => {
@@ -346,7 +332,7 @@ impl AutoService {
                 }
                 Ok(Some(accepted_at))
             }
-            Err(s) if s.metadata().contains_key(clankie_runtime::code::REASON_KEY) => {
+            Err(Unanswered::Verdict(e)) => {
                 // Refused: nothing was accepted; the reservation is dropped.
                 let mut guard = self.inner.cadence.lock().await;
                 if let Ok(c) = guard.as_mut() {
@@ -355,11 +341,11 @@ impl AutoService {
                     }
                     files::save_cadence(&self.inner.root, c).map_err(internal)?;
                 }
-                Err(ClankieError::from_status(&s))
+                Err(e)
             }
             // Unknown: the reservation stays and is reconciled at startup or
             // settled by the next round's repeat of the same wake id.
-            Err(s) => Err(ClankieError::from_status(&s)),
+            Err(lost) => Err(lost.into_error()),
         }
     }
 
@@ -429,8 +415,7 @@ impl AutoService {
             .clone()
             .resolve_caller(call)
             .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner();
+            .answer()?;
         if info.role != "lead" || info.conversation_id.is_empty() {
             return Err(ErrorCode::RoleNotAllowed
                 .err(format!(

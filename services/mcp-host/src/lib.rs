@@ -31,6 +31,7 @@ use clankie_proto::common::v1::{FleetTools, Principal};
 use clankie_proto::mailbox::v1 as mpb;
 use clankie_proto::mcphost::v1 as pb;
 use clankie_proto::tracker::v1 as tpb;
+use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::owner::OwnerCheck;
@@ -233,14 +234,7 @@ impl McpHost {
         })
         .timeout(INTERNAL)
         .request();
-        let resp = self
-            .inner
-            .admission
-            .clone()
-            .recheck(req)
-            .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner();
+        let resp = self.inner.admission.clone().recheck(req).await.answer()?;
         let principal = resp
             .principal
             .ok_or_else(|| ErrorCode::Internal.err("admission answered without a principal"))?;

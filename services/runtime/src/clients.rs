@@ -5,7 +5,8 @@
 //! holds it), and accepts answers as large as that service may send.
 //! [`Call`] builds a request with its deadline and admission ticket;
 //! [`Answer::answer`] turns the reply into the message or the service's
-//! reason, decoded once through [`ClankieError::from_status`].
+//! reason, decoded once through [`ClankieError::from_status`];
+//! [`Answer::verdict`] keeps a refusal apart from a lost answer.
 
 use std::time::Duration;
 
@@ -181,13 +182,52 @@ pub async fn service_state(
 /// transport's failure, never guessed into a domain reason).
 pub trait Answer<R> {
     fn answer(self) -> Result<R, ClankieError>;
+
+    /// For a request that may have acted before its answer was lost (a
+    /// write forwarded to another service): the message, the service's
+    /// verdict, or [`Unanswered::Lost`] when no verdict came back.
+    fn verdict(self) -> Result<R, Unanswered>;
+}
+
+/// Why a forwarded request has no message.
+#[derive(Debug)]
+pub enum Unanswered {
+    /// The service refused it, saying why: nothing was done.
+    Verdict(ClankieError),
+    /// No verdict came back (a reset, a timeout, the service dying): it
+    /// may have acted. The status says only how the transport failed.
+    Lost(Status),
+}
+
+impl Unanswered {
+    /// As a refusal, whichever it was (a lost answer reads as the
+    /// transport's failure).
+    pub fn into_error(self) -> ClankieError {
+        match self {
+            Unanswered::Verdict(e) => e,
+            Unanswered::Lost(s) => decode(&s),
+        }
+    }
 }
 
 impl<R> Answer<R> for Result<Response<R>, Status> {
     fn answer(self) -> Result<R, ClankieError> {
-        self.map(Response::into_inner)
-            .map_err(|s| ClankieError::from_status(&s))
+        self.map(Response::into_inner).map_err(|s| decode(&s))
     }
+
+    fn verdict(self) -> Result<R, Unanswered> {
+        match self {
+            Ok(r) => Ok(r.into_inner()),
+            Err(s) if ClankieError::is_verdict(&s) => Err(Unanswered::Verdict(decode(&s))),
+            Err(s) => Err(Unanswered::Lost(s)),
+        }
+    }
+}
+
+/// The one decode of a status (the bans in `clippy.toml` keep it here).
+#[allow(clippy::disallowed_methods, reason = "the one decode")]
+fn decode(s: &Status) -> ClankieError {
+    ClankieError::from_status(s)
 }
 
 #[cfg(test)]

@@ -419,6 +419,10 @@ impl From<ClankieError> for tonic::Status {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the decode's own round-trip tests"
+)]
 mod tests {
     use super::*;
 

@@ -35,6 +35,10 @@ refusers!(
 );
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "reads back the reason a refusal carries"
+)]
 mod tests {
     use super::*;
     use crate::ErrorCode;

@@ -1,6 +1,7 @@
 //! Who is calling: the pane an admission ticket proves, and the native seat
 //! that pane holds.
 
+use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::Role;
 
@@ -56,8 +57,7 @@ impl MailboxService {
             .clone()
             .recheck(call)
             .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner()
+            .answer()?
             .principal
             .unwrap_or_default();
         if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
@@ -109,8 +109,8 @@ impl MailboxService {
             .clone()
             .observe_ticket_seat(call)
             .await
-            .map_err(|s| {
-                let e = ClankieError::from_status(&s);
+            .answer()
+            .map_err(|e| {
                 if e.code == ErrorCode::LocalProcessMembershipRequired {
                     ErrorCode::NativeSeatRequired.err(format!(
                         "a native seat is a proven pane process under the pane's foreground agent: {}",
@@ -119,8 +119,7 @@ impl MailboxService {
                 } else {
                     e
                 }
-            })?
-            .into_inner();
+            })?;
         // A hire's seat is the harness it launched, or no seat at all.
         let mismatch = {
             let store = self.inner.store.lock().await;
@@ -335,8 +334,7 @@ impl MailboxService {
                     .clone()
                     .recheck(call)
                     .await
-                    .map_err(|s| ClankieError::from_status(&s))?
-                    .into_inner()
+                    .answer()?
                     .principal
                     .unwrap_or_default();
                 let pane = if principal.pane_id.is_empty() {

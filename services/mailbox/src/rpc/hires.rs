@@ -1,6 +1,7 @@
 //! Hires: opening a pane for a project in a linked session, closing it,
 //! the roster, and retiring a hire whose pane is gone.
 
+use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::Role;
 use std::path::Path;
@@ -119,15 +120,15 @@ impl MailboxService {
         })
         .timeout(Duration::from_secs(10))
         .request();
-        match self.inner.tracker.clone().retire_hire(req).await {
+        match self.inner.tracker.clone().retire_hire(req).await.answer() {
             Ok(r) => tracing::info!(
                 hire = %hire.hire_id,
-                released = r.into_inner().released.len(),
+                released = r.released.len(),
                 "hire.retired"
             ),
-            Err(s) => tracing::warn!(
+            Err(e) => tracing::warn!(
                 hire = %hire.hire_id,
-                reason = %ClankieError::from_status(&s).code,
+                reason = %e.code,
                 "hire.retire_failed"
             ),
         }
@@ -154,14 +155,12 @@ impl MailboxService {
         let call = Call::new(apb::FleetStatusRequest {})
             .timeout(INTERNAL)
             .request();
-        Ok(self
-            .inner
+        self.inner
             .admission
             .clone()
             .fleet_status(call)
             .await
-            .map_err(|s| ClankieError::from_status(&s))?
-            .into_inner())
+            .answer()
     }
 
     /// Where a hire opens and how it starts.

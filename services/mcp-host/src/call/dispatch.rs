@@ -3,7 +3,7 @@
 //! the budget is spent. Past the durable receipt the call was dispatched:
 //! every answer carries its receipt, and none is a refusal.
 
-use clankie_runtime::clients::Call;
+use clankie_runtime::clients::{Answer as _, Call, Unanswered};
 use std::time::Duration;
 
 use clankie_proto::common::v1::Principal;
@@ -269,22 +269,20 @@ async fn invoke_store(
         .timeout(COMPLETION_LIFETIME)
         .owner(owner_token)
         .request();
-    match client.invoke(r).await {
+    match client.invoke(r).await.verdict() {
         Ok(resp) => {
-            let structured: Value =
-                serde_json::from_str(&resp.into_inner().result_json).unwrap_or(Value::Null);
+            let structured: Value = serde_json::from_str(&resp.result_json).unwrap_or(Value::Null);
             (Outcome::Ok, Some(tool_result(structured, false)), None)
         }
-        Err(s) if ClankieError::is_verdict(&s) => {
+        Err(Unanswered::Verdict(e)) => {
             // The tracker answered: nothing was written.
-            let e = ClankieError::from_status(&s);
             (
                 Outcome::Error,
                 Some(tool_result(serde_json::json!({ "error": e.body() }), true)),
                 None,
             )
         }
-        Err(s) => (
+        Err(Unanswered::Lost(s)) => (
             Outcome::Uncertain,
             None,
             Some(format!(
