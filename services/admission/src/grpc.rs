@@ -106,14 +106,14 @@ impl pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<pb::FleetStatusResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
-        let current = self.inner.settings.borrow().clone();
+        let mut current = self.inner.settings.borrow().clone();
         let tools = match FleetTools::try_from(req.tools) {
             Ok(FleetTools::Connected) => ToolsSetting::Connected,
             Ok(FleetTools::Off) => ToolsSetting::Off,
             Ok(FleetTools::Unspecified)
                 if req.peer_messages.is_some() || req.worker_sandbox.is_some() =>
             {
-                current.file.tools
+                current.file().tools
             }
             _ => {
                 return Err(ErrorCode::InvalidArgument
@@ -121,9 +121,9 @@ impl pb::admission_server::Admission for AdmissionService {
                     .into());
             }
         };
-        let peer_messages = req.peer_messages.unwrap_or(current.file.peer_messages);
-        let worker_sandbox = req.worker_sandbox.unwrap_or(current.file.worker_sandbox);
-        if current.unreadable
+        let peer_messages = req.peer_messages.unwrap_or(current.file().peer_messages);
+        let worker_sandbox = req.worker_sandbox.unwrap_or(current.file().worker_sandbox);
+        if current.unreadable()
             && (tools == ToolsSetting::Connected || peer_messages || !worker_sandbox)
         {
             // Turning tools on over an unreadable file would discard it; the
@@ -132,28 +132,22 @@ impl pb::admission_server::Admission for AdmissionService {
                 .err("fleet settings file is unreadable; move it aside before turning tools or peer messages on or the worker sandbox off")
                 .into());
         }
-        if current.unreadable
-            || current.file.tools != tools
-            || current.file.peer_messages != peer_messages
-            || current.file.worker_sandbox != worker_sandbox
+        if current.unreadable()
+            || current.file().tools != tools
+            || current.file().peer_messages != peer_messages
+            || current.file().worker_sandbox != worker_sandbox
         {
             let file = SettingsFile {
                 tools,
-                revision: current.file.revision + 1,
+                revision: current.file().revision + 1,
                 peer_messages,
                 worker_sandbox,
             };
-            if current.unreadable {
-                let _ = state::move_aside(&self.inner.settings_path);
-            }
-            state::save_json(&self.inner.settings_path, &file).map_err(|e| {
+            current.0.replace(file).map_err(|e| {
                 ErrorCode::Internal.err(format!("could not save fleet settings: {e}"))
             })?;
             tracing::info!(tools = ?tools, peer_messages, worker_sandbox, "fleet settings changed");
-            self.inner.settings.send_replace(Settings {
-                file,
-                unreadable: false,
-            });
+            self.inner.settings.send_replace(current);
         }
         Ok(Response::new(self.status()))
     }

@@ -25,13 +25,12 @@ use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
 use clankie_runtime::listener;
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
-use clankie_runtime::state::{self, GuardError, Guarded, Loaded};
+use clankie_runtime::state::{self, GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use clankie_types::LinkKind;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -127,27 +126,36 @@ struct SettingsFile {
     worker_sandbox: bool,
 }
 
+/// The owner's fleet settings. An unreadable file reads as off (and the
+/// sandbox on), and is never saved over except by the owner's deliberate
+/// change, which keeps it aside.
 #[derive(Debug, Clone)]
-struct Settings {
-    file: SettingsFile,
-    /// Set when the file could not be read: reads as off, never saved over.
-    unreadable: bool,
-}
+struct Settings(Guarded<SettingsFile>);
 
 impl Settings {
+    fn file(&self) -> &SettingsFile {
+        self.0.value()
+    }
+
+    fn unreadable(&self) -> bool {
+        self.0.unreadable().is_some()
+    }
+
     fn to_pb(&self) -> pb::FleetSettings {
-        let tools = if self.unreadable || self.file.tools == ToolsSetting::Off {
+        let unreadable = self.unreadable();
+        let file = self.file();
+        let tools = if unreadable || file.tools == ToolsSetting::Off {
             FleetTools::Off
         } else {
             FleetTools::Connected
         };
         pb::FleetSettings {
             tools: tools as i32,
-            revision: self.file.revision,
-            peer_messages: !self.unreadable && self.file.peer_messages,
+            revision: file.revision,
+            peer_messages: !unreadable && file.peer_messages,
             // Unreadable settings confine hires: the safe side of the switch.
-            worker_sandbox: self.unreadable || self.file.worker_sandbox,
-            unreadable: self.unreadable,
+            worker_sandbox: unreadable || file.worker_sandbox,
+            unreadable,
         }
     }
 }
@@ -201,7 +209,6 @@ impl Options {
         let dir = self.paths.service_dir("admission");
         state::private_dir(&dir)?;
         let owner = OwnerCheck::load(&self.paths.owner_credential())?;
-        let settings_path = dir.join("settings.json");
         let links = Guarded::load(
             dir.join("links.json"),
             LinksFile::default,
@@ -210,33 +217,24 @@ impl Options {
         if let Some(e) = links.unreadable() {
             tracing::error!(error = %e, "fleet links unreadable; admitting no bearer links");
         }
-        let settings = match state::load_json::<SettingsFile>(&settings_path) {
-            Loaded::Missing => Settings {
-                file: SettingsFile {
-                    tools: ToolsSetting::Connected,
-                    revision: 1,
-                    peer_messages: true,
-                    worker_sandbox: false,
-                },
-                unreadable: false,
+        let settings = Settings(Guarded::load(
+            dir.join("settings.json"),
+            || SettingsFile {
+                tools: ToolsSetting::Connected,
+                revision: 1,
+                peer_messages: true,
+                worker_sandbox: false,
             },
-            Loaded::Ok(file) => Settings {
-                file,
-                unreadable: false,
+            || SettingsFile {
+                tools: ToolsSetting::Off,
+                revision: 0,
+                peer_messages: false,
+                worker_sandbox: true,
             },
-            Loaded::Unreadable(e) => {
-                tracing::error!(error = %e, "fleet settings unreadable; fleet.tools reads as off");
-                Settings {
-                    file: SettingsFile {
-                        tools: ToolsSetting::Off,
-                        revision: 0,
-                        peer_messages: false,
-                        worker_sandbox: true,
-                    },
-                    unreadable: true,
-                }
-            }
-        };
+        ));
+        if let Some(e) = settings.0.unreadable() {
+            tracing::error!(error = %e, "fleet settings unreadable; fleet.tools reads as off");
+        }
         let (settings_tx, _) = watch::channel(settings);
         let helper = helper::HelperClient::start(self.helper, shutdown);
         Ok(AdmissionService {
@@ -245,7 +243,6 @@ impl Options {
                 helper,
                 hosts: Mutex::new(HashMap::new()),
                 owner,
-                settings_path,
                 links: Mutex::new(links),
                 settings: settings_tx,
                 tickets: Mutex::new(HashMap::new()),
@@ -269,7 +266,6 @@ struct Inner {
     /// clients) live across proofs.
     hosts: Mutex<HashMap<String, local::LocalLink>>,
     owner: OwnerCheck,
-    settings_path: PathBuf,
     links: Mutex<Guarded<LinksFile>>,
     settings: watch::Sender<Settings>,
     tickets: Mutex<HashMap<String, Ticket>>,
@@ -301,7 +297,7 @@ impl AdmissionService {
             inner
                 .settings
                 .borrow()
-                .unreadable
+                .unreadable()
                 .then(|| "fleet settings file unreadable".into())
         })
     }

@@ -192,7 +192,7 @@ impl MailboxService {
             ) else {
                 return None;
             };
-            let problem = if store.unreadable {
+            let problem = if store.unreadable() {
                 Some("mailbox state unreadable".to_string())
             } else if book.unreadable().is_some() {
                 Some("seat book unreadable".into())
@@ -219,7 +219,7 @@ impl MailboxService {
     }
 
     pub(crate) fn writable(store: &Store) -> Result<(), ClankieError> {
-        if store.unreadable {
+        if store.unreadable() {
             return Err(ErrorCode::ServiceUnavailable.err(
                 "the mailbox state cannot be read; the owner must inspect it before changes",
             ));

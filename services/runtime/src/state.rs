@@ -130,7 +130,7 @@ pub fn save_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
 /// value is the caller's fail-safe, the service reports it (readiness, its
 /// refusals), and nothing is ever saved over the file until the owner
 /// repairs it and the service restarts.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Guarded<T> {
     path: std::path::PathBuf,
     value: T,
@@ -175,6 +175,24 @@ impl<T: Serialize + DeserializeOwned> Guarded<T> {
 
     pub fn value(&self) -> &T {
         &self.value
+    }
+
+    /// The owner's deliberate new value, whatever the file held: an
+    /// unreadable file is first moved aside (kept byte for byte), then the
+    /// value is written and the guard reads as readable again.
+    pub fn replace(&mut self, value: T) -> Result<(), GuardError> {
+        if self.unreadable.is_some() {
+            match move_aside(&self.path) {
+                Ok(_) => {}
+                // Someone moved it already: nothing left to keep.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        save_json(&self.path, &value)?;
+        self.value = value;
+        self.unreadable = None;
+        Ok(())
     }
 
     /// Writes the value (atomic rename after fsync), unless the file was
@@ -243,6 +261,28 @@ mod tests {
         ));
         assert!(matches!(g.save(), Err(GuardError::Unreadable)));
         assert_eq!(std::fs::read(&p).expect("read"), b"{not json");
+    }
+
+    #[test]
+    fn a_deliberate_replace_keeps_the_unreadable_file_aside_byte_for_byte() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("settings.json");
+        std::fs::write(&p, b"{not json").expect("write");
+        let mut g = Guarded::<Vec<u32>>::load(&p, Vec::new, || vec![0]);
+        g.replace(vec![7]).expect("replaced");
+        assert!(g.unreadable().is_none());
+        assert_eq!(
+            Guarded::<Vec<u32>>::load(&p, Vec::new, Vec::new).value(),
+            &vec![7]
+        );
+        let aside: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".unreadable-"))
+            .collect();
+        assert_eq!(aside.len(), 1, "the unreadable file is kept aside");
+        assert_eq!(std::fs::read(aside[0].path()).expect("read"), b"{not json");
+        g.update(|v| v.push(8)).expect("an ordinary update after");
     }
 
     #[test]

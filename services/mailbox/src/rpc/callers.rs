@@ -187,7 +187,7 @@ impl MailboxService {
             h.occupant_pid = rec.agent_pid;
             h.occupant_pidfs_id = rec.agent_pidfs_id;
             h.occupant_start_time = rec.agent_start_time;
-            if !store.unreadable {
+            if !store.unreadable() {
                 store.save().map_err(internal)?;
             }
         }
@@ -374,7 +374,7 @@ impl MailboxService {
             None
         };
         match target {
-            _ if store.unreadable => {
+            _ if store.unreadable() => {
                 info.route_problem = "the project registry cannot be read here".into();
             }
             None => info.route = "legacy".into(),

@@ -444,7 +444,7 @@ impl MailboxService {
                 changed = true;
             }
         }
-        if changed && !store.unreadable {
+        if changed && !store.unreadable() {
             store.save().map_err(internal)?;
         }
         if changed {

@@ -118,7 +118,7 @@ impl MailboxService {
             }
             Err(_) => false,
         };
-        if changed && !store.unreadable {
+        if changed && !store.unreadable() {
             store.save().map_err(internal)?;
         }
         Ok(verdict.is_ok())
@@ -143,7 +143,7 @@ impl MailboxService {
         };
         if h.not_ready != reason {
             h.not_ready = reason.into();
-            if !store.unreadable
+            if !store.unreadable()
                 && let Err(e) = store.save()
             {
                 tracing::warn!(error = %e, "mailbox.hire.not_ready_unsaved");

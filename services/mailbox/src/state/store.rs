@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use clankie_runtime::state::{self, Loaded};
+use clankie_runtime::state::{self, GuardError, Guarded};
 use serde::{Deserialize, Serialize};
 
 pub use clankie_types::TrackerBinding;
@@ -294,9 +294,9 @@ pub struct Accepted {
 
 pub struct Store {
     dir: PathBuf,
-    pub state: StateFile,
-    /// Set when state.json could not be read: no change is saved over it.
-    pub unreadable: bool,
+    /// `state.json`; when it could not be read at start, no change is
+    /// saved over it.
+    pub state: Guarded<StateFile>,
     last_seq: HashMap<String, u64>,
     receipts: HashMap<String, Accepted>,
 }
@@ -322,14 +322,14 @@ impl Store {
     pub fn open(dir: PathBuf) -> std::io::Result<Store> {
         state::private_dir(&dir)?;
         state::private_dir(&dir.join("transcripts"))?;
-        let (mut state, unreadable) = match state::load_json::<StateFile>(&dir.join("state.json")) {
-            Loaded::Missing => (StateFile::default(), false),
-            Loaded::Ok(s) => (s, false),
-            Loaded::Unreadable(e) => {
-                tracing::error!(error = %e, "mailbox state is unreadable; changes are refused until the owner inspects it");
-                (StateFile::default(), true)
-            }
-        };
+        let mut state = Guarded::load(
+            dir.join("state.json"),
+            StateFile::default,
+            StateFile::default,
+        );
+        if let Some(e) = state.unreadable() {
+            tracing::error!(error = %e, "mailbox state is unreadable; changes are refused until the owner inspects it");
+        }
         if !state
             .conversations
             .iter()
@@ -351,7 +351,6 @@ impl Store {
         let mut store = Store {
             dir,
             state,
-            unreadable,
             last_seq: HashMap::new(),
             receipts: HashMap::new(),
         };
@@ -395,13 +394,18 @@ impl Store {
         Ok(())
     }
 
+    /// Whether `state.json` was unreadable at start (nothing is saved).
+    pub fn unreadable(&self) -> bool {
+        self.state.unreadable().is_some()
+    }
+
     pub fn save(&self) -> std::io::Result<()> {
-        if self.unreadable {
-            return Err(std::io::Error::other(
-                "mailbox state is unreadable; not saving over it",
-            ));
-        }
-        state::save_json(&self.dir.join("state.json"), &self.state)
+        self.state.save().map_err(|e| match e {
+            GuardError::Unreadable => {
+                std::io::Error::other("mailbox state is unreadable; not saving over it")
+            }
+            GuardError::Write(e) => e,
+        })
     }
 
     pub fn receipt(&self, receipt_id: &str) -> Option<&Accepted> {
@@ -564,7 +568,7 @@ mod tests {
         std::fs::create_dir_all(&root).expect("dir");
         std::fs::write(root.join("state.json"), b"{not json").expect("write");
         let s = Store::open(root.clone()).expect("open");
-        assert!(s.unreadable);
+        assert!(s.unreadable());
         assert!(s.save().is_err());
         assert_eq!(
             std::fs::read(root.join("state.json")).expect("read"),
