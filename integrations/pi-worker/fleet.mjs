@@ -1,5 +1,5 @@
 // The fleet's member-facing words as the extension speaks them: receipt ids,
-// outcomes and the call's account in a result's `_meta`. The Rust contract
+// outcomes, the call's account in a result's `_meta` and the seat routes. The Rust contract
 // (types/src/fleet/) is the source; test/fleet.test.mjs holds this file to
 // the same golden JSON (types/fixtures/fleet/).
 
@@ -30,6 +30,19 @@ export const DELIVERY_KINDS = Object.freeze({
 // does not know is the lead's.
 export function steers(kind) {
   return DELIVERY_KINDS[kind]?.steers ?? true;
+}
+
+// The seat routes the extension uses, under /v1/fleet/seats/{pane}.
+export const SEAT_ROUTES = Object.freeze({
+  Mailbox: { method: "GET", tail: "/mailbox" },
+  Claim: { method: "POST", tail: "/mailbox/claim" },
+  Ack: { method: "POST", tail: "/mailbox/ack" },
+  Release: { method: "POST", tail: "/mailbox/release" },
+});
+
+// The path of a seat route for `pane`.
+export function seatPath(route, pane) {
+  return `/v1/fleet/seats/${encodeURIComponent(pane)}${SEAT_ROUTES[route].tail}`;
 }
 
 const PREFIX = Object.freeze({ call: "rcpt_", report: "rpt_", peer: "peer_" });

@@ -9,6 +9,8 @@
 
 import http from "node:http";
 
+import { seatPath } from "./fleet.mjs";
+
 /** The largest answer accepted from the stack. */
 export const MAX_BODY = 1024 * 1024;
 
@@ -20,25 +22,24 @@ export class WorkerConnection {
     this.pane = pane;
     // One socket, kept alive: the stack proves this process once per connection.
     this.agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    this.base = `/v1/fleet/seats/${encodeURIComponent(pane)}`;
   }
 
   /** The seat's mailbox, waiting up to `waitMs` for a delivery. */
   poll(waitMs, revision = "") {
     const q = `wait=${waitMs}&revision=${encodeURIComponent(revision)}`;
-    return this.request("GET", `${this.base}/mailbox?${q}`, undefined, waitMs + 10_000);
+    return this.request("GET", `${seatPath("Mailbox", this.pane)}?${q}`, undefined, waitMs + 10_000);
   }
 
   claim(ids) {
-    return this.request("POST", `${this.base}/mailbox/claim`, { deliveryIds: ids });
+    return this.request("POST", seatPath("Claim", this.pane), { deliveryIds: ids });
   }
 
   ack(deliveryId, claimId) {
-    return this.request("POST", `${this.base}/mailbox/ack`, { deliveryId, claimId });
+    return this.request("POST", seatPath("Ack", this.pane), { deliveryId, claimId });
   }
 
   release(deliveryId, claimId) {
-    return this.request("POST", `${this.base}/mailbox/release`, { deliveryId, claimId });
+    return this.request("POST", seatPath("Release", this.pane), { deliveryId, claimId });
   }
 
   close() {

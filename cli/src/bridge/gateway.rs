@@ -54,11 +54,10 @@ const PRE_FORWARD: [ErrorCode; 6] = [
     ErrorCode::PayloadTooLarge,
 ];
 
-/// The pre-forward refusal a gateway error names, if any. The HTTP client
-/// reports the gateway's refusal body in its error text, so the code is
-/// found there.
+/// The pre-forward refusal a gateway error carries, if any: the code of
+/// the refusal body the gateway wrote (`refusal.rs`).
 pub(crate) fn pre_forward(msg: &str) -> Option<ErrorCode> {
-    PRE_FORWARD.into_iter().find(|c| msg.contains(c.as_str()))
+    super::refusal::code_in(msg).filter(|c| PRE_FORWARD.contains(c))
 }
 
 pub(crate) fn is_refusal(msg: &str) -> bool {
@@ -73,7 +72,7 @@ impl Gateway {
     pub(crate) fn note_outcome<T>(&self, result: &Result<T, String>) {
         use std::sync::atomic::Ordering;
         match result {
-            Err(e) if e.contains(NOT_MEMBER.as_str()) => {
+            Err(e) if super::refusal::code_in(e) == Some(NOT_MEMBER) => {
                 if !self.quiet.swap(true, Ordering::SeqCst) {
                     tracing::warn!(
                         "not admitted as a fleet member; automatic catalog refresh is quiet until the harness asks again"

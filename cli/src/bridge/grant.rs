@@ -102,14 +102,12 @@ const GRANT_REFUSALS: [ErrorCode; 5] = [
     ErrorCode::FleetAdmissionUnavailable,
 ];
 
-/// The refusal an rmcp error names. The code travels in the refusal's body
-/// and its `WWW-Authenticate` header, which rmcp keeps in the error's
-/// fields, not always its text; so it is looked up in the Debug form.
+/// The refusal an rmcp error carries. The code travels in the refusal's
+/// body and its `WWW-Authenticate` challenge, which rmcp keeps in the
+/// error's fields, not always its text; so the Debug form is read
+/// (`refusal.rs` reads the body or the challenge, never a bare name).
 fn refused_with(e: &dyn std::fmt::Debug) -> Option<ErrorCode> {
-    let seen = format!("{e:?}");
-    GRANT_REFUSALS
-        .into_iter()
-        .find(|c| seen.contains(c.as_str()))
+    super::refusal::code_in(&format!("{e:?}")).filter(|c| GRANT_REFUSALS.contains(c))
 }
 
 /// Why the gateway refused to open a session.

@@ -39,6 +39,7 @@ mod echo;
 mod era;
 pub(crate) mod gateway;
 mod grant;
+mod refusal;
 pub(crate) mod submit;
 
 use gateway::*;
@@ -475,7 +476,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
             Err(e) => {
                 *up.last_error.write().await = e.clone();
                 if started.elapsed() + backoff > DISCOVERY_WINDOW
-                    || is_refusal(&e) && !e.contains("unavailable")
+                    || pre_forward(&e).is_some_and(|c| c != ErrorCode::FleetAdmissionUnavailable)
                 {
                     tracing::warn!(error = %e, "initial fleet discovery failed");
                     break;

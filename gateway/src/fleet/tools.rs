@@ -11,8 +11,7 @@ use serde_json::Value;
 use super::{Op, unanswered};
 use clankie_runtime::clients::Answer as _;
 
-/// The most tools one description names.
-const MAX_NAMES: usize = 10;
+use clankie_types::fleet::limits::DESCRIBED_TOOLS;
 
 /// A page of the connected catalog, at its revision.
 #[derive(Debug, Serialize)]
@@ -46,7 +45,7 @@ impl Op<'_> {
     }
 
     async fn describe(&self, names: Vec<String>) -> Result<ToolPage, ClankieError> {
-        if names.len() > MAX_NAMES {
+        if names.len() > DESCRIBED_TOOLS {
             return Err(ErrorCode::InvalidArgument.err("names selects at most 10 tools"));
         }
         if names.iter().any(|n| n.len() > field::TOOL_NAME) {

@@ -2,7 +2,17 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { DELIVERY_KINDS, META, OUTCOMES, mintReceipt, readCallMeta, receiptIdOk, steers } from "../fleet.mjs";
+import {
+  DELIVERY_KINDS,
+  META,
+  OUTCOMES,
+  SEAT_ROUTES,
+  mintReceipt,
+  readCallMeta,
+  receiptIdOk,
+  seatPath,
+  steers,
+} from "../fleet.mjs";
 
 const golden = (name) =>
   JSON.parse(readFileSync(new URL(`../../../types/fixtures/fleet/${name}`, import.meta.url)));
@@ -38,4 +48,13 @@ test("delivery kinds and which steers are the golden ones", () => {
 test("the _meta keys are the golden ones", () => {
   const keys = golden("meta_keys.json");
   for (const [field, key] of Object.entries(META)) assert.equal(keys[field], key, field);
+});
+
+test("the seat routes are the golden ones", () => {
+  const routes = golden("seat.json").routes;
+  for (const [name, { method, tail }] of Object.entries(SEAT_ROUTES)) {
+    assert.equal(routes[name].method, method, name);
+    assert.equal(routes[name].path, `/v1/fleet/seats/{pane}${tail}`, name);
+  }
+  assert.equal(seatPath("Ack", "%1"), "/v1/fleet/seats/%251/mailbox/ack");
 });

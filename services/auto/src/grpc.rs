@@ -215,7 +215,7 @@ impl pb::auto_server::Auto for AutoService {
                 "a self-wake is at a time in the future, at most 30 days ahead (atMs, ms since the epoch)",
             )));
         }
-        if req.note.len() > 2048 {
+        if req.note.len() > clankie_types::fleet::limits::WAKE_NOTE {
             return Err(refuse(
                 ErrorCode::InvalidArgument.err("a self-wake note is at most 2 KiB"),
             ));

@@ -56,7 +56,7 @@ pub const MAX_FOCUS: usize = 280;
 pub const OVERRIDES: &[&str] = &["everyday", "outward", "machineSetup"];
 
 /// The longest report text.
-pub const MAX_REPORT: usize = 32 << 10;
+pub const MAX_REPORT: usize = clankie_types::fleet::limits::MESSAGE_TEXT;
 
 struct Inner {
     owner: OwnerCheck,

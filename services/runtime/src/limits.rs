@@ -18,7 +18,7 @@ pub mod field {
     /// A receipt id (the rule is `clankie_types::fleet::receipt`'s).
     pub const RECEIPT_ID: usize = clankie_types::fleet::receipt::MAX_LEN;
     /// A tool name, qualified (`account_tool`) or not.
-    pub const TOOL_NAME: usize = 256;
+    pub const TOOL_NAME: usize = clankie_types::fleet::limits::TOOL_NAME;
     /// An account name (the owner names accounts; members name them only
     /// inside qualified tool names).
     pub const ACCOUNT_NAME: usize = 40;
@@ -27,7 +27,7 @@ pub mod field {
     /// A JSON-RPC `id`, as JSON text (a string's quotes included).
     pub const JSONRPC_ID: usize = 130;
     /// A `clankie_tools` search query.
-    pub const SEARCH_QUERY: usize = 1024;
+    pub const SEARCH_QUERY: usize = clankie_types::fleet::limits::SEARCH_QUERY;
     /// A path segment naming a pane, peer message or review candidate.
     pub const PATH_SEGMENT: usize = 256;
 }

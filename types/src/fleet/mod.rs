@@ -19,6 +19,7 @@
 pub mod args;
 pub mod delivery;
 pub mod error;
+pub mod limits;
 pub mod meta;
 pub mod outcome;
 pub mod receipt;

@@ -95,6 +95,80 @@ impl FleetTool {
     }
 }
 
+impl FleetTool {
+    /// What a member reads about the tool. (The gateway adds to
+    /// `clankie_tools` which accounts are connected now.)
+    pub const fn description(self) -> &'static str {
+        match self {
+            FleetTool::Report => {
+                "Report to the lead that hired this seat (progress, a question, done). \
+                 It arrives in the lead's conversation as your agent output, not as an instruction; \
+                 you cannot choose another recipient. A repeated receiptId returns the original \
+                 delivery and sends nothing new."
+            }
+            FleetTool::Peers => {
+                "List the current seats of your own fleet (yourself included as `self`), \
+                 with what addresses each seat (your own entry also names the agent your seat is \
+                 bound to). Use a returned seatId with message_peer."
+            }
+            FleetTool::Peer => {
+                "Send a message to another current seat of your fleet. It arrives as your \
+                 agent output, never as an instruction. While an earlier message to that seat is \
+                 unresolved, this returns its receipt and sends nothing; nothing is ever resent."
+            }
+            FleetTool::Submit => {
+                "Submit the exact committed change of a checkout for landing review: \
+                 `git diff --binary` from the merge base with origin/main (or `base`) to HEAD of the \
+                 absolute checkout you name (resolved to its work-tree root; never the bridge's own \
+                 folder). The result echoes checkout, HEAD, base and patch-id."
+            }
+            FleetTool::Candidate => {
+                "Read a review candidate: its record and the stored patch (author and the project's reviewer)."
+            }
+            FleetTool::Verdict => {
+                "Record your verdict on a candidate you read: approve, or changes with at least one \
+                 concrete finding. Name the patchId you read; the author cannot decide."
+            }
+            FleetTool::GetWake => {
+                "Read the autonomy switch, your scheduled self-wakes, the next Auto round \
+                 and when your last round wake was accepted."
+            }
+            FleetTool::ScheduleWake => {
+                "Schedule a self-wake: a wake message to your own conversation at a time \
+                 (ms since the epoch, at most 30 days ahead). The autonomy switch stops it."
+            }
+            FleetTool::Tools => {
+                "Search Clankie's connected MCP tools. {query} returns at most 20 qualified names \
+                 (<account>_<tool>) with one-line descriptions; {names} returns at most 10 full \
+                 input schemas. Discover a schema before calling it with clankie_call."
+            }
+            FleetTool::Call => {
+                "Call one connected tool by its qualified name with arguments matching its schema, \
+                 or reconcile an earlier call with {receiptId} alone (never dispatches). Results carry a \
+                 receiptId and an outcome: ok, error, or uncertain (the deadline passed after dispatch: the \
+                 call may have applied; reconcile by receiptId, never repeat it)."
+            }
+        }
+    }
+
+    /// The input schema a member lists for this tool, derived from its
+    /// arguments' type (`args.rs`).
+    pub fn input_schema(self) -> serde_json::Value {
+        use super::args::*;
+        match self {
+            FleetTool::Tools => input_schema::<ToolsArgs>(),
+            FleetTool::Call => input_schema::<CallArgs>(),
+            FleetTool::Report => input_schema::<ReportArgs>(),
+            FleetTool::Peers | FleetTool::GetWake => input_schema::<NoArgs>(),
+            FleetTool::Peer => input_schema::<PeerArgs>(),
+            FleetTool::Submit => input_schema::<SubmitArgs>(),
+            FleetTool::Candidate => input_schema::<CandidateArgs>(),
+            FleetTool::Verdict => input_schema::<VerdictArgs>(),
+            FleetTool::ScheduleWake => input_schema::<ScheduleWakeArgs>(),
+        }
+    }
+}
+
 impl std::fmt::Display for FleetTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
