@@ -31,5 +31,5 @@ pub mod views;
 pub mod vocabulary;
 
 pub use binding::{LinkKind, TrackerBinding};
-pub use peer::PeerMessageState;
+pub use peer::{PeerMessageState, PeerOutcome};
 pub use role::Role;

@@ -28,6 +28,76 @@ impl PeerMessageState {
     }
 }
 
+impl PeerMessageState {
+    /// The state as `mailbox.v1.PeerMessageState`.
+    pub fn wire(self) -> i32 {
+        use clankie_proto::mailbox::v1::PeerMessageState as W;
+        (match self {
+            PeerMessageState::Unresolved => W::Unresolved,
+            PeerMessageState::Delivered => W::Delivered,
+            PeerMessageState::RecipientGone => W::RecipientGone,
+            PeerMessageState::Superseded => W::Superseded,
+        }) as i32
+    }
+
+    /// The state a wire value names; unspecified or unknown is none.
+    pub fn from_wire(value: i32) -> Option<PeerMessageState> {
+        use clankie_proto::mailbox::v1::PeerMessageState as W;
+        match W::try_from(value).ok()? {
+            W::Unresolved => Some(PeerMessageState::Unresolved),
+            W::Delivered => Some(PeerMessageState::Delivered),
+            W::RecipientGone => Some(PeerMessageState::RecipientGone),
+            W::Superseded => Some(PeerMessageState::Superseded),
+            W::Unspecified => None,
+        }
+    }
+
+    /// What a sender reads: only a native delivery receipt confirms.
+    pub fn outcome(self) -> PeerOutcome {
+        if self == PeerMessageState::Delivered {
+            PeerOutcome::Confirmed
+        } else {
+            PeerOutcome::Unconfirmed
+        }
+    }
+}
+
+/// Whether a native delivery receipt confirmed a peer message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerOutcome {
+    Confirmed,
+    Unconfirmed,
+}
+
+impl PeerOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerOutcome::Confirmed => "confirmed",
+            PeerOutcome::Unconfirmed => "unconfirmed",
+        }
+    }
+
+    /// The outcome as `mailbox.v1.PeerOutcome`.
+    pub fn wire(self) -> i32 {
+        use clankie_proto::mailbox::v1::PeerOutcome as W;
+        (match self {
+            PeerOutcome::Confirmed => W::Confirmed,
+            PeerOutcome::Unconfirmed => W::Unconfirmed,
+        }) as i32
+    }
+
+    /// The outcome a wire value names; unspecified or unknown is none.
+    pub fn from_wire(value: i32) -> Option<PeerOutcome> {
+        use clankie_proto::mailbox::v1::PeerOutcome as W;
+        match W::try_from(value).ok()? {
+            W::Confirmed => Some(PeerOutcome::Confirmed),
+            W::Unconfirmed => Some(PeerOutcome::Unconfirmed),
+            W::Unspecified => None,
+        }
+    }
+}
+
 impl std::fmt::Display for PeerMessageState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -37,6 +107,30 @@ impl std::fmt::Display for PeerMessageState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_state_and_outcome_crosses_the_wire_and_back() {
+        for s in [
+            PeerMessageState::Unresolved,
+            PeerMessageState::Delivered,
+            PeerMessageState::RecipientGone,
+            PeerMessageState::Superseded,
+        ] {
+            assert_eq!(PeerMessageState::from_wire(s.wire()), Some(s));
+            let o = s.outcome();
+            assert_eq!(PeerOutcome::from_wire(o.wire()), Some(o));
+        }
+        assert_eq!(PeerMessageState::from_wire(0), None);
+        assert_eq!(PeerOutcome::from_wire(0), None);
+        assert_eq!(
+            PeerMessageState::Delivered.outcome(),
+            PeerOutcome::Confirmed
+        );
+        assert_eq!(
+            PeerMessageState::Superseded.outcome(),
+            PeerOutcome::Unconfirmed
+        );
+    }
 
     #[test]
     fn the_names_on_disk_are_the_strings_they_were() {

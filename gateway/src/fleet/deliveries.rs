@@ -12,9 +12,9 @@ use clankie_proto::admission::v1 as apb;
 use clankie_proto::mailbox::v1 as pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::clients::{Call, INTERNAL};
-use clankie_types::fleet::seat::{Acked, CatalogAnswer, Claimed, PollAnswer, Released};
+use clankie_types::fleet::seat::{self, Acked, CatalogAnswer, Claimed, PollAnswer, Released};
 
-use super::{Budget, Op, unanswered};
+use super::{Budget, Op, unanswered, unreadable};
 use crate::Shared;
 use clankie_runtime::clients::Answer as _;
 
@@ -151,7 +151,7 @@ impl Op<'_> {
                 Ok(PollAnswer {
                     seat_id: Some(r.seat_id),
                     catalog_revision: revision,
-                    deliveries: r.deliveries.iter().map(Into::into).collect(),
+                    deliveries: seat::deliveries(&r.deliveries).map_err(unreadable)?,
                 })
             }
             revision = changed => Ok(PollAnswer {
@@ -181,7 +181,7 @@ impl Op<'_> {
             .map_err(unanswered)?;
         Ok(Claimed {
             claim_id: r.claim_id,
-            deliveries: r.deliveries.iter().map(Into::into).collect(),
+            deliveries: seat::deliveries(&r.deliveries).map_err(unreadable)?,
         })
     }
 

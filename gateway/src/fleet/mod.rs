@@ -118,6 +118,12 @@ pub(crate) fn unanswered(u: Unanswered) -> ClankieError {
     }
 }
 
+/// A service's answer this build cannot read (a closed-set field it does
+/// not know): an internal failure, never a guess.
+pub(crate) fn unreadable(e: clankie_types::fleet::seat::Unspecified) -> ClankieError {
+    ErrorCode::Internal.err(e.to_string())
+}
+
 /// A refusal that names the receipt id the request would have had: nothing
 /// was dispatched under it, so the same id may be used again.
 pub(crate) fn with_receipt(e: ClankieError, receipt_id: &str) -> ClankieError {

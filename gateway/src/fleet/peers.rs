@@ -9,7 +9,7 @@ use clankie_types::fleet::outcome::{Lost, lost_after_forward};
 use clankie_types::fleet::seat::{PeerList, PeerReceipt};
 use serde::Serialize;
 
-use super::{Forwarded, Op, forwarded, unanswered};
+use super::{Forwarded, Op, forwarded, unanswered, unreadable};
 use clankie_runtime::clients::Answer as _;
 
 /// A sent peer message's answer.
@@ -54,7 +54,7 @@ impl Op<'_> {
         })?;
         let reply = self.shared.mailbox.clone().send_peer(req).await;
         Ok(match forwarded(reply)? {
-            Forwarded::Answered(r) => Sent::Receipt((&r).into()),
+            Forwarded::Answered(r) => Sent::Receipt((&r).try_into().map_err(unreadable)?),
             Forwarded::Lost(_) => Sent::Lost(lost_after_forward(&receipt_id)),
         })
     }
@@ -73,6 +73,6 @@ impl Op<'_> {
             .await
             .verdict()
             .map_err(unanswered)?;
-        Ok((&r).into())
+        (&r).try_into().map_err(unreadable)
     }
 }

@@ -92,8 +92,8 @@ pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerR
         receipt_id: m.receipt_id.clone(),
         sender_seat: m.sender_seat.clone(),
         recipient_seat: m.recipient_seat.clone(),
-        state: m.state.as_str().into(),
-        outcome: m.outcome().into(),
+        state: m.state.wire(),
+        outcome: m.state.outcome().wire(),
         text: m.text.clone().unwrap_or_default(),
         created_at_ms: m.created_at_ms,
         settled_at_ms: m.settled_at_ms,
@@ -104,7 +104,7 @@ pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerR
 pub(crate) fn delivery_pb(d: seats::DeliveryRec) -> pb::Delivery {
     pb::Delivery {
         delivery_id: d.delivery_id,
-        kind: d.kind.as_str().into(),
+        kind: d.kind.wire(),
         from: d.from,
         text: d.text,
         created_at_ms: d.created_at_ms,

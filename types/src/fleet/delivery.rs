@@ -39,6 +39,29 @@ impl DeliveryKind {
         DeliveryKind::ALL.into_iter().find(|k| k.as_str() == word)
     }
 
+    /// The kind as `mailbox.v1.DeliveryKind`.
+    pub fn wire(self) -> i32 {
+        use clankie_proto::mailbox::v1::DeliveryKind as W;
+        (match self {
+            DeliveryKind::Lead => W::Lead,
+            DeliveryKind::Peer => W::Peer,
+            DeliveryKind::Review => W::Review,
+            DeliveryKind::Wake => W::Wake,
+        }) as i32
+    }
+
+    /// The kind a wire value names; unspecified or unknown is none.
+    pub fn from_wire(value: i32) -> Option<DeliveryKind> {
+        use clankie_proto::mailbox::v1::DeliveryKind as W;
+        match W::try_from(value).ok()? {
+            W::Lead => Some(DeliveryKind::Lead),
+            W::Peer => Some(DeliveryKind::Peer),
+            W::Review => Some(DeliveryKind::Review),
+            W::Wake => Some(DeliveryKind::Wake),
+            W::Unspecified => None,
+        }
+    }
+
     /// Whether a busy harness takes it into the running turn (the lead's
     /// word steers) rather than after it.
     pub fn steers(self) -> bool {
@@ -57,6 +80,7 @@ mod tests {
         assert_eq!(golden.len(), DeliveryKind::ALL.len());
         for k in DeliveryKind::ALL {
             assert_eq!(DeliveryKind::parse(k.as_str()), Some(k));
+            assert_eq!(DeliveryKind::from_wire(k.wire()), Some(k));
             assert_eq!(serde_json::to_value(k).expect("json"), k.as_str());
             assert_eq!(golden[k.as_str()]["steers"], k.steers(), "{k:?}");
         }

@@ -10,6 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use clankie_proto::mailbox::v1 as pb;
 
+use super::DeliveryKind;
+use crate::peer::{PeerMessageState, PeerOutcome};
+
+/// A mailbox answer with a closed-set field left unspecified (a build that
+/// does not match the mailbox's): nothing is guessed for it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the mailbox sent a {0} this build does not know")]
+pub struct Unspecified(pub &'static str);
+
 /// One seat route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeatRoute {
@@ -105,8 +114,7 @@ pub const MAX_WAIT_MS: u64 = 25_000;
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
     pub delivery_id: String,
-    /// A [`super::DeliveryKind`] word.
-    pub kind: String,
+    pub kind: DeliveryKind,
     /// `seat:ID` for a peer, `conversation:ID` for a lead.
     pub from: String,
     pub text: String,
@@ -117,18 +125,25 @@ pub struct Delivery {
     pub follows: String,
 }
 
-impl From<&pb::Delivery> for Delivery {
-    fn from(d: &pb::Delivery) -> Self {
-        Delivery {
+impl TryFrom<&pb::Delivery> for Delivery {
+    type Error = Unspecified;
+
+    fn try_from(d: &pb::Delivery) -> Result<Self, Unspecified> {
+        Ok(Delivery {
             delivery_id: d.delivery_id.clone(),
-            kind: d.kind.clone(),
+            kind: DeliveryKind::from_wire(d.kind).ok_or(Unspecified("delivery kind"))?,
             from: d.from.clone(),
             text: d.text.clone(),
             created_at_ms: d.created_at_ms,
             peer_message_id: d.peer_message_id.clone(),
             follows: d.follows.clone(),
-        }
+        })
     }
+}
+
+/// Every delivery of a mailbox answer, or the first it cannot read.
+pub fn deliveries(ds: &[pb::Delivery]) -> Result<Vec<Delivery>, Unspecified> {
+    ds.iter().map(Delivery::try_from).collect()
 }
 
 /// The mailbox long poll's answer. A poll ended by a catalog change names
@@ -273,10 +288,9 @@ pub struct PeerReceipt {
     pub receipt_id: String,
     pub sender_seat: String,
     pub recipient_seat: String,
-    /// unresolved, delivered, superseded, recipient_gone.
-    pub state: String,
-    /// confirmed (a native delivery receipt) or unconfirmed.
-    pub outcome: String,
+    pub state: PeerMessageState,
+    /// Confirmed only by a native delivery receipt.
+    pub outcome: PeerOutcome,
     pub created_at_ms: i64,
     /// True when this call read an existing receipt and sent nothing.
     pub original: bool,
@@ -293,21 +307,23 @@ fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
-impl From<&pb::PeerReceipt> for PeerReceipt {
-    fn from(r: &pb::PeerReceipt) -> Self {
-        PeerReceipt {
+impl TryFrom<&pb::PeerReceipt> for PeerReceipt {
+    type Error = Unspecified;
+
+    fn try_from(r: &pb::PeerReceipt) -> Result<Self, Unspecified> {
+        Ok(PeerReceipt {
             peer_message_id: r.peer_message_id.clone(),
             receipt_id: r.receipt_id.clone(),
             sender_seat: r.sender_seat.clone(),
             recipient_seat: r.recipient_seat.clone(),
-            state: r.state.clone(),
-            outcome: r.outcome.clone(),
+            state: PeerMessageState::from_wire(r.state).ok_or(Unspecified("peer message state"))?,
+            outcome: PeerOutcome::from_wire(r.outcome).ok_or(Unspecified("peer outcome"))?,
             created_at_ms: r.created_at_ms,
             original: r.original,
             text: r.text.clone(),
             settled_at_ms: r.settled_at_ms,
             follows: r.follows.clone(),
-        }
+        })
     }
 }
 
@@ -344,6 +360,25 @@ mod tests {
             assert_eq!(want["path"], r.template());
             assert_eq!(want["method"], if r.posts() { "POST" } else { "GET" });
         }
+    }
+
+    #[test]
+    fn an_unspecified_kind_or_state_is_refused_never_guessed() {
+        let d = pb::Delivery::default();
+        assert_eq!(Delivery::try_from(&d), Err(Unspecified("delivery kind")));
+        let ok = pb::Delivery {
+            kind: DeliveryKind::Wake.wire(),
+            ..Default::default()
+        };
+        assert_eq!(
+            Delivery::try_from(&ok).map(|d| d.kind),
+            Ok(DeliveryKind::Wake)
+        );
+        let r = pb::PeerReceipt {
+            state: PeerMessageState::Delivered.wire(),
+            ..Default::default()
+        };
+        assert_eq!(PeerReceipt::try_from(&r), Err(Unspecified("peer outcome")));
     }
 
     #[test]

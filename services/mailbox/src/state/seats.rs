@@ -131,12 +131,8 @@ impl PeerMessageRec {
         self.state == PeerMessageState::Unresolved
     }
 
-    pub fn outcome(&self) -> &'static str {
-        if self.state == PeerMessageState::Delivered {
-            "confirmed"
-        } else {
-            "unconfirmed"
-        }
+    pub fn outcome(&self) -> clankie_types::PeerOutcome {
+        self.state.outcome()
     }
 }
 
@@ -488,7 +484,10 @@ mod tests {
             SendOutcome::Sent(1)
         );
         assert_eq!(b.peer_messages[0].state, PeerMessageState::Superseded);
-        assert_eq!(b.peer_messages[0].outcome(), "unconfirmed");
+        assert_eq!(
+            b.peer_messages[0].outcome(),
+            clankie_types::PeerOutcome::Unconfirmed
+        );
         assert_eq!(b.peer_messages[1].follows, "pm0");
         // The superseded original is withdrawn, never delivered later.
         assert_eq!(b.pending(&r).len(), 1);
