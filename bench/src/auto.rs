@@ -7,14 +7,14 @@
 
 use std::time::Duration;
 
-use clankie_proto::auto::v1 as apb;
-use clankie_proto::mailbox::v1 as mpb;
+use clankie_proto::auto::v1 as auto_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::clients;
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_tests::{Stack, StackOptions};
 
-type Mailbox = mpb::mailbox_client::MailboxClient<Client>;
-type Auto = apb::auto_client::AutoClient<Client>;
+type Mailbox = mailbox_pb::mailbox_client::MailboxClient<Client>;
+type Auto = auto_pb::auto_client::AutoClient<Client>;
 
 async fn clients(stack: &Stack) -> anyhow::Result<(Mailbox, Auto)> {
     let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
@@ -48,7 +48,10 @@ fn report(name: &str, f: &mut Figures) {
 }
 
 async fn round(auto: &mut Auto, f: &mut Figures) -> anyhow::Result<()> {
-    let s = auto.run_round(apb::RunRoundRequest {}).await?.into_inner();
+    let s = auto
+        .run_round(auto_pb::RunRoundRequest {})
+        .await?
+        .into_inner();
     f.cpu_ms.push(s.cpu_us as f64 / 1000.0);
     let last = if s.last_accepted_ms > 0 {
         s.last_accepted_ms
@@ -85,7 +88,7 @@ pub async fn bench_auto(rounds: usize) -> anyhow::Result<()> {
         let ws = folders.path().join(format!("p{i}"));
         std::fs::create_dir_all(&ws)?;
         mailbox
-            .add_project(mpb::AddProjectRequest {
+            .add_project(mailbox_pb::AddProjectRequest {
                 name: format!("p{i}"),
                 workspace: ws.display().to_string(),
                 ..Default::default()
@@ -94,7 +97,7 @@ pub async fn bench_auto(rounds: usize) -> anyhow::Result<()> {
     }
     for l in 0..leads {
         mailbox
-            .add_conversation(mpb::AddConversationRequest {
+            .add_conversation(mailbox_pb::AddConversationRequest {
                 title: format!("lead {l}"),
                 workspace: String::new(),
                 projects: (0..projects / leads)
@@ -103,7 +106,7 @@ pub async fn bench_auto(rounds: usize) -> anyhow::Result<()> {
             })
             .await?;
     }
-    auto.set_switch(apb::SetSwitchRequest {
+    auto.set_switch(auto_pb::SetSwitchRequest {
         on: Some(true),
         level: Some("full".into()),
     })
@@ -117,14 +120,14 @@ pub async fn bench_auto(rounds: usize) -> anyhow::Result<()> {
         let mut mailbox = mailbox.clone();
         async move {
             let list = mailbox
-                .list_projects(mpb::ListProjectsRequest {})
+                .list_projects(mailbox_pb::ListProjectsRequest {})
                 .await?
                 .into_inner()
                 .projects;
             for p in list {
                 let i: usize = p.name.trim_start_matches('p').parse().unwrap_or(0);
                 mailbox
-                    .update_project(mpb::UpdateProjectRequest {
+                    .update_project(mailbox_pb::UpdateProjectRequest {
                         project: p.project_id.clone(),
                         expected_revision: p.revision,
                         tracker: Some("builtin".into()),

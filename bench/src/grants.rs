@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::grpc::Meta;
 use clankie_runtime::paths::StatePaths;
 use clankie_tests::{Stack, peer_path};
@@ -43,11 +43,11 @@ pub async fn bench_grants(rounds: usize) -> anyhow::Result<()> {
     let paths = StatePaths::new(stack.state.path());
     let owner = clankie_runtime::owner::read_owner_token(&paths.owner_credential())?;
     let mut host = clankie_runtime::clients::mcp_host(&paths, Meta::owner(&owner));
-    let ask = || mpb::IssueGrantRequest {
+    let ask = || mcphost_pb::IssueGrantRequest {
         principal_id: "bench".into(),
         work_id: String::new(),
         server: "everything".into(),
-        tools: vec![mpb::GrantTool {
+        tools: vec![mcphost_pb::GrantTool {
             name: "echo".into(),
             ..Default::default()
         }],
@@ -95,13 +95,13 @@ pub async fn bench_grants(rounds: usize) -> anyhow::Result<()> {
     let (mut list, mut issue, mut revoke) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         let t = Instant::now();
-        host.list_grants(mpb::ListGrantsRequest {}).await?;
+        host.list_grants(mcphost_pb::ListGrantsRequest {}).await?;
         list.push(t.elapsed());
         let t = Instant::now();
         let g = host.issue_grant(ask()).await?.into_inner();
         issue.push(t.elapsed());
         let t = Instant::now();
-        host.revoke_grant(mpb::RevokeGrantRequest {
+        host.revoke_grant(mcphost_pb::RevokeGrantRequest {
             grant_id: g.grant.map(|g| g.grant_id).unwrap_or_default(),
         })
         .await?;

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::grpc::Meta;
 use clankie_tests::{Stack, bin_dir, peers, python, repo_root};
 use serde_json::Value;
@@ -74,7 +74,7 @@ impl Lead {
     pub(crate) async fn send(&mut self, hire: &Value, text: String) -> anyhow::Result<String> {
         Ok(self
             .mailbox
-            .message_seat(pb::MessageSeatRequest {
+            .message_seat(mailbox_pb::MessageSeatRequest {
                 hire_id: hire["hireId"].as_str().unwrap_or("").into(),
                 text,
                 conversation_id: self.conversation.clone(),

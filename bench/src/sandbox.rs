@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::grpc::Meta;
 use clankie_tests::{Stack, eventually};
 
@@ -49,7 +49,7 @@ pub async fn bench_sandbox(rounds: usize) -> anyhow::Result<()> {
         let script = format!("date +%s%N > {}; exec sleep 600", mark.display());
         let started = now_ns();
         let hire = mailbox
-            .hire(pb::HireRequest {
+            .hire(mailbox_pb::HireRequest {
                 project: "bench".into(),
                 command: vec!["/bin/sh".into(), "-c".into(), script],
                 ..Default::default()
@@ -69,7 +69,7 @@ pub async fn bench_sandbox(rounds: usize) -> anyhow::Result<()> {
             off.push(took);
         }
         mailbox
-            .close_hire(pb::CloseHireRequest {
+            .close_hire(mailbox_pb::CloseHireRequest {
                 hire_id: hire.hire_id,
                 ..Default::default()
             })

@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_tests::{Stack, bin_dir};
 use rmcp::model::{CallToolRequestParams, CustomNotification};
 use rmcp::service::{NotificationContext, RoleClient};
@@ -217,7 +217,7 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
     for _ in 0..messages {
         let t = Instant::now();
         mailbox
-            .list_conversations(pb::ListConversationsRequest {})
+            .list_conversations(mailbox_pb::ListConversationsRequest {})
             .await?;
         bare.push(t.elapsed());
     }

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::clients;
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_tests::Stack;
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::{line, summarize};
 
-type Host = mpb::mcp_host_client::McpHostClient<Client>;
+type Host = mcphost_pb::mcp_host_client::McpHostClient<Client>;
 
 async fn host(stack: &Stack) -> anyhow::Result<Host> {
     let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
@@ -33,7 +33,7 @@ async fn host(stack: &Stack) -> anyhow::Result<Host> {
 
 async fn owner_call(host: &mut Host, tool: &str, args: Value) -> anyhow::Result<Value> {
     let r = host
-        .call_tool(mpb::CallToolRequest {
+        .call_tool(mcphost_pb::CallToolRequest {
             name: format!("linear_{tool}"),
             arguments_json: args.to_string(),
             receipt_id: String::new(),

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
@@ -52,8 +52,13 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
     follow(
         shared,
         shutdown,
-        |s| async move { s.mcp.clone().watch_catalog(mpb::CatalogRequest {}).await },
-        |s, info: mpb::CatalogInfo| {
+        |s| async move {
+            s.mcp
+                .clone()
+                .watch_catalog(mcphost_pb::CatalogRequest {})
+                .await
+        },
+        |s, info: mcphost_pb::CatalogInfo| {
             s.catalog.send_if_modified(|cur| {
                 let changed = cur.revision != info.revision || cur.connected != info.connected;
                 if changed {
@@ -75,10 +80,10 @@ pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
         |s| async move {
             s.admission
                 .clone()
-                .watch_settings(apb::WatchSettingsRequest {})
+                .watch_settings(admission_pb::WatchSettingsRequest {})
                 .await
         },
-        |s, settings: apb::FleetSettings| {
+        |s, settings: admission_pb::FleetSettings| {
             s.settings.send_if_modified(|cur| {
                 let changed =
                     cur.tools != settings.tools || cur.peer_messages != settings.peer_messages;
@@ -97,8 +102,13 @@ pub(crate) async fn watch_logs(shared: Arc<Shared>, shutdown: CancellationToken)
     follow(
         shared,
         shutdown,
-        |s| async move { s.mcp.clone().watch_logs(mpb::WatchLogsRequest {}).await },
-        |shared, line: mpb::LogLine| {
+        |s| async move {
+            s.mcp
+                .clone()
+                .watch_logs(mcphost_pb::WatchLogsRequest {})
+                .await
+        },
+        |shared, line: mcphost_pb::LogLine| {
             // Nobody reading is not an error.
             let _ = shared.log_lines.send(line);
             false

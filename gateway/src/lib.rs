@@ -56,8 +56,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::paths::StatePaths;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -87,19 +87,19 @@ pub struct Options {
 /// Shared state behind every handler.
 pub(crate) struct Shared {
     pub(crate) paths: StatePaths,
-    pub(crate) admission: apb::admission_client::AdmissionClient<Client>,
-    pub(crate) mcp: mpb::mcp_host_client::McpHostClient<Client>,
+    pub(crate) admission: admission_pb::admission_client::AdmissionClient<Client>,
+    pub(crate) mcp: mcphost_pb::mcp_host_client::McpHostClient<Client>,
     pub(crate) mailbox: clankie_proto::mailbox::v1::mailbox_client::MailboxClient<Client>,
     pub(crate) auto: clankie_proto::auto::v1::auto_client::AutoClient<Client>,
     /// The newest catalog info seen from mcp-host (revision 0: unknown).
-    pub(crate) catalog: watch::Sender<mpb::CatalogInfo>,
+    pub(crate) catalog: watch::Sender<mcphost_pb::CatalogInfo>,
     /// The newest fleet settings seen from admission.
-    pub(crate) settings: watch::Sender<apb::FleetSettings>,
+    pub(crate) settings: watch::Sender<admission_pb::FleetSettings>,
     /// Counts coalesced tool-list announcements to sessions.
     pub(crate) announced: watch::Sender<u64>,
     pub(crate) peers: parking_lot::Mutex<Vec<rmcp::service::Peer<rmcp::RoleServer>>>,
     /// Every connected account's log lines, as mcp-host's feed gives them.
-    pub(crate) log_lines: tokio::sync::broadcast::Sender<mpb::LogLine>,
+    pub(crate) log_lines: tokio::sync::broadcast::Sender<mcphost_pb::LogLine>,
     /// The grant calls being served, so a revoke answers them first.
     pub(crate) grant_calls: doors::grant::GrantCalls,
     pub(crate) request_budget: Duration,
@@ -122,8 +122,8 @@ impl Options {
         let mcp = clankie_runtime::clients::mcp_host(&self.paths, Meta::default());
         let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
         let auto = clankie_runtime::clients::auto(&self.paths, Meta::default());
-        let (catalog, _) = watch::channel(mpb::CatalogInfo::default());
-        let (settings, _) = watch::channel(apb::FleetSettings::default());
+        let (catalog, _) = watch::channel(mcphost_pb::CatalogInfo::default());
+        let (settings, _) = watch::channel(admission_pb::FleetSettings::default());
         let gateway = Gateway {
             shared: Arc::new(Shared {
                 paths: self.paths,

@@ -19,16 +19,16 @@ pub mod census;
 pub mod diag;
 pub mod sys;
 
-use clankie_proto::helper::v1 as pb;
+use clankie_proto::helper::v1 as helper_pb;
 use clankie_types::helper::MAX_REPLY;
-use pb::Reason;
+use helper_pb::Reason;
 
 /// Answers one request with fresh observations.
-pub fn handle(req: pb::Request) -> pb::Reply {
-    use pb::reply::Result as R;
-    use pb::request::Job;
+pub fn handle(req: helper_pb::Request) -> helper_pb::Reply {
+    use helper_pb::reply::Result as R;
+    use helper_pb::request::Job;
     let result = match req.job {
-        Some(Job::Ping(_)) => R::Pong(pb::Pong {
+        Some(Job::Ping(_)) => R::Pong(helper_pb::Pong {
             version: env!("CARGO_PKG_VERSION").into(),
         }),
         Some(Job::Observe(o)) => observe(&o),
@@ -39,7 +39,7 @@ pub fn handle(req: pb::Request) -> pb::Reply {
         Some(Job::LoopbackHolders(l)) => loopback(&l),
         None => error(Reason::UnknownJob, 0),
     };
-    let mut reply = pb::Reply {
+    let mut reply = helper_pb::Reply {
         id: req.id,
         result: Some(result),
     };
@@ -49,15 +49,15 @@ pub fn handle(req: pb::Request) -> pb::Reply {
     reply
 }
 
-fn error(reason: Reason, errno: i32) -> pb::reply::Result {
-    pb::reply::Result::Error(pb::HelperError {
+fn error(reason: Reason, errno: i32) -> helper_pb::reply::Result {
+    helper_pb::reply::Result::Error(helper_pb::HelperError {
         reason: reason.into(),
         errno,
     })
 }
 
-fn holders_pb(h: census::Holders) -> pb::SocketHolders {
-    pb::SocketHolders {
+fn holders_pb(h: census::Holders) -> helper_pb::SocketHolders {
+    helper_pb::SocketHolders {
         pids: h.pids,
         attempts: h.attempts,
         unreadable: h.unreadable,
@@ -67,7 +67,7 @@ fn holders_pb(h: census::Holders) -> pb::SocketHolders {
 
 /// sock_diag names the client socket of a loopback connection; the census
 /// (over that socket's uid, as the seed's same-user census) names its holders.
-fn loopback(l: &pb::FindLoopbackHolders) -> pb::reply::Result {
+fn loopback(l: &helper_pb::FindLoopbackHolders) -> helper_pb::reply::Result {
     let end = |ip: &str, port: u32| -> Option<std::net::SocketAddr> {
         Some(std::net::SocketAddr::new(
             ip.parse().ok()?,
@@ -88,7 +88,7 @@ fn loopback(l: &pb::FindLoopbackHolders) -> pb::reply::Result {
         }
     };
     match census::socket_holders(socket.inode, Some(socket.uid)) {
-        Ok(h) => pb::reply::Result::Loopback(pb::LoopbackHolders {
+        Ok(h) => helper_pb::reply::Result::Loopback(helper_pb::LoopbackHolders {
             inode: socket.inode,
             uid: socket.uid,
             holders: Some(holders_pb(h)),
@@ -97,8 +97,8 @@ fn loopback(l: &pb::FindLoopbackHolders) -> pb::reply::Result {
     }
 }
 
-fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {
-    use pb::reply::Result as R;
+fn observe(o: &helper_pb::ObserveProcesses) -> helper_pb::reply::Result {
+    use helper_pb::reply::Result as R;
     if o.pids.len() > 256 {
         return error(Reason::TooManyPids, 0);
     }
@@ -118,7 +118,7 @@ fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {
                     facts.push(f.into());
                 }
                 Err(e) => {
-                    facts.push(pb::ProcessFact {
+                    facts.push(helper_pb::ProcessFact {
                         pid: p,
                         exited: matches!(e, sys::ObsError::Gone),
                         ..Default::default()
@@ -131,5 +131,5 @@ fn observe(o: &pb::ObserveProcesses) -> pb::reply::Result {
             }
         }
     }
-    R::Observation(pb::Observation { processes: facts })
+    R::Observation(helper_pb::Observation { processes: facts })
 }

@@ -5,7 +5,7 @@ use std::io::{BufReader, BufWriter};
 use std::process::ExitCode;
 
 use clankie_helper::handle;
-use clankie_proto::helper::v1 as pb;
+use clankie_proto::helper::v1 as helper_pb;
 use clankie_types::helper::{self as frame, MAX_REQUEST};
 
 fn main() -> ExitCode {
@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     let mut input = BufReader::new(stdin.lock());
     let mut output = BufWriter::new(stdout.lock());
     loop {
-        match frame::read_frame::<pb::Request>(&mut input, MAX_REQUEST) {
+        match frame::read_frame::<helper_pb::Request>(&mut input, MAX_REQUEST) {
             Ok(Some(req)) => {
                 let reply = handle(req);
                 if frame::write_frame(&mut output, &reply).is_err() {

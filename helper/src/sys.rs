@@ -7,7 +7,7 @@
 //! goes through rustix's safe wrappers; no `unsafe` is needed on Linux.
 //! macOS (libproc) is not built yet: see `docs/ARCHITECTURE.md`.
 
-use clankie_proto::helper::v1 as pb;
+use clankie_proto::helper::v1 as helper_pb;
 
 /// Why a process could not be observed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,9 +68,9 @@ pub struct Fact {
     pub ns_depth: u32,
 }
 
-impl From<Fact> for pb::ProcessFact {
+impl From<Fact> for helper_pb::ProcessFact {
     fn from(f: Fact) -> Self {
-        pb::ProcessFact {
+        helper_pb::ProcessFact {
             pid: f.pid,
             ppid: f.ppid,
             uid: f.uid,

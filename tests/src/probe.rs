@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::auto::v1 as aupb;
-use clankie_proto::mailbox::v1 as pb;
-use clankie_proto::mcphost::v1 as mpb;
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::auto::v1 as auto_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::grpc::{self, Meta};
 use serde_json::json;
 
@@ -59,12 +59,13 @@ impl Probe {
     /// The RPCs that name a process: admission's proofs.
     async fn pid_naming(&mut self, victim: i32) -> String {
         let uid = nix::unistd::getuid().as_raw();
-        let victim_req = apb::ProveLocalRequest {
+        let victim_req = admission_pb::ProveLocalRequest {
             pid: victim,
             uid,
             ..Default::default()
         };
-        let mut admission = apb::admission_client::AdmissionClient::new(self.client("admission"));
+        let mut admission =
+            admission_pb::admission_client::AdmissionClient::new(self.client("admission"));
         let proved = admission.prove_local(req(victim_req.clone(), "")).await;
         let ticket = proved
             .as_ref()
@@ -82,22 +83,23 @@ impl Probe {
         } else {
             ticket
         };
-        let mut admission = apb::admission_client::AdmissionClient::new(self.client("admission"));
+        let mut admission =
+            admission_pb::admission_client::AdmissionClient::new(self.client("admission"));
         let r = admission
-            .recheck(req(apb::RecheckRequest { ticket: t.into() }, ""))
+            .recheck(req(admission_pb::RecheckRequest { ticket: t.into() }, ""))
             .await;
         self.note("admission.Recheck", outcome(r));
         let r = admission
-            .observe_ticket_seat(req(apb::RecheckRequest { ticket: t.into() }, ""))
+            .observe_ticket_seat(req(admission_pb::RecheckRequest { ticket: t.into() }, ""))
             .await;
         self.note("admission.ObserveTicketSeat", outcome(r));
         let r = admission
-            .fleet_status(req(apb::FleetStatusRequest {}, ""))
+            .fleet_status(req(admission_pb::FleetStatusRequest {}, ""))
             .await;
         self.note("admission.FleetStatus", outcome(r));
         let r = admission
             .set_fleet_settings(req(
-                apb::SetFleetSettingsRequest {
+                admission_pb::SetFleetSettingsRequest {
                     tools: clankie_proto::common::v1::FleetTools::Off as i32,
                     ..Default::default()
                 },
@@ -107,7 +109,7 @@ impl Probe {
         self.note("admission.SetFleetSettings", outcome(r));
         let r = admission
             .create_fleet_token(req(
-                apb::CreateFleetTokenRequest {
+                admission_pb::CreateFleetTokenRequest {
                     fleet: "stolen".into(),
                     label: String::new(),
                 },
@@ -117,7 +119,7 @@ impl Probe {
         self.note("admission.CreateFleetToken", outcome(r));
         let r = admission
             .admit(req(
-                apb::AdmitRequest {
+                admission_pb::AdmitRequest {
                     bearer: "clkf_guess".into(),
                 },
                 "",
@@ -125,10 +127,10 @@ impl Probe {
             .await;
         self.note("admission.Admit", outcome(r));
 
-        let mut mailbox = pb::mailbox_client::MailboxClient::new(self.client("mailbox"));
+        let mut mailbox = mailbox_pb::mailbox_client::MailboxClient::new(self.client("mailbox"));
         let r = mailbox
             .seat_poll(req(
-                pb::SeatPollRequest {
+                mailbox_pb::SeatPollRequest {
                     wait_ms: 0,
                     ..Default::default()
                 },
@@ -148,7 +150,7 @@ impl Probe {
         self.note("mailbox.SeatPoll", outcome(r));
         let r = mailbox
             .seat_claim(req(
-                pb::SeatClaimRequest {
+                mailbox_pb::SeatClaimRequest {
                     delivery_ids: deliveries.clone(),
                 },
                 t,
@@ -161,7 +163,7 @@ impl Probe {
         self.note("mailbox.SeatClaim", outcome(r));
         let r = mailbox
             .seat_ack(req(
-                pb::SeatAckRequest {
+                mailbox_pb::SeatAckRequest {
                     delivery_id: deliveries.first().cloned().unwrap_or_default(),
                     claim_id: claim,
                 },
@@ -169,7 +171,9 @@ impl Probe {
             ))
             .await;
         self.note("mailbox.SeatAck", outcome(r));
-        let r = mailbox.list_peers(req(pb::ListPeersRequest {}, t)).await;
+        let r = mailbox
+            .list_peers(req(mailbox_pb::ListPeersRequest {}, t))
+            .await;
         let peer = r
             .as_ref()
             .ok()
@@ -178,7 +182,7 @@ impl Probe {
         self.note("mailbox.ListPeers", outcome(r));
         let r = mailbox
             .send_peer(req(
-                pb::SendPeerRequest {
+                mailbox_pb::SendPeerRequest {
                     seat: peer,
                     text: "from the probe".into(),
                     receipt_id: "rcpt-probe-peer".into(),
@@ -189,7 +193,7 @@ impl Probe {
         self.note("mailbox.SendPeer", outcome(r));
         let r = mailbox
             .report(req(
-                pb::ReportRequest {
+                mailbox_pb::ReportRequest {
                     receipt_id: "rpt-probe-0001".into(),
                     text: "from the probe".into(),
                     kind: "message".into(),
@@ -200,7 +204,7 @@ impl Probe {
         self.note("mailbox.Report", outcome(r));
         let r = mailbox
             .hire(req(
-                pb::HireRequest {
+                mailbox_pb::HireRequest {
                     project: "alpha".into(),
                     command: vec!["sleep".into(), "60".into()],
                     ..Default::default()
@@ -210,10 +214,10 @@ impl Probe {
             .await;
         self.note("mailbox.Hire", outcome(r));
 
-        let mut mcp = mpb::mcp_host_client::McpHostClient::new(self.client("mcp-host"));
+        let mut mcp = mcphost_pb::mcp_host_client::McpHostClient::new(self.client("mcp-host"));
         let r = mcp
             .call_tool(req(
-                mpb::CallToolRequest {
+                mcphost_pb::CallToolRequest {
                     name: "linear_save_issue".into(),
                     arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
                     receipt_id: "rcpt-probe-call".into(),
@@ -225,7 +229,7 @@ impl Probe {
         self.note("mcp-host.CallTool", outcome(r));
         let r = mcp
             .call_tool_events(req(
-                mpb::CallToolRequest {
+                mcphost_pb::CallToolRequest {
                     name: "linear_save_issue".into(),
                     arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
                     receipt_id: "rcpt-probe-events".into(),
@@ -238,11 +242,13 @@ impl Probe {
             .await;
         self.note("mcp-host.CallToolEvents", outcome(r));
         // Another caller's log lines: the feed is the gateway's alone.
-        let r = mcp.watch_logs(req(mpb::WatchLogsRequest {}, t)).await;
+        let r = mcp
+            .watch_logs(req(mcphost_pb::WatchLogsRequest {}, t))
+            .await;
         self.note("mcp-host.WatchLogs", outcome(r));
         let r = mcp
             .get_receipt(req(
-                mpb::GetReceiptRequest {
+                mcphost_pb::GetReceiptRequest {
                     receipt_id: "rcpt-probe-call".into(),
                 },
                 t,
@@ -251,7 +257,7 @@ impl Probe {
         self.note("mcp-host.GetReceipt", outcome(r));
         let r = mcp
             .search_tools(req(
-                mpb::SearchToolsRequest {
+                mcphost_pb::SearchToolsRequest {
                     query: String::new(),
                     limit: 20,
                 },
@@ -260,10 +266,10 @@ impl Probe {
             .await;
         self.note("mcp-host.SearchTools", outcome(r));
 
-        let mut tracker = tpb::tracker_client::TrackerClient::new(self.client("tracker"));
+        let mut tracker = tracker_pb::tracker_client::TrackerClient::new(self.client("tracker"));
         let r = tracker
             .invoke(req(
-                tpb::InvokeRequest {
+                tracker_pb::InvokeRequest {
                     tool: "save_issue".into(),
                     arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
                     actor: "owner".into(),
@@ -275,10 +281,10 @@ impl Probe {
             .await;
         self.note("tracker.Invoke", outcome(r));
 
-        let mut auto = aupb::auto_client::AutoClient::new(self.client("auto"));
+        let mut auto = auto_pb::auto_client::AutoClient::new(self.client("auto"));
         let r = auto
             .set_switch(req(
-                aupb::SetSwitchRequest {
+                auto_pb::SetSwitchRequest {
                     on: Some(true),
                     level: None,
                 },

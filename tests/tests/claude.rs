@@ -86,7 +86,7 @@ async fn a_claude_worker_is_briefed_calls_a_connected_tool_sees_its_receipt_and_
 /// reaches the lead.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_launcher_chain_admits_clankie_claude_and_refuses_a_generic_wrapper() {
-    use clankie_proto::mailbox::v1 as pb;
+    use clankie_proto::mailbox::v1 as mailbox_pb;
     use clankie_runtime::grpc::Meta;
     let f = ClaudeStack::start().await;
     let worker = f.hire("a");
@@ -160,7 +160,7 @@ async fn the_launcher_chain_admits_clankie_claude_and_refuses_a_generic_wrapper(
         .expect("owner");
     let mut mailbox = clankie_runtime::clients::mailbox(&f.stack.paths(), Meta::owner(&owner));
     let wrapped = mailbox
-        .hire(pb::HireRequest {
+        .hire(mailbox_pb::HireRequest {
             project: "alpha".into(),
             conversation_id: f.lead.clone(),
             command: env,

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use clankie_admission::helper::{Failure, HelperClient, MAX_QUEUE};
-use clankie_proto::helper::v1 as pb;
+use clankie_proto::helper::v1 as helper_pb;
 use clankie_tests::{bin_dir, file_lines, python, repo_root};
 use tokio_util::sync::CancellationToken;
 
@@ -24,25 +24,30 @@ fn fake(args: &[&str]) -> Vec<String> {
     v
 }
 
-fn ping() -> pb::request::Job {
-    pb::request::Job::Ping(pb::Ping {})
+fn ping() -> helper_pb::request::Job {
+    helper_pb::request::Job::Ping(helper_pb::Ping {})
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_real_helper_observes_processes_and_socket_holders() {
     let client = HelperClient::start(real(), CancellationToken::new());
     let reply = client.run(ping()).await.expect("ping");
-    assert!(matches!(reply.result, Some(pb::reply::Result::Pong(_))));
+    assert!(matches!(
+        reply.result,
+        Some(helper_pb::reply::Result::Pong(_))
+    ));
 
     let me = std::process::id() as i32;
     let reply = client
-        .run(pb::request::Job::Observe(pb::ObserveProcesses {
-            pids: vec![me],
-            with_ancestry: true,
-        }))
+        .run(helper_pb::request::Job::Observe(
+            helper_pb::ObserveProcesses {
+                pids: vec![me],
+                with_ancestry: true,
+            },
+        ))
         .await
         .expect("observe");
-    let Some(pb::reply::Result::Observation(obs)) = reply.result else {
+    let Some(helper_pb::reply::Result::Observation(obs)) = reply.result else {
         panic!("observation expected: {reply:?}");
     };
     assert_eq!(obs.processes[0].pid, me);
@@ -60,13 +65,12 @@ async fn the_real_helper_observes_processes_and_socket_holders() {
             .ino()
     };
     let reply = client
-        .run(pb::request::Job::SocketHolders(pb::FindSocketHolders {
-            inode,
-            uid: None,
-        }))
+        .run(helper_pb::request::Job::SocketHolders(
+            helper_pb::FindSocketHolders { inode, uid: None },
+        ))
         .await
         .expect("census");
-    let Some(pb::reply::Result::Holders(h)) = reply.result else {
+    let Some(helper_pb::reply::Result::Holders(h)) = reply.result else {
         panic!("holders expected: {reply:?}");
     };
     assert_eq!(h.pids, vec![me]);
@@ -136,7 +140,10 @@ async fn a_helper_killed_mid_job_refuses_then_a_fresh_helper_serves() {
         "exit is noticed at once"
     );
     let reply = client.run(ping()).await.expect("fresh helper");
-    assert!(matches!(reply.result, Some(pb::reply::Result::Pong(_))));
+    assert!(matches!(
+        reply.result,
+        Some(helper_pb::reply::Result::Pong(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -201,5 +208,8 @@ async fn a_cancelled_active_job_is_drained_before_the_next_job() {
     active.abort();
     // The next job gets its own reply (matching id), not the cancelled one's.
     let reply = client.run(ping()).await.expect("next job");
-    assert!(matches!(reply.result, Some(pb::reply::Result::Pong(_))));
+    assert!(matches!(
+        reply.result,
+        Some(helper_pb::reply::Result::Pong(_))
+    ));
 }

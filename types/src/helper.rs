@@ -99,35 +99,38 @@ pub fn reason_name(reason: Reason) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use clankie_proto::helper::v1 as pb;
+    use clankie_proto::helper::v1 as helper_pb;
 
     use super::*;
 
     #[test]
     fn frames_round_trip_and_bound_their_length() {
-        let req = pb::Request {
+        let req = helper_pb::Request {
             id: 7,
-            job: Some(pb::request::Job::Ping(pb::Ping {})),
+            job: Some(helper_pb::request::Job::Ping(helper_pb::Ping {})),
         };
         let mut buf = Vec::new();
         write_frame(&mut buf, &req).expect("write");
         write_frame(&mut buf, &req).expect("write");
         let mut r = buf.as_slice();
         assert_eq!(
-            read_frame::<pb::Request>(&mut r, 1024).expect("read"),
+            read_frame::<helper_pb::Request>(&mut r, 1024).expect("read"),
             Some(req.clone())
         );
         assert_eq!(
-            read_frame::<pb::Request>(&mut r, 1024).expect("read"),
+            read_frame::<helper_pb::Request>(&mut r, 1024).expect("read"),
             Some(req)
         );
-        assert_eq!(read_frame::<pb::Request>(&mut r, 1024).expect("eof"), None);
+        assert_eq!(
+            read_frame::<helper_pb::Request>(&mut r, 1024).expect("eof"),
+            None
+        );
         let huge = [0xff, 0xff, 0xff, 0xff, 0x0f];
-        assert!(read_frame::<pb::Request>(&mut huge.as_slice(), 1024).is_err());
+        assert!(read_frame::<helper_pb::Request>(&mut huge.as_slice(), 1024).is_err());
         let garbage = [0x80u8; 12];
-        assert!(read_frame::<pb::Request>(&mut garbage.as_slice(), 1024).is_err());
+        assert!(read_frame::<helper_pb::Request>(&mut garbage.as_slice(), 1024).is_err());
         let truncated = [0x05u8, 1, 2];
-        assert!(read_frame::<pb::Request>(&mut truncated.as_slice(), 1024).is_err());
+        assert!(read_frame::<helper_pb::Request>(&mut truncated.as_slice(), 1024).is_err());
     }
 
     #[test]

@@ -11,13 +11,13 @@
 //!   when exactly one matches: never another project's owner.
 //! - Ambiguous or absent ownership falls back to the global head.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 
 /// The global head's conversation id.
 pub const HEAD: &str = "global";
 
 /// A project's tracker references.
-pub fn tracker_refs(p: &pb::Project) -> Vec<&str> {
+pub fn tracker_refs(p: &mailbox_pb::Project) -> Vec<&str> {
     let mut refs = Vec::new();
     if p.tracker == "builtin" && !p.tracker_team.is_empty() {
         refs.push(p.tracker_team.as_str());
@@ -28,12 +28,12 @@ pub fn tracker_refs(p: &pb::Project) -> Vec<&str> {
     refs
 }
 
-fn live_lead(c: &pb::Conversation) -> bool {
+fn live_lead(c: &mailbox_pb::Conversation) -> bool {
     c.kind == "lead" && !c.removed
 }
 
 /// Whether lead chat `c` explicitly owns project `p`.
-pub fn owns(c: &pb::Conversation, p: &pb::Project) -> bool {
+pub fn owns(c: &mailbox_pb::Conversation, p: &mailbox_pb::Project) -> bool {
     live_lead(c)
         && (p.lead_conversation_id == c.conversation_id
             || tracker_refs(p)
@@ -42,7 +42,7 @@ pub fn owns(c: &pb::Conversation, p: &pb::Project) -> bool {
 }
 
 /// Whether lead chat `c` has any configured project.
-pub fn configured(c: &pb::Conversation, projects: &[pb::Project]) -> bool {
+pub fn configured(c: &mailbox_pb::Conversation, projects: &[mailbox_pb::Project]) -> bool {
     !c.projects.is_empty() || projects.iter().any(|p| owns(c, p))
 }
 
@@ -57,13 +57,16 @@ pub struct LeadRoute {
 /// Routes projects to lead chats; built once per view, so routing every
 /// project costs one pass over the conversations each.
 pub struct Router<'a> {
-    conversations: &'a [pb::Conversation],
+    conversations: &'a [mailbox_pb::Conversation],
     /// Per conversation: it has configured projects.
     configured: Vec<bool>,
 }
 
 impl<'a> Router<'a> {
-    pub fn new(conversations: &'a [pb::Conversation], projects: &[pb::Project]) -> Self {
+    pub fn new(
+        conversations: &'a [mailbox_pb::Conversation],
+        projects: &[mailbox_pb::Project],
+    ) -> Self {
         Router {
             conversations,
             configured: conversations
@@ -74,8 +77,8 @@ impl<'a> Router<'a> {
     }
 
     /// Routes project `p` to its lead chat, or the global head.
-    pub fn route(&self, p: &pb::Project) -> LeadRoute {
-        let owners: Vec<&pb::Conversation> =
+    pub fn route(&self, p: &mailbox_pb::Project) -> LeadRoute {
+        let owners: Vec<&mailbox_pb::Conversation> =
             self.conversations.iter().filter(|c| owns(c, p)).collect();
         match owners.as_slice() {
             [one] => {
@@ -92,7 +95,7 @@ impl<'a> Router<'a> {
             }
             [] => {}
         }
-        let matching: Vec<&pb::Conversation> = self
+        let matching: Vec<&mailbox_pb::Conversation> = self
             .conversations
             .iter()
             .zip(&self.configured)
@@ -119,9 +122,9 @@ impl<'a> Router<'a> {
 
 /// Routes project `p` to its lead chat, or the global head.
 pub fn route(
-    p: &pb::Project,
-    conversations: &[pb::Conversation],
-    projects: &[pb::Project],
+    p: &mailbox_pb::Project,
+    conversations: &[mailbox_pb::Conversation],
+    projects: &[mailbox_pb::Project],
 ) -> LeadRoute {
     Router::new(conversations, projects).route(p)
 }
@@ -130,8 +133,8 @@ pub fn route(
 mod tests {
     use super::*;
 
-    fn project(id: &str, team: &str, ws: &str) -> pb::Project {
-        pb::Project {
+    fn project(id: &str, team: &str, ws: &str) -> mailbox_pb::Project {
+        mailbox_pb::Project {
             project_id: id.into(),
             name: id.into(),
             tracker: if team.is_empty() {
@@ -140,7 +143,7 @@ mod tests {
                 "builtin".into()
             },
             tracker_team: team.into(),
-            workspaces: vec![pb::Workspace {
+            workspaces: vec![mailbox_pb::Workspace {
                 path: ws.into(),
                 ..Default::default()
             }],
@@ -148,8 +151,8 @@ mod tests {
         }
     }
 
-    fn lead(id: &str, ws: &str, projects: &[&str]) -> pb::Conversation {
-        pb::Conversation {
+    fn lead(id: &str, ws: &str, projects: &[&str]) -> mailbox_pb::Conversation {
+        mailbox_pb::Conversation {
             conversation_id: id.into(),
             kind: "lead".into(),
             workspace: ws.into(),

@@ -1,11 +1,11 @@
 //! The JSON views of shared records, one spelling for every edge that
 //! prints or serves them (the gateway's HTTP routes and the CLI).
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use serde_json::{Value, json};
 
 /// A project as `GET /v1/operator/projects` and `clankie project` show it.
-pub fn project(p: &pb::Project) -> Value {
+pub fn project(p: &mailbox_pb::Project) -> Value {
     json!({
         "projectId": p.project_id,
         "name": p.name,
@@ -24,7 +24,7 @@ pub fn project(p: &pb::Project) -> Value {
 
 /// A project with its tracker binding and workspace conventions, as the
 /// owner's `clankie project set` shows it (the plain view leaves them out).
-pub fn project_settings(p: &pb::Project) -> Value {
+pub fn project_settings(p: &mailbox_pb::Project) -> Value {
     let mut v = project(p);
     if let Some(obj) = v.as_object_mut() {
         obj.insert("tracker".into(), json!(p.tracker));
@@ -49,7 +49,7 @@ pub fn project_settings(p: &pb::Project) -> Value {
 /// plain view plus Auto, focus, the built-in tracker project, the separate
 /// Linear binding and the status line.
 pub fn project_autonomy(
-    p: &pb::Project,
+    p: &mailbox_pb::Project,
     status: Option<&clankie_proto::auto::v1::ProjectStatusLine>,
 ) -> Value {
     let mut v = project(p);
@@ -87,7 +87,7 @@ pub fn project_autonomy(
 }
 
 /// A landing review candidate; the patch text only when asked for.
-pub fn candidate(c: &pb::ReviewCandidate, with_patch: bool) -> Value {
+pub fn candidate(c: &mailbox_pb::ReviewCandidate, with_patch: bool) -> Value {
     let mut v = json!({
         "candidateId": c.candidate_id,
         "projectId": c.project_id,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde::Deserialize;
@@ -76,7 +76,7 @@ struct RequestTool {
     forbidden_arguments: Vec<String>,
 }
 
-fn grant_json(g: &mpb::Grant) -> Value {
+fn grant_json(g: &mcphost_pb::Grant) -> Value {
     json!({
         "grantId": g.grant_id,
         "kind": g.kind,
@@ -97,17 +97,17 @@ fn grant_json(g: &mpb::Grant) -> Value {
     })
 }
 
-fn read_request(path: &Path) -> anyhow::Result<mpb::IssueGrantRequest> {
+fn read_request(path: &Path) -> anyhow::Result<mcphost_pb::IssueGrantRequest> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let r: Request = serde_json::from_slice(&bytes).context("the grant request is not valid")?;
-    Ok(mpb::IssueGrantRequest {
+    Ok(mcphost_pb::IssueGrantRequest {
         principal_id: r.principal_id,
         work_id: r.work_id,
         server: r.server,
         tools: r
             .tools
             .into_iter()
-            .map(|t| mpb::GrantTool {
+            .map(|t| mcphost_pb::GrantTool {
                 name: t.name,
                 arguments_json: if t.arguments.is_empty() {
                     String::new()
@@ -153,7 +153,7 @@ async fn issue(
     if let Err(e) = file.create(out) {
         // Undelivered, so revoked: a bearer nobody holds must not live.
         let revoked = host
-            .revoke_grant(mpb::RevokeGrantRequest {
+            .revoke_grant(mcphost_pb::RevokeGrantRequest {
                 grant_id: grant.grant_id.clone(),
             })
             .await;
@@ -182,7 +182,7 @@ async fn account(paths: &StatePaths, words: &[String]) -> anyhow::Result<ExitCod
     match verb {
         None => {
             let accounts = host
-                .list_accounts(mpb::ListAccountsRequest {})
+                .list_accounts(mcphost_pb::ListAccountsRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner()
@@ -195,7 +195,7 @@ async fn account(paths: &StatePaths, words: &[String]) -> anyhow::Result<ExitCod
         }
         Some("verify") => {
             let v = host
-                .verify_account(mpb::VerifyAccountRequest { name })
+                .verify_account(mcphost_pb::VerifyAccountRequest { name })
                 .await
                 .map_err(refused)?
                 .into_inner();
@@ -219,7 +219,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
         } => issue(&paths, &request, &out, endpoint).await,
         AccessCommand::List { json } => {
             let grants = clients::mcp_host(&paths)?
-                .list_grants(mpb::ListGrantsRequest {})
+                .list_grants(mcphost_pb::ListGrantsRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner()
@@ -244,7 +244,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
         }
         AccessCommand::Revoke { grant_id } => {
             let g = clients::mcp_host(&paths)?
-                .revoke_grant(mpb::RevokeGrantRequest { grant_id })
+                .revoke_grant(mcphost_pb::RevokeGrantRequest { grant_id })
                 .await
                 .map_err(refused)?
                 .into_inner();
@@ -257,7 +257,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
             tools,
         } => {
             let g = clients::mcp_host(&paths)?
-                .keep_project_grant(mpb::KeepProjectGrantRequest {
+                .keep_project_grant(mcphost_pb::KeepProjectGrantRequest {
                     project: name,
                     server,
                     tools,

@@ -3,23 +3,23 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
 
 use crate::support::clients::{self, refused};
 use crate::support::output::{field, print_json};
 
 fn state_name(s: i32) -> &'static str {
-    match mpb::AccountState::try_from(s) {
-        Ok(mpb::AccountState::Verified) => "verified",
-        Ok(mpb::AccountState::Verifying) => "verifying",
-        Ok(mpb::AccountState::Unavailable) => "unavailable",
+    match mcphost_pb::AccountState::try_from(s) {
+        Ok(mcphost_pb::AccountState::Verified) => "verified",
+        Ok(mcphost_pb::AccountState::Verifying) => "verifying",
+        Ok(mcphost_pb::AccountState::Unavailable) => "unavailable",
         _ => "unknown",
     }
 }
 
 /// The provider identity verification recorded, as JSON.
-pub fn identity_json(i: &mpb::AccountIdentity) -> serde_json::Value {
+pub fn identity_json(i: &mcphost_pb::AccountIdentity) -> serde_json::Value {
     serde_json::json!({
         "userId": i.user_id,
         "workspaceId": i.workspace_id,
@@ -29,7 +29,7 @@ pub fn identity_json(i: &mpb::AccountIdentity) -> serde_json::Value {
     })
 }
 
-pub fn account_json(a: &mpb::Account) -> serde_json::Value {
+pub fn account_json(a: &mcphost_pb::Account) -> serde_json::Value {
     serde_json::json!({
         "name": a.name,
         "transport": a.transport,
@@ -45,7 +45,7 @@ pub fn account_json(a: &mpb::Account) -> serde_json::Value {
     })
 }
 
-pub fn print_account(a: &mpb::Account) {
+pub fn print_account(a: &mcphost_pb::Account) {
     let identity = if a.identity_name.is_empty() {
         "-".to_string()
     } else {
@@ -83,7 +83,7 @@ pub fn print_account(a: &mpb::Account) {
 
 pub async fn accounts(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let resp = clients::mcp_host(&paths)?
-        .list_accounts(mpb::ListAccountsRequest {})
+        .list_accounts(mcphost_pb::ListAccountsRequest {})
         .await
         .map_err(refused)?
         .into_inner();

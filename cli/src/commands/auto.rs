@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::auto::v1 as pb;
+use clankie_proto::auto::v1 as auto_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
@@ -29,7 +29,7 @@ pub enum AutoCommand {
     },
 }
 
-fn autonomy_json(a: &pb::Autonomy) -> serde_json::Value {
+fn autonomy_json(a: &auto_pb::Autonomy) -> serde_json::Value {
     json!({
         "on": a.on,
         "level": a.level,
@@ -51,7 +51,7 @@ pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<Exit
     };
     if let Some((on, level)) = req {
         let a = c
-            .set_switch(pb::SetSwitchRequest { on, level })
+            .set_switch(auto_pb::SetSwitchRequest { on, level })
             .await
             .map_err(refused)?
             .into_inner();
@@ -62,7 +62,7 @@ pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<Exit
         AutoCommand::On | AutoCommand::Off | AutoCommand::Level { .. } => {}
         AutoCommand::Status { json } => {
             let s = c
-                .status(pb::StatusRequest {})
+                .status(auto_pb::StatusRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Args;
 
@@ -48,7 +48,7 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
                     .with_context(|| format!("header {h:?} is not K:V"))?;
                 headers.insert(k.trim().to_string(), v.trim().to_string());
             }
-            mpb::connect_request::Transport::Http(mpb::HttpTransport {
+            mcphost_pb::connect_request::Transport::Http(mcphost_pb::HttpTransport {
                 url: url.clone(),
                 headers,
             })
@@ -61,7 +61,7 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
                     .with_context(|| format!("env {kv:?} is not K=V"))?;
                 env.insert(k.to_string(), v.to_string());
             }
-            mpb::connect_request::Transport::Stdio(mpb::StdioTransport {
+            mcphost_pb::connect_request::Transport::Stdio(mcphost_pb::StdioTransport {
                 command: args.command[0].clone(),
                 args: args.command[1..].to_vec(),
                 env,
@@ -72,7 +72,7 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
         (None, true) => bail!("give a command after -- (stdio) or --url URL (streamable HTTP)"),
     };
     let mut client = clients::mcp_host(&paths)?;
-    let req = Call::new(mpb::ConnectRequest {
+    let req = Call::new(mcphost_pb::ConnectRequest {
         name: args.name,
         transport: Some(transport),
         wait_verified_ms: args.wait.saturating_mul(1000),
@@ -87,17 +87,21 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
         .account
         .unwrap_or_default();
     print_account(&account);
-    Ok(if account.state == mpb::AccountState::Verified as i32 {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!("the account is saved but not verified yet; `clankie accounts` shows its state");
-        ExitCode::from(3)
-    })
+    Ok(
+        if account.state == mcphost_pb::AccountState::Verified as i32 {
+            ExitCode::SUCCESS
+        } else {
+            eprintln!(
+                "the account is saved but not verified yet; `clankie accounts` shows its state"
+            );
+            ExitCode::from(3)
+        },
+    )
 }
 
 pub async fn disconnect(paths: StatePaths, name: String) -> anyhow::Result<ExitCode> {
     let removed = clients::mcp_host(&paths)?
-        .disconnect_account(mpb::DisconnectRequest { name: name.clone() })
+        .disconnect_account(mcphost_pb::DisconnectRequest { name: name.clone() })
         .await
         .map_err(refused)?
         .into_inner()

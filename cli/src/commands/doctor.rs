@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::Service;
 use clankie_runtime::paths::StatePaths;
 use serde_json::json;
@@ -25,7 +25,7 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         services.insert(service.name().into(), json!(state));
     }
     let receipts = match clients::mcp_host(&paths)?
-        .receipt_stats(mpb::ReceiptStatsRequest {})
+        .receipt_stats(mcphost_pb::ReceiptStatsRequest {})
         .await
     {
         Ok(r) => {

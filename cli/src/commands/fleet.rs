@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::FleetTools;
 use clankie_runtime::paths::StatePaths;
 use clap::{Subcommand, ValueEnum};
@@ -88,7 +88,7 @@ fn tools_name(t: i32) -> &'static str {
     }
 }
 
-fn print_status(s: &apb::FleetStatusResponse, json: bool) {
+fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
     let settings = s.settings.unwrap_or_default();
     if json {
         let links: Vec<_> = s
@@ -181,7 +181,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
     match command {
         FleetCommand::Status { json } => {
             let s = client
-                .fleet_status(apb::FleetStatusRequest {})
+                .fleet_status(admission_pb::FleetStatusRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner();
@@ -203,7 +203,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 None => FleetTools::Unspecified,
             };
             let s = client
-                .set_fleet_settings(apb::SetFleetSettingsRequest {
+                .set_fleet_settings(admission_pb::SetFleetSettingsRequest {
                     tools: tools as i32,
                     peer_messages: peer_messages.map(|p| p == OnOff::On),
                     worker_sandbox: worker_sandbox.map(|p| p == OnOff::On),
@@ -234,7 +234,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
             };
             let socket = std::path::absolute(&socket)?;
             let link = client
-                .create_local_link(apb::CreateLocalLinkRequest {
+                .create_local_link(admission_pb::CreateLocalLinkRequest {
                     fleet,
                     kind: kind.into(),
                     socket: socket.display().to_string(),
@@ -259,7 +259,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
         FleetCommand::Token { command } => match command {
             TokenCommand::Create { fleet, label } => {
                 let resp = client
-                    .create_fleet_token(apb::CreateFleetTokenRequest { fleet, label })
+                    .create_fleet_token(admission_pb::CreateFleetTokenRequest { fleet, label })
                     .await
                     .map_err(refused)?
                     .into_inner();
@@ -272,7 +272,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
             }
             TokenCommand::Revoke { link_id } => {
                 let revoked = client
-                    .revoke_fleet_link(apb::RevokeFleetLinkRequest {
+                    .revoke_fleet_link(admission_pb::RevokeFleetLinkRequest {
                         link_id: link_id.clone(),
                     })
                     .await

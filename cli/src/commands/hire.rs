@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ErrorCode;
 use clankie_runtime::paths::StatePaths;
 use clap::Args;
@@ -189,7 +189,7 @@ async fn codex_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane>
 /// project's, when none is named).
 async fn workspaces(paths: &StatePaths, project: &str) -> anyhow::Result<Vec<String>> {
     let projects = clients::mailbox(paths)?
-        .list_projects(pb::ListProjectsRequest {})
+        .list_projects(mailbox_pb::ListProjectsRequest {})
         .await
         .map_err(refused)?
         .into_inner()
@@ -215,7 +215,7 @@ fn absolute(dirs: &[PathBuf]) -> anyhow::Result<Vec<String>> {
 pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode> {
     let pane = pane(&paths, &args).await?;
     let h = clients::mailbox(&paths)?
-        .hire(pb::HireRequest {
+        .hire(mailbox_pb::HireRequest {
             harness_only_control: pane.harness_only_control,
             profile: absolute(&pane.profiles)?,
             project: args.project,
@@ -243,14 +243,14 @@ pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode>
 /// refusal with the last reason its seat gave.
 async fn wait_ready(
     paths: &StatePaths,
-    hire: pb::HireRecord,
+    hire: mailbox_pb::HireRecord,
     within: Duration,
-) -> anyhow::Result<pb::HireRecord> {
+) -> anyhow::Result<mailbox_pb::HireRecord> {
     let until = tokio::time::Instant::now() + within;
     let mut last = hire;
     loop {
         if let Some(h) = clients::mailbox(paths)?
-            .roster(pb::RosterRequest {})
+            .roster(mailbox_pb::RosterRequest {})
             .await
             .map_err(refused)?
             .into_inner()
@@ -286,7 +286,7 @@ pub async fn close(
     conversation: String,
 ) -> anyhow::Result<ExitCode> {
     let h = clients::mailbox(&paths)?
-        .close_hire(pb::CloseHireRequest {
+        .close_hire(mailbox_pb::CloseHireRequest {
             hire_id,
             conversation_id: conversation,
         })

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
@@ -33,7 +33,7 @@ pub enum LeadCommand {
 
 pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<ExitCode> {
     let mut c = clients::mailbox(&paths)?;
-    let conv_json = |c: &pb::Conversation| {
+    let conv_json = |c: &mailbox_pb::Conversation| {
         json!({
             "conversationId": c.conversation_id,
             "kind": c.kind,
@@ -53,7 +53,7 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
                 std::path::absolute(&workspace)?.display().to_string()
             };
             let conv = c
-                .add_conversation(pb::AddConversationRequest {
+                .add_conversation(mailbox_pb::AddConversationRequest {
                     title,
                     workspace,
                     projects,
@@ -65,7 +65,7 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
         }
         LeadCommand::List { json } => {
             let all = c
-                .list_conversations(pb::ListConversationsRequest {})
+                .list_conversations(mailbox_pb::ListConversationsRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner()
@@ -87,7 +87,7 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
         }
         LeadCommand::Remove { conversation_id } => {
             let conv = c
-                .remove_conversation(pb::RemoveConversationRequest { conversation_id })
+                .remove_conversation(mailbox_pb::RemoveConversationRequest { conversation_id })
                 .await
                 .map_err(refused)?
                 .into_inner();

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
 use serde_json::json;
 
@@ -16,7 +16,7 @@ pub async fn message(
     conversation: String,
 ) -> anyhow::Result<ExitCode> {
     let r = clients::mailbox(&paths)?
-        .message_seat(pb::MessageSeatRequest {
+        .message_seat(mailbox_pb::MessageSeatRequest {
             hire_id,
             text,
             conversation_id: conversation,

@@ -4,9 +4,9 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use clankie_proto::auto::v1 as autopb;
-use clankie_proto::mailbox::v1 as pb;
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::auto::v1 as auto_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
@@ -96,7 +96,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
         } => {
             let workspace = std::path::absolute(&workspace)?.display().to_string();
             let p = c
-                .add_project(pb::AddProjectRequest {
+                .add_project(mailbox_pb::AddProjectRequest {
                     name,
                     workspace,
                     machine,
@@ -112,7 +112,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
         }
         ProjectCommand::List { json } => {
             let all = c
-                .list_projects(pb::ListProjectsRequest {})
+                .list_projects(mailbox_pb::ListProjectsRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner()
@@ -177,7 +177,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
             revision,
         } => {
             let p = c
-                .remove_workspace(pb::RemoveWorkspaceRequest {
+                .remove_workspace(mailbox_pb::RemoveWorkspaceRequest {
                     project_id: project,
                     workspace_id,
                     expected_revision: revision,
@@ -240,7 +240,7 @@ pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<
     // refused, the settings stay as they were.
     if let Some(id) = set.linear_project.as_deref().filter(|id| !id.is_empty()) {
         clients::mcp_host(paths)?
-            .validate_linear_project(mpb::ValidateLinearProjectRequest {
+            .validate_linear_project(mcphost_pb::ValidateLinearProjectRequest {
                 project_id: id.to_string(),
             })
             .await
@@ -248,7 +248,7 @@ pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<
     }
     let mut mailbox = clients::mailbox(paths)?;
     let p = mailbox
-        .update_project(pb::UpdateProjectRequest {
+        .update_project(mailbox_pb::UpdateProjectRequest {
             project: set.project,
             expected_revision: set.revision,
             tracker,
@@ -269,7 +269,7 @@ pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<
 /// `clankie project status`: agents working, landed today, needs you.
 pub async fn project_status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     let r = clients::auto(paths)?
-        .project_status(autopb::ProjectStatusRequest {})
+        .project_status(auto_pb::ProjectStatusRequest {})
         .await
         .map_err(refused)?
         .into_inner();

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -79,7 +79,7 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             };
             let mut client = clients::mailbox(&paths)?;
             let all = client
-                .list_reviews(pb::ListReviewsRequest {
+                .list_reviews(mailbox_pb::ListReviewsRequest {
                     candidate_id: id.clone(),
                 })
                 .await

@@ -2,14 +2,14 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
 use serde_json::json;
 
 use crate::support::clients::{self, refused};
 use crate::support::output::{field, print_json};
 
-pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
+pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
     json!({
         "hireId": h.hire_id,
         "conversationId": h.conversation_id,
@@ -32,7 +32,7 @@ pub fn hire_json(h: &pb::HireRecord) -> serde_json::Value {
 
 pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCode> {
     let hires = clients::mailbox(&paths)?
-        .roster(pb::RosterRequest {})
+        .roster(mailbox_pb::RosterRequest {})
         .await
         .map_err(refused)?
         .into_inner()
@@ -69,7 +69,7 @@ pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCod
 pub async fn agent_list(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCode> {
     let mine = std::env::var("CLANKIE_CONVERSATION_ID").unwrap_or_default();
     let hires = clients::mailbox(&paths)?
-        .roster(pb::RosterRequest {})
+        .roster(mailbox_pb::RosterRequest {})
         .await
         .map_err(refused)?
         .into_inner()

@@ -5,8 +5,8 @@ use clankie_types::fleet::Outcome;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clankie_proto::mcphost::v1 as mpb;
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -74,7 +74,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
                 format!("linear_{tool}")
             };
             let r = clients::mcp_host(&paths)?
-                .call_tool(mpb::CallToolRequest {
+                .call_tool(mcphost_pb::CallToolRequest {
                     name,
                     arguments_json: arguments,
                     receipt_id: String::new(),
@@ -103,7 +103,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
             cut_over,
         } => {
             let t = clients::tracker(&paths)?
-                .create_team(tpb::CreateTeamRequest {
+                .create_team(tracker_pb::CreateTeamRequest {
                     key,
                     name,
                     cut_over,
@@ -123,7 +123,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
             issue_state,
         } => {
             let r = clients::tracker(&paths)?
-                .import_issue(tpb::ImportIssueRequest {
+                .import_issue(tracker_pb::ImportIssueRequest {
                     team,
                     identifier,
                     linear_uuid: uuid,
@@ -139,7 +139,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
         }
         TrackerCommand::Profiles => {
             let r = clients::mcp_host(&paths)?
-                .tracker_profiles(mpb::TrackerProfilesRequest {})
+                .tracker_profiles(mcphost_pb::TrackerProfilesRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner();
@@ -162,16 +162,16 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
     }
 }
 
-pub async fn budgets(paths: &StatePaths) -> anyhow::Result<mpb::TrackerBudgetsResponse> {
+pub async fn budgets(paths: &StatePaths) -> anyhow::Result<mcphost_pb::TrackerBudgetsResponse> {
     Ok(clients::mcp_host(paths)?
-        .tracker_budgets(mpb::TrackerBudgetsRequest {})
+        .tracker_budgets(mcphost_pb::TrackerBudgetsRequest {})
         .await
         .map_err(refused)?
         .into_inner())
 }
 
-pub fn budgets_json(b: &mpb::TrackerBudgetsResponse) -> Value {
-    let w = |w: &Option<mpb::BudgetWindow>| {
+pub fn budgets_json(b: &mcphost_pb::TrackerBudgetsResponse) -> Value {
+    let w = |w: &Option<mcphost_pb::BudgetWindow>| {
         let w = w.unwrap_or_default();
         json!({ "limit": w.limit, "used": w.used, "retryAtMs": (w.retry_at_ms > 0).then_some(w.retry_at_ms) })
     };
@@ -189,7 +189,7 @@ pub fn budgets_json(b: &mpb::TrackerBudgetsResponse) -> Value {
     })
 }
 
-pub fn print_budgets(b: &mpb::TrackerBudgetsResponse, json: bool) {
+pub fn print_budgets(b: &mcphost_pb::TrackerBudgetsResponse, json: bool) {
     if json {
         print_json(&budgets_json(b));
         return;

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
 use serde_json::json;
 
@@ -17,7 +17,7 @@ pub async fn transcript(
     wait_ms: u32,
 ) -> anyhow::Result<ExitCode> {
     let resp = clients::mailbox(&paths)?
-        .read_transcript(pb::ReadTranscriptRequest {
+        .read_transcript(mailbox_pb::ReadTranscriptRequest {
             conversation_id: conversation,
             after,
             wait_ms,

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Subcommand;
 use serde_json::json;
@@ -26,7 +26,7 @@ pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<Exi
     let WorkCommand::Status { json } = command;
     let mut mailbox = clients::mailbox(&paths)?;
     let roster = mailbox
-        .roster(pb::RosterRequest {})
+        .roster(mailbox_pb::RosterRequest {})
         .await
         .map_err(refused)?
         .into_inner();

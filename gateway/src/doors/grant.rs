@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_proto::common::v1::{AdmissionMode, Principal};
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::ClankieError;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +30,7 @@ fn principal(grant_id: &str) -> Principal {
 
 /// Admits a request carrying a grant bearer while the grant is active.
 pub async fn admit(shared: &Shared, bearer: &str) -> Result<Admitted, ClankieError> {
-    let call = Call::new(mpb::AuthenticateGrantRequest {
+    let call = Call::new(mcphost_pb::AuthenticateGrantRequest {
         bearer: bearer.to_string(),
     })
     .timeout(INTERNAL)
@@ -59,7 +59,7 @@ pub async fn watch_revocations(shared: Arc<Shared>, shutdown: CancellationToken)
         let stream = shared
             .mcp
             .clone()
-            .watch_revocations(mpb::WatchRevocationsRequest {})
+            .watch_revocations(mcphost_pb::WatchRevocationsRequest {})
             .await;
         if let Ok(stream) = stream {
             backoff = Duration::from_millis(100);

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{UnixListener, UnixStream};
@@ -313,7 +313,7 @@ pub struct PeerState {
     /// The pidfs inode of `SO_PEERPIDFD` (0 when the kernel has none).
     pub pidfs_id: u64,
     /// Loopback TCP: the connection's two ends.
-    pub tcp: Option<apb::TcpEnds>,
+    pub tcp: Option<admission_pb::TcpEnds>,
     /// Unix: who wrote what was read.
     pub writers: Option<Arc<Writers>>,
     proof: tokio::sync::Mutex<Option<Admitted>>,
@@ -371,7 +371,7 @@ impl LocalPeer {
             pid: 0,
             uid: u32::MAX,
             pidfs_id: 0,
-            tcp: server.map(|server| apb::TcpEnds {
+            tcp: server.map(|server| admission_pb::TcpEnds {
                 client_ip: client.ip().to_string(),
                 client_port: u32::from(client.port()),
                 server_ip: server.ip().to_string(),
@@ -388,8 +388,8 @@ impl PeerState {
         self.writers.as_ref().is_some_and(|w| w.foreign())
     }
 
-    fn prove_request(&self) -> apb::ProveLocalRequest {
-        apb::ProveLocalRequest {
+    fn prove_request(&self) -> admission_pb::ProveLocalRequest {
+        admission_pb::ProveLocalRequest {
             pid: self.pid,
             uid: self.uid,
             pidfs_id: self.pidfs_id,
@@ -429,7 +429,7 @@ pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Admitted,
         return prove(shared, state).await;
     }
     if let Some(proof) = slot.as_ref() {
-        let req = Call::new(apb::RecheckRequest {
+        let req = Call::new(admission_pb::RecheckRequest {
             ticket: proof.ticket.clone(),
         })
         .timeout(INTERNAL)

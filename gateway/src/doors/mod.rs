@@ -20,7 +20,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
 use clankie_runtime::{ClankieError, ErrorCode};
 
@@ -41,7 +41,7 @@ pub struct Admitted {
 impl Admitted {
     /// What admission's answer proves: its ticket, its principal, and
     /// whether connected tools are on.
-    pub(crate) fn from_admission(resp: apb::AdmitResponse) -> Admitted {
+    pub(crate) fn from_admission(resp: admission_pb::AdmitResponse) -> Admitted {
         Admitted {
             tools_on: tools_on(resp.settings.as_ref()),
             ticket: resp.ticket,
@@ -57,7 +57,7 @@ impl Admitted {
 }
 
 /// Whether fleet settings have connected tools on.
-pub(crate) fn tools_on(settings: Option<&apb::FleetSettings>) -> bool {
+pub(crate) fn tools_on(settings: Option<&admission_pb::FleetSettings>) -> bool {
     settings.is_some_and(|s| s.tools == FleetTools::Connected as i32)
 }
 

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::grpc::Client;
 use clankie_runtime::limits;
 use clankie_runtime::{ClankieError, ErrorCode};
@@ -17,7 +17,7 @@ use serde_json::json;
 use super::{Forwarded, Op, forwarded, unanswered, with_receipt};
 use clankie_runtime::clients::Answer as _;
 
-type McpHost = mpb::mcp_host_client::McpHostClient<Client>;
+type McpHost = mcphost_pb::mcp_host_client::McpHostClient<Client>;
 
 /// What a caller hears while its call runs (the MCP face relays it).
 pub(crate) trait Listener: Send + Sync {
@@ -25,17 +25,17 @@ pub(crate) trait Listener: Send + Sync {
     fn wants_progress(&self) -> bool;
     /// The least level of log lines wanted on this call; empty for none.
     fn log_level(&self) -> &str;
-    fn progress(&self, step: mpb::CallProgress) -> impl Future<Output = ()> + Send;
-    fn line(&self, line: mpb::LogLine) -> impl Future<Output = ()> + Send;
+    fn progress(&self, step: mcphost_pb::CallProgress) -> impl Future<Output = ()> + Send;
+    fn line(&self, line: mcphost_pb::LogLine) -> impl Future<Output = ()> + Send;
 }
 
 /// The forward to mcp-host: streamed when its caller listens, else unary.
 /// A stream that ends without its result is a lost answer.
 pub(crate) async fn forward<L: Listener>(
     mcp: &mut McpHost,
-    mut req: tonic::Request<mpb::CallToolRequest>,
+    mut req: tonic::Request<mcphost_pb::CallToolRequest>,
     listener: Option<&L>,
-) -> Result<tonic::Response<mpb::CallResult>, tonic::Status> {
+) -> Result<tonic::Response<mcphost_pb::CallResult>, tonic::Status> {
     let Some(listener) = listener else {
         return mcp.call_tool(req).await;
     };
@@ -44,9 +44,9 @@ pub(crate) async fn forward<L: Listener>(
     let mut events = mcp.call_tool_events(req).await?.into_inner();
     while let Some(event) = events.message().await? {
         match event.event {
-            Some(mpb::call_event::Event::Result(r)) => return Ok(tonic::Response::new(r)),
-            Some(mpb::call_event::Event::Progress(p)) => listener.progress(p).await,
-            Some(mpb::call_event::Event::Log(line)) => listener.line(line).await,
+            Some(mcphost_pb::call_event::Event::Result(r)) => return Ok(tonic::Response::new(r)),
+            Some(mcphost_pb::call_event::Event::Progress(p)) => listener.progress(p).await,
+            Some(mcphost_pb::call_event::Event::Log(line)) => listener.line(line).await,
             None => {}
         }
     }
@@ -56,8 +56,8 @@ pub(crate) async fn forward<L: Listener>(
 }
 
 /// The account of a call whose answer was lost after it left.
-pub(crate) fn uncertain(receipt_id: String, name: String, detail: &str) -> mpb::CallResult {
-    mpb::CallResult {
+pub(crate) fn uncertain(receipt_id: String, name: String, detail: &str) -> mcphost_pb::CallResult {
+    mcphost_pb::CallResult {
         receipt_id,
         outcome: Outcome::Uncertain.wire(),
         name,
@@ -72,7 +72,7 @@ impl Op<'_> {
         &self,
         args: CallArgs,
         listener: Option<&L>,
-    ) -> Result<mpb::CallResult, ClankieError> {
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         if let Some(id) = &args.receipt_id {
             ReceiptId::parse(id)?;
         }
@@ -98,7 +98,7 @@ impl Op<'_> {
         // after this point can name it.
         let receipt_id =
             ReceiptId::given_or_mint(args.receipt_id.as_deref(), ReceiptKind::Call)?.into_string();
-        let req = mpb::CallToolRequest {
+        let req = mcphost_pb::CallToolRequest {
             name: name.clone(),
             arguments_json: arguments.to_string(),
             receipt_id: receipt_id.clone(),
@@ -122,8 +122,8 @@ impl Op<'_> {
 
     /// Reads a receipt back. Reconciling only reads: a lost answer is
     /// simply unavailable.
-    async fn reconcile(&self, receipt_id: String) -> Result<mpb::CallResult, ClankieError> {
-        let req = self.request(mpb::GetReceiptRequest { receipt_id })?;
+    async fn reconcile(&self, receipt_id: String) -> Result<mcphost_pb::CallResult, ClankieError> {
+        let req = self.request(mcphost_pb::GetReceiptRequest { receipt_id })?;
         self.shared
             .mcp
             .clone()
@@ -135,8 +135,8 @@ impl Op<'_> {
 
     /// The catalog's revision and connected accounts right now (the last
     /// seen ones if mcp-host cannot answer).
-    pub(crate) async fn catalog_now(&self) -> mpb::CatalogInfo {
-        let Ok(req) = self.request(mpb::CatalogRequest {}) else {
+    pub(crate) async fn catalog_now(&self) -> mcphost_pb::CatalogInfo {
+        let Ok(req) = self.request(mcphost_pb::CatalogRequest {}) else {
             return self.shared.catalog.borrow().clone();
         };
         match self.shared.mcp.clone().catalog(req).await {

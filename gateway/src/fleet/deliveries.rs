@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::fleet::seat::{self, Acked, CatalogAnswer, Claimed, PollAnswer, Released};
@@ -70,7 +70,7 @@ impl Op<'_> {
     /// `unknown` means Herdr sees no agent in the pane: there is no turn
     /// to wait for. A status that cannot be read does not hold anything.
     async fn mid_turn(&self) -> bool {
-        let req = Call::new(apb::RecheckRequest {
+        let req = Call::new(admission_pb::RecheckRequest {
             ticket: self.who.ticket.clone(),
         })
         .timeout(INTERNAL)
@@ -122,7 +122,7 @@ impl Op<'_> {
             .take(MAX_TOOLS)
             .map(|t| t.chars().take(MAX_TOOL_CHARS).collect())
             .collect();
-        let req = self.request(pb::SeatPollRequest {
+        let req = self.request(mailbox_pb::SeatPollRequest {
             wait_ms: wait.as_millis() as u32,
             tools,
         })?;
@@ -170,7 +170,7 @@ impl Op<'_> {
     }
 
     pub(crate) async fn claim(&self, delivery_ids: Vec<String>) -> Result<Claimed, ClankieError> {
-        let req = self.request(pb::SeatClaimRequest { delivery_ids })?;
+        let req = self.request(mailbox_pb::SeatClaimRequest { delivery_ids })?;
         let r = self
             .shared
             .mailbox
@@ -190,7 +190,7 @@ impl Op<'_> {
         delivery_id: String,
         claim_id: String,
     ) -> Result<Acked, ClankieError> {
-        let req = self.request(pb::SeatAckRequest {
+        let req = self.request(mailbox_pb::SeatAckRequest {
             delivery_id,
             claim_id,
         })?;
@@ -212,7 +212,7 @@ impl Op<'_> {
         delivery_id: String,
         claim_id: String,
     ) -> Result<Released, ClankieError> {
-        let req = self.request(pb::SeatReleaseRequest {
+        let req = self.request(mailbox_pb::SeatReleaseRequest {
             delivery_id,
             claim_id,
         })?;

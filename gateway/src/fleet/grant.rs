@@ -2,7 +2,7 @@
 //! once to mcp-host under the grant's bearer. A grant session has no seat,
 //! no bridge tools and no fleet.
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::clients::Call;
 
@@ -31,8 +31,8 @@ impl GrantOp<'_> {
     }
 
     /// The granted tools, under their real names and schemas.
-    pub(crate) async fn tools(&self) -> Result<Vec<mpb::ToolDescription>, ClankieError> {
-        let req = self.request(mpb::GrantToolsRequest {})?;
+    pub(crate) async fn tools(&self) -> Result<Vec<mcphost_pb::ToolDescription>, ClankieError> {
+        let req = self.request(mcphost_pb::GrantToolsRequest {})?;
         Ok(self
             .shared
             .mcp
@@ -52,8 +52,8 @@ impl GrantOp<'_> {
         arguments_json: String,
         receipt_id: &str,
         listener: Option<&L>,
-    ) -> Result<mpb::CallResult, ClankieError> {
-        let msg = mpb::CallToolRequest {
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
+        let msg = mcphost_pb::CallToolRequest {
             name,
             arguments_json,
             receipt_id: receipt_id.to_string(),

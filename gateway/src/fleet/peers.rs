@@ -2,7 +2,7 @@
 //! receipt. The mailbox proves both seats; a sender sees no process facts
 //! of other seats.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_types::fleet::ReceiptId;
 use clankie_types::fleet::outcome::{Lost, lost_after_forward};
@@ -24,7 +24,7 @@ pub(crate) enum Sent {
 impl Op<'_> {
     /// `list_fleet_seats`.
     pub(crate) async fn peers(&self) -> Result<PeerList, ClankieError> {
-        let req = self.request(pb::ListPeersRequest {})?;
+        let req = self.request(mailbox_pb::ListPeersRequest {})?;
         let r = self
             .shared
             .mailbox
@@ -47,7 +47,7 @@ impl Op<'_> {
         receipt_id: String,
     ) -> Result<Sent, ClankieError> {
         ReceiptId::parse(&receipt_id)?;
-        let req = self.request(pb::SendPeerRequest {
+        let req = self.request(mailbox_pb::SendPeerRequest {
             seat,
             text,
             receipt_id: receipt_id.clone(),
@@ -64,7 +64,7 @@ impl Op<'_> {
         &self,
         peer_message_id: String,
     ) -> Result<PeerReceipt, ClankieError> {
-        let req = self.request(pb::GetPeerReceiptRequest { peer_message_id })?;
+        let req = self.request(mailbox_pb::GetPeerReceiptRequest { peer_message_id })?;
         let r = self
             .shared
             .mailbox

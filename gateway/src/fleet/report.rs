@@ -2,7 +2,7 @@
 //! mailbox decides the recipient from the seat's proof; the caller cannot
 //! name one.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::ReportArgs;
 use clankie_types::fleet::outcome::{Lost, lost_after_forward};
@@ -34,7 +34,7 @@ impl Op<'_> {
         }
         let receipt_id = ReceiptId::given_or_mint(args.receipt_id.as_deref(), ReceiptKind::Report)?
             .into_string();
-        let req = self.request(pb::ReportRequest {
+        let req = self.request(mailbox_pb::ReportRequest {
             receipt_id: receipt_id.clone(),
             text: args.text,
             kind: "message".into(),

@@ -4,7 +4,7 @@
 //! Answers are the candidate view `types::views::candidate` writes.
 
 use base64::Engine as _;
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::{Submission, VerdictArgs};
 use clankie_types::views::candidate as candidate_view;
@@ -16,7 +16,7 @@ use clankie_runtime::clients::Answer as _;
 impl Op<'_> {
     /// A candidate with its stored patch.
     pub(crate) async fn candidate(&self, candidate_id: String) -> Result<Value, ClankieError> {
-        let req = self.request(pb::GetReviewCandidateRequest { candidate_id })?;
+        let req = self.request(mailbox_pb::GetReviewCandidateRequest { candidate_id })?;
         let c = self
             .shared
             .mailbox
@@ -29,14 +29,14 @@ impl Op<'_> {
     }
 
     pub(crate) async fn verdict(&self, v: VerdictArgs) -> Result<Value, ClankieError> {
-        let req = self.request(pb::ReviewVerdictRequest {
+        let req = self.request(mailbox_pb::ReviewVerdictRequest {
             candidate_id: v.candidate_id,
             patch_id: v.patch_id,
             verdict: v.verdict,
             findings: v
                 .findings
                 .into_iter()
-                .map(|f| pb::Finding {
+                .map(|f| mailbox_pb::Finding {
                     text: f.text,
                     file: f.file,
                     line: f.line,
@@ -60,7 +60,7 @@ impl Op<'_> {
         let patch = base64::engine::general_purpose::STANDARD
             .decode(s.patch.as_bytes())
             .map_err(|_| ErrorCode::InvalidArgument.err("patch must be base64"))?;
-        let req = self.request(pb::SubmitReviewRequest {
+        let req = self.request(mailbox_pb::SubmitReviewRequest {
             checkout: s.checkout,
             head: s.head,
             base: s.base,

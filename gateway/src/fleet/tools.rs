@@ -1,7 +1,7 @@
 //! `clankie_tools`: search the connected tools, or describe up to ten of
 //! them with their full input schemas.
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::limits::field;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::ToolsArgs;
@@ -52,7 +52,7 @@ impl Op<'_> {
             return Err(ErrorCode::InvalidArgument
                 .err(format!("a tool name is at most {} bytes", field::TOOL_NAME)));
         }
-        let req = self.request(mpb::DescribeToolsRequest { names })?;
+        let req = self.request(mcphost_pb::DescribeToolsRequest { names })?;
         let resp = self
             .shared
             .mcp
@@ -86,7 +86,7 @@ impl Op<'_> {
                 field::SEARCH_QUERY
             )));
         }
-        let req = self.request(mpb::SearchToolsRequest { query, limit: 0 })?;
+        let req = self.request(mcphost_pb::SearchToolsRequest { query, limit: 0 })?;
         let resp = self
             .shared
             .mcp

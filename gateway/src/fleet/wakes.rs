@@ -2,7 +2,7 @@
 //! schedule a self-wake. The auto-scheduler decides whose schedule it is
 //! from the seat's proof.
 
-use clankie_proto::auto::v1 as pb;
+use clankie_proto::auto::v1 as auto_pb;
 use clankie_runtime::ClankieError;
 use clankie_types::fleet::args::ScheduleWakeArgs;
 use serde::Serialize;
@@ -46,7 +46,7 @@ pub(crate) const WAKE_SEAT: &str = "the wake tools need a native lead seat";
 impl Op<'_> {
     pub(crate) async fn get_wake(&self) -> Result<Wakes, ClankieError> {
         self.seat(WAKE_SEAT)?;
-        let req = self.request(pb::GetWakeRequest {})?;
+        let req = self.request(auto_pb::GetWakeRequest {})?;
         let w = self
             .shared
             .auto
@@ -77,7 +77,7 @@ impl Op<'_> {
         args: ScheduleWakeArgs,
     ) -> Result<Scheduled, ClankieError> {
         self.seat(WAKE_SEAT)?;
-        let req = self.request(pb::ScheduleWakeRequest {
+        let req = self.request(auto_pb::ScheduleWakeRequest {
             at_ms: args.at_ms,
             note: args.note,
         })?;

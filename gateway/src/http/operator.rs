@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde::Deserialize;
 use serde_json::json;
@@ -45,7 +45,7 @@ pub(crate) async fn list_projects(
     headers: http::HeaderMap,
 ) -> Response {
     let autonomy = query.get("includeAutonomy").is_some_and(|v| v == "true");
-    let req = match owner_request(&headers, pb::ListProjectsRequest {}, &shared) {
+    let req = match owner_request(&headers, mailbox_pb::ListProjectsRequest {}, &shared) {
         Ok(r) => r,
         Err(e) => return refusal(&e),
     };
@@ -105,7 +105,7 @@ pub(crate) async fn remove_workspace(
             )));
         }
     };
-    let msg = pb::RemoveWorkspaceRequest {
+    let msg = mailbox_pb::RemoveWorkspaceRequest {
         project_id: args.project_id,
         workspace_id: args.workspace_id,
         expected_revision: args.expected_revision,

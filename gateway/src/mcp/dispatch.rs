@@ -2,7 +2,7 @@
 //! type, the fleet operation it names, and the answer shaped as an MCP tool
 //! result (a refusal is a structured error result, never a protocol error).
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::{
     CallArgs, CandidateArgs, NoArgs, PeerArgs, ReportArgs, ScheduleWakeArgs, ToolsArgs, VerdictArgs,
@@ -45,7 +45,7 @@ pub(super) fn answer<T: Serialize>(r: Result<T, ClankieError>) -> CallToolResult
 /// `_meta`), with the receipt and outcome added to `_meta`. With no
 /// upstream result to pass on (uncertain, trimmed, a protocol error), the
 /// structured content is clankie's account of the call instead.
-pub(super) fn call_result(result: mpb::CallResult) -> CallToolResult {
+pub(super) fn call_result(result: mcphost_pb::CallResult) -> CallToolResult {
     let upstream: Value = if result.result_json.is_empty() {
         Value::Null
     } else {

@@ -5,7 +5,7 @@
 //! the receipt id and outcome added to `_meta`. A grant session has no
 //! bridge tools, no seat channel and no fleet.
 
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::ClankieError;
 use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
 use rmcp::ErrorData;
@@ -32,7 +32,7 @@ pub(super) fn receipt_for(meta: &RequestMetaObject) -> Result<String, ClankieErr
 /// the call may have applied (its receipt says, to the owner), and the
 /// session closes right after.
 pub(super) fn revoked_mid_call(receipt_id: &str) -> CallToolResult {
-    call_result(mpb::CallResult {
+    call_result(mcphost_pb::CallResult {
         receipt_id: receipt_id.to_string(),
         outcome: Outcome::Uncertain.wire(),
         detail: "the grant was revoked while this call ran: it may have applied, and this \
@@ -95,7 +95,7 @@ mod tests {
             "isError": false,
             "_meta": {"upstream/key": "kept"}
         });
-        let out = call_result(mpb::CallResult {
+        let out = call_result(mcphost_pb::CallResult {
             receipt_id: "r1".into(),
             outcome: Outcome::Ok.wire(),
             result_json: upstream.to_string(),
@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn an_uncertain_call_names_its_receipt() {
-        let out = call_result(mpb::CallResult {
+        let out = call_result(mcphost_pb::CallResult {
             receipt_id: "r2".into(),
             outcome: Outcome::Uncertain.wire(),
             detail: "deadline".into(),

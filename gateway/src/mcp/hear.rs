@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use clankie_proto::common::v1::FleetTools;
-use clankie_proto::mcphost::v1 as mpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_types::log_level;
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
@@ -107,7 +107,7 @@ impl Listener for Hearing {
         &self.log_level
     }
 
-    async fn progress(&self, p: mpb::CallProgress) {
+    async fn progress(&self, p: mcphost_pb::CallProgress) {
         let Some(token) = &self.token else { return };
         let mut step = ProgressNotificationParam::new(token.clone(), p.progress);
         step.total = p.total;
@@ -116,14 +116,14 @@ impl Listener for Hearing {
         let _ = self.peer.notify_progress(step).await;
     }
 
-    async fn line(&self, line: mpb::LogLine) {
+    async fn line(&self, line: mcphost_pb::LogLine) {
         send_line(&self.peer, line).await
     }
 }
 
 /// One log line to a session, as MCP's `notifications/message`; the logger
 /// names the account it came from.
-async fn send_line(peer: &Peer<RoleServer>, line: mpb::LogLine) {
+async fn send_line(peer: &Peer<RoleServer>, line: mcphost_pb::LogLine) {
     let Ok(level) = serde_json::from_value::<LoggingLevel>(serde_json::json!(line.level)) else {
         return;
     };

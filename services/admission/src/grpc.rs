@@ -5,19 +5,19 @@
 use super::*;
 
 pub(super) type SettingsStream =
-    Pin<Box<dyn Stream<Item = Result<pb::FleetSettings, Status>> + Send>>;
+    Pin<Box<dyn Stream<Item = Result<admission_pb::FleetSettings, Status>> + Send>>;
 
 #[tonic::async_trait]
-impl pb::admission_server::Admission for AdmissionService {
+impl admission_pb::admission_server::Admission for AdmissionService {
     async fn admit(
         &self,
-        request: Request<pb::AdmitRequest>,
-    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        request: Request<admission_pb::AdmitRequest>,
+    ) -> Result<Response<admission_pb::AdmitResponse>, Status> {
         let bearer = request.into_inner().bearer;
         let (link_id, principal) = self.admit_bearer(&bearer).map_err(refused)?;
         let ticket = self.issue_ticket(link_id, principal.clone(), None);
         let settings = self.inner.settings.borrow().to_pb();
-        Ok(Response::new(pb::AdmitResponse {
+        Ok(Response::new(admission_pb::AdmitResponse {
             ticket,
             principal: Some(principal),
             settings: Some(settings),
@@ -26,13 +26,13 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn recheck(
         &self,
-        request: Request<pb::RecheckRequest>,
-    ) -> Result<Response<pb::RecheckResponse>, Status> {
+        request: Request<admission_pb::RecheckRequest>,
+    ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
         let (principal, settings) = self
             .recheck(&request.into_inner().ticket)
             .await
             .map_err(refused)?;
-        Ok(Response::new(pb::RecheckResponse {
+        Ok(Response::new(admission_pb::RecheckResponse {
             principal: Some(principal),
             settings: Some(settings),
         }))
@@ -40,8 +40,8 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn create_fleet_token(
         &self,
-        request: Request<pb::CreateFleetTokenRequest>,
-    ) -> Result<Response<pb::CreateFleetTokenResponse>, Status> {
+        request: Request<admission_pb::CreateFleetTokenRequest>,
+    ) -> Result<Response<admission_pb::CreateFleetTokenResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
         check_fleet_name(&req.fleet)?;
@@ -61,7 +61,7 @@ impl pb::admission_server::Admission for AdmissionService {
             self.add_link(&mut guard, record.clone())?;
         }
         tracing::info!(fleet = %record.fleet, link = %record.link_id, "fleet bearer link created");
-        Ok(Response::new(pb::CreateFleetTokenResponse {
+        Ok(Response::new(admission_pb::CreateFleetTokenResponse {
             token,
             link: Some(link_pb(&record)),
         }))
@@ -69,8 +69,8 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn revoke_fleet_link(
         &self,
-        request: Request<pb::RevokeFleetLinkRequest>,
-    ) -> Result<Response<pb::RevokeFleetLinkResponse>, Status> {
+        request: Request<admission_pb::RevokeFleetLinkRequest>,
+    ) -> Result<Response<admission_pb::RevokeFleetLinkResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let link_id = request.into_inner().link_id;
         let revoked = {
@@ -89,21 +89,23 @@ impl pb::admission_server::Admission for AdmissionService {
         if revoked {
             lock(&self.inner.tickets).retain(|_, t| t.link_id != link_id);
         }
-        Ok(Response::new(pb::RevokeFleetLinkResponse { revoked }))
+        Ok(Response::new(admission_pb::RevokeFleetLinkResponse {
+            revoked,
+        }))
     }
 
     async fn fleet_status(
         &self,
-        request: Request<pb::FleetStatusRequest>,
-    ) -> Result<Response<pb::FleetStatusResponse>, Status> {
+        request: Request<admission_pb::FleetStatusRequest>,
+    ) -> Result<Response<admission_pb::FleetStatusResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         Ok(Response::new(self.status()))
     }
 
     async fn set_fleet_settings(
         &self,
-        request: Request<pb::SetFleetSettingsRequest>,
-    ) -> Result<Response<pb::FleetStatusResponse>, Status> {
+        request: Request<admission_pb::SetFleetSettingsRequest>,
+    ) -> Result<Response<admission_pb::FleetStatusResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
         let mut current = self.inner.settings.borrow().clone();
@@ -154,8 +156,8 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn create_local_link(
         &self,
-        request: Request<pb::CreateLocalLinkRequest>,
-    ) -> Result<Response<pb::FleetLink>, Status> {
+        request: Request<admission_pb::CreateLocalLinkRequest>,
+    ) -> Result<Response<admission_pb::FleetLink>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
         check_fleet_name(&req.fleet)?;
@@ -189,8 +191,8 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn prove_local(
         &self,
-        request: Request<pb::ProveLocalRequest>,
-    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        request: Request<admission_pb::ProveLocalRequest>,
+    ) -> Result<Response<admission_pb::AdmitResponse>, Status> {
         // The pid is named by the kernel to the gateway; nobody else may name one.
         listener::require_service(&request, "gateway")?;
         let peer = local::Peer::from_request(&request.into_inner());
@@ -207,7 +209,7 @@ impl pb::admission_server::Admission for AdmissionService {
             Some((link, proof)),
         );
         let settings = self.inner.settings.borrow().to_pb();
-        Ok(Response::new(pb::AdmitResponse {
+        Ok(Response::new(admission_pb::AdmitResponse {
             ticket,
             principal: Some(principal),
             settings: Some(settings),
@@ -216,8 +218,8 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn observe_ticket_seat(
         &self,
-        request: Request<pb::RecheckRequest>,
-    ) -> Result<Response<pb::SeatIdentity>, Status> {
+        request: Request<admission_pb::RecheckRequest>,
+    ) -> Result<Response<admission_pb::SeatIdentity>, Status> {
         let ticket = request.into_inner().ticket;
         // The ticket's proof is rechecked first: a stale proof is no seat.
         let (_, settings) = self.recheck(&ticket).await.map_err(refused)?;
@@ -241,25 +243,27 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn seat_status(
         &self,
-        request: Request<pb::RecheckRequest>,
-    ) -> Result<Response<pb::SeatStatusResponse>, Status> {
+        request: Request<admission_pb::RecheckRequest>,
+    ) -> Result<Response<admission_pb::SeatStatusResponse>, Status> {
         let ticket = request.into_inner().ticket;
         let local = lock(&self.inner.tickets)
             .get(&ticket)
             .and_then(|t| t.local.clone());
         let Some((link, proof)) = local else {
-            return Ok(Response::new(pb::SeatStatusResponse::default()));
+            return Ok(Response::new(admission_pb::SeatStatusResponse::default()));
         };
         let agent_status = local::agent_status(&link, &proof.pane_id)
             .await
             .map_err(|r| Status::from(r.error))?;
-        Ok(Response::new(pb::SeatStatusResponse { agent_status }))
+        Ok(Response::new(admission_pb::SeatStatusResponse {
+            agent_status,
+        }))
     }
 
     async fn observe_seat(
         &self,
-        request: Request<pb::ProveLocalRequest>,
-    ) -> Result<Response<pb::SeatIdentity>, Status> {
+        request: Request<admission_pb::ProveLocalRequest>,
+    ) -> Result<Response<admission_pb::SeatIdentity>, Status> {
         listener::require_service(&request, "gateway")?;
         let peer = local::Peer::from_request(&request.into_inner());
         let (link, proof) = self.prove_peer(&peer).await?;
@@ -276,7 +280,7 @@ impl pb::admission_server::Admission for AdmissionService {
 
     async fn watch_settings(
         &self,
-        _request: Request<pb::WatchSettingsRequest>,
+        _request: Request<admission_pb::WatchSettingsRequest>,
     ) -> Result<Response<Self::WatchSettingsStream>, Status> {
         let rx = self.inner.settings.subscribe();
         let stream = tokio_stream::wrappers::WatchStream::new(rx).map(|s| Ok(s.to_pb()));

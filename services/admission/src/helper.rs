@@ -19,7 +19,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clankie_proto::helper::v1 as pb;
+use clankie_proto::helper::v1 as helper_pb;
 use clankie_types::helper as frame;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
@@ -61,8 +61,8 @@ impl Failure {
 }
 
 struct Job {
-    job: pb::request::Job,
-    reply: oneshot::Sender<Result<pb::Reply, Failure>>,
+    job: helper_pb::request::Job,
+    reply: oneshot::Sender<Result<helper_pb::Reply, Failure>>,
 }
 
 struct Shared {
@@ -93,7 +93,7 @@ impl HelperClient {
 
     /// Runs one job. Dropping the returned future cancels it: a queued job is
     /// removed, an active one is drained and discarded.
-    pub async fn run(&self, job: pb::request::Job) -> Result<pb::Reply, Failure> {
+    pub async fn run(&self, job: helper_pb::request::Job) -> Result<helper_pb::Reply, Failure> {
         let (tx, rx) = oneshot::channel();
         {
             let mut q = self.shared.queue.lock();
@@ -146,7 +146,7 @@ fn spawn(command: &[String]) -> Option<Live> {
     })
 }
 
-async fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<pb::Reply, Failure> {
+async fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<helper_pb::Reply, Failure> {
     let mut prefix = Vec::with_capacity(frame::MAX_PREFIX);
     let len = loop {
         let b = stdout.read_u8().await.map_err(|_| Failure::Exited)?;
@@ -161,7 +161,7 @@ async fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<pb::Reply, Fa
         .read_exact(&mut body)
         .await
         .map_err(|_| Failure::Exited)?;
-    pb::Reply::decode(body.as_slice()).map_err(|_| Failure::Malformed)
+    helper_pb::Reply::decode(body.as_slice()).map_err(|_| Failure::Malformed)
 }
 
 fn next_job(shared: &Shared) -> Option<Job> {
@@ -220,7 +220,7 @@ async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: Cancellation
         };
         next_id += 1;
         let id = next_id;
-        let frame = pb::Request {
+        let frame = helper_pb::Request {
             id,
             job: Some(job.job),
         }

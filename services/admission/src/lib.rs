@@ -20,7 +20,7 @@ mod grpc;
 pub mod helper;
 pub mod local;
 
-use clankie_proto::admission::v1 as pb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
 use clankie_runtime::listener;
 use clankie_runtime::owner::{self, OwnerCheck};
@@ -141,7 +141,7 @@ impl Settings {
         self.0.unreadable().is_some()
     }
 
-    fn to_pb(&self) -> pb::FleetSettings {
+    fn to_pb(&self) -> admission_pb::FleetSettings {
         let unreadable = self.unreadable();
         let file = self.file();
         let tools = if unreadable || file.tools == ToolsSetting::Off {
@@ -149,7 +149,7 @@ impl Settings {
         } else {
             FleetTools::Connected
         };
-        pb::FleetSettings {
+        admission_pb::FleetSettings {
             tools: tools as i32,
             revision: file.revision,
             peer_messages: !unreadable && file.peer_messages,
@@ -284,7 +284,9 @@ fn lock<T>(m: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
 impl AdmissionService {
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
-        tonic::service::Routes::new(pb::admission_server::AdmissionServer::new(self.clone()))
+        tonic::service::Routes::new(admission_pb::admission_server::AdmissionServer::new(
+            self.clone(),
+        ))
     }
 
     /// Ready while the links and settings files are readable.
@@ -362,7 +364,10 @@ impl AdmissionService {
         ticket
     }
 
-    async fn recheck(&self, ticket: &str) -> Result<(Principal, pb::FleetSettings), ClankieError> {
+    async fn recheck(
+        &self,
+        ticket: &str,
+    ) -> Result<(Principal, admission_pb::FleetSettings), ClankieError> {
         let (link_id, principal, local) = {
             let tickets = lock(&self.inner.tickets);
             let t = tickets.get(ticket).ok_or_else(|| {
@@ -477,14 +482,14 @@ impl AdmissionService {
         Ok(())
     }
 
-    fn status(&self) -> pb::FleetStatusResponse {
+    fn status(&self) -> admission_pb::FleetStatusResponse {
         let settings = self.inner.settings.borrow().to_pb();
         let links = lock(&self.inner.links).links.iter().map(link_pb).collect();
         let stats = lock(&self.inner.stats);
-        pb::FleetStatusResponse {
+        admission_pb::FleetStatusResponse {
             settings: Some(settings),
             links,
-            local_proofs: Some(pb::LocalProofStats {
+            local_proofs: Some(admission_pb::LocalProofStats {
                 proofs: stats.proofs,
                 reuses: stats.reuses,
                 refusals: stats
@@ -497,8 +502,8 @@ impl AdmissionService {
     }
 }
 
-fn link_pb(l: &LinkRecord) -> pb::FleetLink {
-    pb::FleetLink {
+fn link_pb(l: &LinkRecord) -> admission_pb::FleetLink {
+    admission_pb::FleetLink {
         link_id: l.link_id.clone(),
         fleet: l.fleet.clone(),
         kind: l.kind.as_str().into(),

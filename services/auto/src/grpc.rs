@@ -3,8 +3,8 @@
 
 use super::*;
 
-pub(super) fn autonomy_pb(a: &Autonomy, conversation: Option<&str>) -> pb::Autonomy {
-    pb::Autonomy {
+pub(super) fn autonomy_pb(a: &Autonomy, conversation: Option<&str>) -> auto_pb::Autonomy {
+    auto_pb::Autonomy {
         on: a.on(),
         level: a.file.level.clone(),
         readable: a.problem.is_none(),
@@ -14,7 +14,7 @@ pub(super) fn autonomy_pb(a: &Autonomy, conversation: Option<&str>) -> pb::Auton
             .scheduled
             .iter()
             .filter(|w| conversation.is_none_or(|c| w.conversation_id == c))
-            .map(|w| pb::ScheduledWake {
+            .map(|w| auto_pb::ScheduledWake {
                 wake_id: w.wake_id.clone(),
                 conversation_id: w.conversation_id.clone(),
                 at_ms: w.at_ms,
@@ -25,11 +25,11 @@ pub(super) fn autonomy_pb(a: &Autonomy, conversation: Option<&str>) -> pb::Auton
 }
 
 #[tonic::async_trait]
-impl pb::auto_server::Auto for AutoService {
+impl auto_pb::auto_server::Auto for AutoService {
     async fn get_switch(
         &self,
-        request: Request<pb::GetSwitchRequest>,
-    ) -> Result<Response<pb::Autonomy>, Status> {
+        request: Request<auto_pb::GetSwitchRequest>,
+    ) -> Result<Response<auto_pb::Autonomy>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -42,8 +42,8 @@ impl pb::auto_server::Auto for AutoService {
 
     async fn set_switch(
         &self,
-        request: Request<pb::SetSwitchRequest>,
-    ) -> Result<Response<pb::Autonomy>, Status> {
+        request: Request<auto_pb::SetSwitchRequest>,
+    ) -> Result<Response<auto_pb::Autonomy>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -78,8 +78,8 @@ impl pb::auto_server::Auto for AutoService {
 
     async fn status(
         &self,
-        request: Request<pb::StatusRequest>,
-    ) -> Result<Response<pb::AutoStatus>, Status> {
+        request: Request<auto_pb::StatusRequest>,
+    ) -> Result<Response<auto_pb::AutoStatus>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -91,7 +91,7 @@ impl pb::auto_server::Auto for AutoService {
                 String::new(),
                 c.leads
                     .iter()
-                    .map(|(id, f)| pb::LeadCadence {
+                    .map(|(id, f)| auto_pb::LeadCadence {
                         conversation_id: id.clone(),
                         accepted_fingerprint: f.accepted_fingerprint.clone(),
                         accepted_at_ms: f.accepted_at_ms,
@@ -111,7 +111,7 @@ impl pb::auto_server::Auto for AutoService {
             ),
             Err(p) => (0, p, Vec::new()),
         };
-        Ok(Response::new(pb::AutoStatus {
+        Ok(Response::new(auto_pb::AutoStatus {
             autonomy: Some(autonomy_pb(&files::read_autonomy(&self.inner.root), None)),
             next_deadline_ms: next,
             cadence_problem: problem,
@@ -125,8 +125,8 @@ impl pb::auto_server::Auto for AutoService {
 
     async fn run_round(
         &self,
-        request: Request<pb::RunRoundRequest>,
-    ) -> Result<Response<pb::RoundStats>, Status> {
+        request: Request<auto_pb::RunRoundRequest>,
+    ) -> Result<Response<auto_pb::RoundStats>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -142,8 +142,8 @@ impl pb::auto_server::Auto for AutoService {
 
     async fn project_status(
         &self,
-        request: Request<pb::ProjectStatusRequest>,
-    ) -> Result<Response<pb::ProjectStatusResponse>, Status> {
+        request: Request<auto_pb::ProjectStatusRequest>,
+    ) -> Result<Response<auto_pb::ProjectStatusResponse>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -159,7 +159,7 @@ impl pb::auto_server::Auto for AutoService {
                 }
                 n
             };
-            lines.push(pb::ProjectStatusLine {
+            lines.push(auto_pb::ProjectStatusLine {
                 project_id: p.project_id.clone(),
                 name: p.name.clone(),
                 auto: p.auto,
@@ -174,7 +174,7 @@ impl pb::auto_server::Auto for AutoService {
                 lead_conversation_id: view.lead_of(p).conversation_id,
             });
         }
-        Ok(Response::new(pb::ProjectStatusResponse {
+        Ok(Response::new(auto_pb::ProjectStatusResponse {
             projects: lines,
             needs_you_total: asks.len() as u32,
         }))
@@ -182,8 +182,8 @@ impl pb::auto_server::Auto for AutoService {
 
     async fn get_wake(
         &self,
-        request: Request<pb::GetWakeRequest>,
-    ) -> Result<Response<pb::WakeState>, Status> {
+        request: Request<auto_pb::GetWakeRequest>,
+    ) -> Result<Response<auto_pb::WakeState>, Status> {
         let lead = self.lead_of(&request).await.map_err(refuse)?;
         let a = files::read_autonomy(&self.inner.root);
         let cadence = self.inner.cadence.lock().await.clone();
@@ -194,7 +194,7 @@ impl pb::auto_server::Auto for AutoService {
             ),
             Err(_) => (0, 0),
         };
-        Ok(Response::new(pb::WakeState {
+        Ok(Response::new(auto_pb::WakeState {
             switch_on: a.on(),
             scheduled: autonomy_pb(&a, Some(&lead)).scheduled,
             conversation_id: lead,
@@ -205,8 +205,8 @@ impl pb::auto_server::Auto for AutoService {
 
     async fn schedule_wake(
         &self,
-        request: Request<pb::ScheduleWakeRequest>,
-    ) -> Result<Response<pb::ScheduledWake>, Status> {
+        request: Request<auto_pb::ScheduleWakeRequest>,
+    ) -> Result<Response<auto_pb::ScheduledWake>, Status> {
         let lead = self.lead_of(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         let now = now_ms();
@@ -252,7 +252,7 @@ impl pb::auto_server::Auto for AutoService {
         a.file.scheduled.push(wake.clone());
         files::save_autonomy(&self.inner.root, &a.file).map_err(|e| refuse(internal(e)))?;
         self.inner.changed.notify_one();
-        Ok(Response::new(pb::ScheduledWake {
+        Ok(Response::new(auto_pb::ScheduledWake {
             wake_id: wake.wake_id,
             conversation_id: wake.conversation_id,
             at_ms: wake.at_ms,

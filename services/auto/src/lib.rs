@@ -30,9 +30,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clankie_proto::auto::v1 as pb;
-use clankie_proto::mailbox::v1 as mpb;
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::auto::v1 as auto_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::grpc::{Client, Meta};
 use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
@@ -60,13 +60,13 @@ pub const CRASH_STEPS: &[&str] = &["reserved-deadline", "reserved-delivery", "se
 struct Inner {
     root: PathBuf,
     owner: OwnerCheck,
-    mailbox: mpb::mailbox_client::MailboxClient<Client>,
-    tracker: tpb::tracker_client::TrackerClient<Client>,
+    mailbox: mailbox_pb::mailbox_client::MailboxClient<Client>,
+    tracker: tracker_pb::tracker_client::TrackerClient<Client>,
     tick: Duration,
     idle: Duration,
     /// `Err`: the cadence file cannot be read; no Auto checks run.
     cadence: Mutex<Result<Cadence, String>>,
-    last_round: parking_lot::Mutex<pb::RoundStats>,
+    last_round: parking_lot::Mutex<auto_pb::RoundStats>,
     rounds: std::sync::atomic::AtomicU64,
     /// Serializes writes of autonomy.json.
     autonomy_lock: Mutex<()>,
@@ -158,7 +158,7 @@ impl AutoService {
                 tick,
                 idle,
                 cadence: Mutex::new(cadence),
-                last_round: parking_lot::Mutex::new(pb::RoundStats::default()),
+                last_round: parking_lot::Mutex::new(auto_pb::RoundStats::default()),
                 rounds: std::sync::atomic::AtomicU64::new(0),
                 autonomy_lock: Mutex::new(()),
                 round_lock: Mutex::new(()),
@@ -170,7 +170,7 @@ impl AutoService {
 
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
-        tonic::service::Routes::new(pb::auto_server::AutoServer::new(self.clone()))
+        tonic::service::Routes::new(auto_pb::auto_server::AutoServer::new(self.clone()))
     }
 
     /// Ready while the cadence and the master switch are readable.

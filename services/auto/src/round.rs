@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clankie_proto::mailbox::v1 as mpb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_types::leads;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -11,9 +11,9 @@ use sha2::{Digest, Sha256};
 /// Projects, conversations and hires as read for one admission, with each
 /// project's lead routed once.
 pub struct View {
-    pub projects: Vec<mpb::Project>,
-    pub conversations: Vec<mpb::Conversation>,
-    pub hires: Vec<mpb::HireRecord>,
+    pub projects: Vec<mailbox_pb::Project>,
+    pub conversations: Vec<mailbox_pb::Conversation>,
+    pub hires: Vec<mailbox_pb::HireRecord>,
     routes: Vec<leads::LeadRoute>,
 }
 
@@ -78,9 +78,9 @@ impl Evidence {
 
 impl View {
     pub fn new(
-        projects: Vec<mpb::Project>,
-        conversations: Vec<mpb::Conversation>,
-        hires: Vec<mpb::HireRecord>,
+        projects: Vec<mailbox_pb::Project>,
+        conversations: Vec<mailbox_pb::Conversation>,
+        hires: Vec<mailbox_pb::HireRecord>,
     ) -> Self {
         let router = leads::Router::new(&conversations, &projects);
         let routes = projects.iter().map(|p| router.route(p)).collect();
@@ -96,7 +96,7 @@ impl View {
         self.projects.iter().filter(|p| p.auto).count()
     }
 
-    pub fn lead_of(&self, p: &mpb::Project) -> leads::LeadRoute {
+    pub fn lead_of(&self, p: &mailbox_pb::Project) -> leads::LeadRoute {
         self.projects
             .iter()
             .position(|q| q.project_id == p.project_id)
@@ -126,7 +126,7 @@ impl View {
 
     /// Open hires working in one of the project's workspaces (or under
     /// one: a worktree root inside it).
-    pub fn live_workers(&self, p: &mpb::Project) -> Vec<&mpb::HireRecord> {
+    pub fn live_workers(&self, p: &mailbox_pb::Project) -> Vec<&mailbox_pb::HireRecord> {
         self.hires
             .iter()
             .filter(|h| h.ended.is_empty() && h.role != "lead")
@@ -255,12 +255,12 @@ pub fn team_of(identifier: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn project(name: &str, auto: bool, ws: &str) -> mpb::Project {
-        mpb::Project {
+    fn project(name: &str, auto: bool, ws: &str) -> mailbox_pb::Project {
+        mailbox_pb::Project {
             project_id: format!("prj_{name}"),
             name: name.into(),
             auto,
-            workspaces: vec![mpb::Workspace {
+            workspaces: vec![mailbox_pb::Workspace {
                 path: ws.into(),
                 ..Default::default()
             }],
@@ -285,7 +285,7 @@ mod tests {
             first.fingerprint(),
             view.evidence(leads::HEAD).fingerprint()
         );
-        view.hires.push(mpb::HireRecord {
+        view.hires.push(mailbox_pb::HireRecord {
             hire_id: "hire_1".into(),
             project_id: "prj_a".into(),
             role: "worker".into(),

@@ -63,7 +63,7 @@ impl AutoService {
             let in_mailbox = match in_journal {
                 Some(_) => None,
                 None => {
-                    let req = Call::new(mpb::WakeReceiptRequest {
+                    let req = Call::new(mailbox_pb::WakeReceiptRequest {
                         wake_id: p.wake_id.clone(),
                     })
                     .timeout(INTERNAL)
@@ -175,7 +175,7 @@ impl AutoService {
             ..Default::default()
         });
         crash_point(&self.inner.root, "reserved-deadline");
-        let mut stats = pb::RoundStats {
+        let mut stats = auto_pb::RoundStats {
             round_id: round_id.clone(),
             deadline_ms: deadline,
             started_ms: started,
@@ -234,15 +234,17 @@ impl AutoService {
     pub(super) async fn leads_now(&self) -> Result<round::View, ClankieError> {
         let mut mailbox = self.inner.mailbox.clone();
         let timeout = Duration::from_secs(10);
-        let r = Call::new(mpb::ListProjectsRequest {})
+        let r = Call::new(mailbox_pb::ListProjectsRequest {})
             .timeout(timeout)
             .request();
         let projects = mailbox.list_projects(r).await.answer()?.projects;
-        let r = Call::new(mpb::ListConversationsRequest {})
+        let r = Call::new(mailbox_pb::ListConversationsRequest {})
             .timeout(timeout)
             .request();
         let conversations = mailbox.list_conversations(r).await.answer()?.conversations;
-        let r = Call::new(mpb::RosterRequest {}).timeout(timeout).request();
+        let r = Call::new(mailbox_pb::RosterRequest {})
+            .timeout(timeout)
+            .request();
         let hires = mailbox.roster(r).await.answer()?.hires;
         Ok(round::View::new(projects, conversations, hires))
     }
@@ -300,7 +302,7 @@ impl AutoService {
             files::save_cadence(&self.inner.root, c).map_err(internal)?;
         }
         crash_point(&self.inner.root, "reserved-delivery");
-        let req = Call::new(mpb::WakeRequest {
+        let req = Call::new(mailbox_pb::WakeRequest {
             conversation_id: lead.to_string(),
             wake_id: wake_id.clone(),
             text: evidence.text(round_id),
@@ -364,7 +366,7 @@ impl AutoService {
             .cloned()
             .collect();
         for w in due {
-            let req = Call::new(mpb::WakeRequest {
+            let req = Call::new(mailbox_pb::WakeRequest {
                 conversation_id: w.conversation_id.clone(),
                 wake_id: w.wake_id.clone(),
                 text: if w.note.is_empty() {
@@ -403,7 +405,7 @@ impl AutoService {
         let ticket = clankie_runtime::grpc::ticket(req.metadata()).ok_or_else(|| {
             ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
         })?;
-        let call = Call::new(mpb::ResolveCallerRequest {
+        let call = Call::new(mailbox_pb::ResolveCallerRequest {
             repo: String::new(),
         })
         .timeout(INTERNAL)
@@ -429,7 +431,7 @@ impl AutoService {
 
     /// Open asks in the tracker's inbox, with their issue identifiers.
     pub(super) async fn open_asks(&self) -> Vec<String> {
-        let req = Call::new(tpb::InvokeRequest {
+        let req = Call::new(tracker_pb::InvokeRequest {
             tool: "list_inbox".into(),
             arguments_json: r#"{"limit":250}"#.into(),
             actor: "auto".into(),

@@ -1,18 +1,18 @@
 //! Records to their protobuf messages: one function per record kind.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 
 use crate::store::{ConversationRec, EntryRec, HireRec, ProjectRec};
 use crate::{reviews, seats};
 
-pub(crate) fn project_pb(p: &ProjectRec) -> pb::Project {
-    pb::Project {
+pub(crate) fn project_pb(p: &ProjectRec) -> mailbox_pb::Project {
+    mailbox_pb::Project {
         project_id: p.project_id.clone(),
         name: p.name.clone(),
         workspaces: p
             .workspaces
             .iter()
-            .map(|w| pb::Workspace {
+            .map(|w| mailbox_pb::Workspace {
                 workspace_id: w.workspace_id.clone(),
                 path: w.path.clone(),
                 machine: w.machine.clone(),
@@ -33,8 +33,8 @@ pub(crate) fn project_pb(p: &ProjectRec) -> pb::Project {
         overrides: p.overrides.clone().into_iter().collect(),
     }
 }
-pub(crate) fn conversation_pb(c: &ConversationRec) -> pb::Conversation {
-    pb::Conversation {
+pub(crate) fn conversation_pb(c: &ConversationRec) -> mailbox_pb::Conversation {
+    mailbox_pb::Conversation {
         conversation_id: c.conversation_id.clone(),
         kind: c.kind.clone(),
         title: c.title.clone(),
@@ -44,8 +44,8 @@ pub(crate) fn conversation_pb(c: &ConversationRec) -> pb::Conversation {
         projects: c.projects.clone(),
     }
 }
-pub(crate) fn entry_pb(e: EntryRec) -> pb::Entry {
-    pb::Entry {
+pub(crate) fn entry_pb(e: EntryRec) -> mailbox_pb::Entry {
+    mailbox_pb::Entry {
         seq: e.seq,
         kind: e.kind,
         role: e.role,
@@ -56,8 +56,8 @@ pub(crate) fn entry_pb(e: EntryRec) -> pb::Entry {
         receipt_id: e.receipt_id,
     }
 }
-pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
-    pb::HireRecord {
+pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> mailbox_pb::HireRecord {
+    mailbox_pb::HireRecord {
         hire_id: h.hire_id.clone(),
         conversation_id: h.conversation_id.clone(),
         project_id: h.project_id.clone(),
@@ -86,8 +86,8 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> pb::HireRecord {
         readiness_reason: h.not_ready.clone(),
     }
 }
-pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerReceipt {
-    pb::PeerReceipt {
+pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> mailbox_pb::PeerReceipt {
+    mailbox_pb::PeerReceipt {
         peer_message_id: m.id.clone(),
         receipt_id: m.receipt_id.clone(),
         sender_seat: m.sender_seat.clone(),
@@ -101,8 +101,8 @@ pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> pb::PeerR
         original,
     }
 }
-pub(crate) fn delivery_pb(d: seats::DeliveryRec) -> pb::Delivery {
-    pb::Delivery {
+pub(crate) fn delivery_pb(d: seats::DeliveryRec) -> mailbox_pb::Delivery {
+    mailbox_pb::Delivery {
         delivery_id: d.delivery_id,
         kind: d.kind.wire(),
         from: d.from,
@@ -112,8 +112,11 @@ pub(crate) fn delivery_pb(d: seats::DeliveryRec) -> pb::Delivery {
         follows: d.follows,
     }
 }
-pub(crate) fn candidate_pb(c: &reviews::CandidateRec, patch: Vec<u8>) -> pb::ReviewCandidate {
-    pb::ReviewCandidate {
+pub(crate) fn candidate_pb(
+    c: &reviews::CandidateRec,
+    patch: Vec<u8>,
+) -> mailbox_pb::ReviewCandidate {
+    mailbox_pb::ReviewCandidate {
         candidate_id: c.candidate_id.clone(),
         project_id: c.project_id.clone(),
         author_seat: c.author_seat.clone(),
@@ -131,7 +134,7 @@ pub(crate) fn candidate_pb(c: &reviews::CandidateRec, patch: Vec<u8>) -> pb::Rev
         findings: c
             .findings
             .iter()
-            .map(|f| pb::Finding {
+            .map(|f| mailbox_pb::Finding {
                 text: f.text.clone(),
                 file: f.file.clone(),
                 line: f.line,

@@ -1,7 +1,7 @@
 //! The gRPC surface: each RPC delegates to its handler in `rpc/`, in the
 //! order the proto declares them.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use tonic::{Request, Response, Status};
 
 use clankie_runtime::refuse::mailbox as refuse;
@@ -9,11 +9,11 @@ use clankie_runtime::refuse::mailbox as refuse;
 use crate::MailboxService;
 
 #[tonic::async_trait]
-impl pb::mailbox_server::Mailbox for MailboxService {
+impl mailbox_pb::mailbox_server::Mailbox for MailboxService {
     async fn add_project(
         &self,
-        request: Request<pb::AddProjectRequest>,
-    ) -> Result<Response<pb::Project>, Status> {
+        request: Request<mailbox_pb::AddProjectRequest>,
+    ) -> Result<Response<mailbox_pb::Project>, Status> {
         MailboxService::add_project(self, request)
             .await
             .map_err(refuse)
@@ -21,8 +21,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn list_projects(
         &self,
-        request: Request<pb::ListProjectsRequest>,
-    ) -> Result<Response<pb::ListProjectsResponse>, Status> {
+        request: Request<mailbox_pb::ListProjectsRequest>,
+    ) -> Result<Response<mailbox_pb::ListProjectsResponse>, Status> {
         MailboxService::list_projects(self, request)
             .await
             .map_err(refuse)
@@ -30,8 +30,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn update_project(
         &self,
-        request: Request<pb::UpdateProjectRequest>,
-    ) -> Result<Response<pb::Project>, Status> {
+        request: Request<mailbox_pb::UpdateProjectRequest>,
+    ) -> Result<Response<mailbox_pb::Project>, Status> {
         MailboxService::update_project(self, request)
             .await
             .map_err(refuse)
@@ -39,15 +39,15 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn wake(
         &self,
-        request: Request<pb::WakeRequest>,
-    ) -> Result<Response<pb::WakeResponse>, Status> {
+        request: Request<mailbox_pb::WakeRequest>,
+    ) -> Result<Response<mailbox_pb::WakeResponse>, Status> {
         MailboxService::wake(self, request).await.map_err(refuse)
     }
 
     async fn wake_receipt(
         &self,
-        request: Request<pb::WakeReceiptRequest>,
-    ) -> Result<Response<pb::WakeResponse>, Status> {
+        request: Request<mailbox_pb::WakeReceiptRequest>,
+    ) -> Result<Response<mailbox_pb::WakeResponse>, Status> {
         MailboxService::wake_receipt(self, request)
             .await
             .map_err(refuse)
@@ -55,8 +55,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn resolve_caller(
         &self,
-        request: Request<pb::ResolveCallerRequest>,
-    ) -> Result<Response<pb::CallerInfo>, Status> {
+        request: Request<mailbox_pb::ResolveCallerRequest>,
+    ) -> Result<Response<mailbox_pb::CallerInfo>, Status> {
         MailboxService::resolve_caller(self, request)
             .await
             .map_err(refuse)
@@ -64,8 +64,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn remove_workspace(
         &self,
-        request: Request<pb::RemoveWorkspaceRequest>,
-    ) -> Result<Response<pb::Project>, Status> {
+        request: Request<mailbox_pb::RemoveWorkspaceRequest>,
+    ) -> Result<Response<mailbox_pb::Project>, Status> {
         MailboxService::remove_workspace(self, request)
             .await
             .map_err(refuse)
@@ -73,8 +73,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn add_conversation(
         &self,
-        request: Request<pb::AddConversationRequest>,
-    ) -> Result<Response<pb::Conversation>, Status> {
+        request: Request<mailbox_pb::AddConversationRequest>,
+    ) -> Result<Response<mailbox_pb::Conversation>, Status> {
         MailboxService::add_conversation(self, request)
             .await
             .map_err(refuse)
@@ -82,8 +82,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn list_conversations(
         &self,
-        request: Request<pb::ListConversationsRequest>,
-    ) -> Result<Response<pb::ListConversationsResponse>, Status> {
+        request: Request<mailbox_pb::ListConversationsRequest>,
+    ) -> Result<Response<mailbox_pb::ListConversationsResponse>, Status> {
         MailboxService::list_conversations(self, request)
             .await
             .map_err(refuse)
@@ -91,8 +91,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn remove_conversation(
         &self,
-        request: Request<pb::RemoveConversationRequest>,
-    ) -> Result<Response<pb::Conversation>, Status> {
+        request: Request<mailbox_pb::RemoveConversationRequest>,
+    ) -> Result<Response<mailbox_pb::Conversation>, Status> {
         MailboxService::remove_conversation(self, request)
             .await
             .map_err(refuse)
@@ -100,8 +100,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn read_transcript(
         &self,
-        request: Request<pb::ReadTranscriptRequest>,
-    ) -> Result<Response<pb::ReadTranscriptResponse>, Status> {
+        request: Request<mailbox_pb::ReadTranscriptRequest>,
+    ) -> Result<Response<mailbox_pb::ReadTranscriptResponse>, Status> {
         MailboxService::read_transcript(self, request)
             .await
             .map_err(refuse)
@@ -109,15 +109,15 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn hire(
         &self,
-        request: Request<pb::HireRequest>,
-    ) -> Result<Response<pb::HireRecord>, Status> {
+        request: Request<mailbox_pb::HireRequest>,
+    ) -> Result<Response<mailbox_pb::HireRecord>, Status> {
         MailboxService::hire(self, request).await.map_err(refuse)
     }
 
     async fn close_hire(
         &self,
-        request: Request<pb::CloseHireRequest>,
-    ) -> Result<Response<pb::HireRecord>, Status> {
+        request: Request<mailbox_pb::CloseHireRequest>,
+    ) -> Result<Response<mailbox_pb::HireRecord>, Status> {
         MailboxService::close_hire(self, request)
             .await
             .map_err(refuse)
@@ -125,22 +125,22 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn roster(
         &self,
-        request: Request<pb::RosterRequest>,
-    ) -> Result<Response<pb::RosterResponse>, Status> {
+        request: Request<mailbox_pb::RosterRequest>,
+    ) -> Result<Response<mailbox_pb::RosterResponse>, Status> {
         MailboxService::roster(self, request).await.map_err(refuse)
     }
 
     async fn report(
         &self,
-        request: Request<pb::ReportRequest>,
-    ) -> Result<Response<pb::ReportResponse>, Status> {
+        request: Request<mailbox_pb::ReportRequest>,
+    ) -> Result<Response<mailbox_pb::ReportResponse>, Status> {
         MailboxService::report(self, request).await.map_err(refuse)
     }
 
     async fn message_seat(
         &self,
-        request: Request<pb::MessageSeatRequest>,
-    ) -> Result<Response<pb::MessageSeatResponse>, Status> {
+        request: Request<mailbox_pb::MessageSeatRequest>,
+    ) -> Result<Response<mailbox_pb::MessageSeatResponse>, Status> {
         MailboxService::message_seat(self, request)
             .await
             .map_err(refuse)
@@ -148,8 +148,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn seat_poll(
         &self,
-        request: Request<pb::SeatPollRequest>,
-    ) -> Result<Response<pb::SeatPollResponse>, Status> {
+        request: Request<mailbox_pb::SeatPollRequest>,
+    ) -> Result<Response<mailbox_pb::SeatPollResponse>, Status> {
         MailboxService::seat_poll(self, request)
             .await
             .map_err(refuse)
@@ -157,8 +157,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn seat_ack(
         &self,
-        request: Request<pb::SeatAckRequest>,
-    ) -> Result<Response<pb::SeatAckResponse>, Status> {
+        request: Request<mailbox_pb::SeatAckRequest>,
+    ) -> Result<Response<mailbox_pb::SeatAckResponse>, Status> {
         MailboxService::seat_ack(self, request)
             .await
             .map_err(refuse)
@@ -166,8 +166,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn list_peers(
         &self,
-        request: Request<pb::ListPeersRequest>,
-    ) -> Result<Response<pb::ListPeersResponse>, Status> {
+        request: Request<mailbox_pb::ListPeersRequest>,
+    ) -> Result<Response<mailbox_pb::ListPeersResponse>, Status> {
         MailboxService::list_peers(self, request)
             .await
             .map_err(refuse)
@@ -175,8 +175,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn send_peer(
         &self,
-        request: Request<pb::SendPeerRequest>,
-    ) -> Result<Response<pb::PeerReceipt>, Status> {
+        request: Request<mailbox_pb::SendPeerRequest>,
+    ) -> Result<Response<mailbox_pb::PeerReceipt>, Status> {
         MailboxService::send_peer(self, request)
             .await
             .map_err(refuse)
@@ -184,8 +184,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn get_peer_receipt(
         &self,
-        request: Request<pb::GetPeerReceiptRequest>,
-    ) -> Result<Response<pb::PeerReceipt>, Status> {
+        request: Request<mailbox_pb::GetPeerReceiptRequest>,
+    ) -> Result<Response<mailbox_pb::PeerReceipt>, Status> {
         MailboxService::get_peer_receipt(self, request)
             .await
             .map_err(refuse)
@@ -193,8 +193,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn seat_tools(
         &self,
-        request: Request<pb::SeatToolsRequest>,
-    ) -> Result<Response<pb::SeatToolsResponse>, Status> {
+        request: Request<mailbox_pb::SeatToolsRequest>,
+    ) -> Result<Response<mailbox_pb::SeatToolsResponse>, Status> {
         MailboxService::seat_tools(self, request)
             .await
             .map_err(refuse)
@@ -202,8 +202,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn submit_review(
         &self,
-        request: Request<pb::SubmitReviewRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        request: Request<mailbox_pb::SubmitReviewRequest>,
+    ) -> Result<Response<mailbox_pb::ReviewCandidate>, Status> {
         MailboxService::submit_review(self, request)
             .await
             .map_err(refuse)
@@ -211,8 +211,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn get_review_candidate(
         &self,
-        request: Request<pb::GetReviewCandidateRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        request: Request<mailbox_pb::GetReviewCandidateRequest>,
+    ) -> Result<Response<mailbox_pb::ReviewCandidate>, Status> {
         MailboxService::get_review_candidate(self, request)
             .await
             .map_err(refuse)
@@ -220,8 +220,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn review_verdict(
         &self,
-        request: Request<pb::ReviewVerdictRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, Status> {
+        request: Request<mailbox_pb::ReviewVerdictRequest>,
+    ) -> Result<Response<mailbox_pb::ReviewCandidate>, Status> {
         MailboxService::review_verdict(self, request)
             .await
             .map_err(refuse)
@@ -229,8 +229,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn list_reviews(
         &self,
-        request: Request<pb::ListReviewsRequest>,
-    ) -> Result<Response<pb::ListReviewsResponse>, Status> {
+        request: Request<mailbox_pb::ListReviewsRequest>,
+    ) -> Result<Response<mailbox_pb::ListReviewsResponse>, Status> {
         MailboxService::list_reviews(self, request)
             .await
             .map_err(refuse)
@@ -238,8 +238,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn seat_claim(
         &self,
-        request: Request<pb::SeatClaimRequest>,
-    ) -> Result<Response<pb::SeatClaimResponse>, Status> {
+        request: Request<mailbox_pb::SeatClaimRequest>,
+    ) -> Result<Response<mailbox_pb::SeatClaimResponse>, Status> {
         MailboxService::seat_claim(self, request)
             .await
             .map_err(refuse)
@@ -247,8 +247,8 @@ impl pb::mailbox_server::Mailbox for MailboxService {
 
     async fn seat_release(
         &self,
-        request: Request<pb::SeatReleaseRequest>,
-    ) -> Result<Response<pb::SeatAckResponse>, Status> {
+        request: Request<mailbox_pb::SeatReleaseRequest>,
+    ) -> Result<Response<mailbox_pb::SeatAckResponse>, Status> {
         MailboxService::seat_release(self, request)
             .await
             .map_err(refuse)

@@ -32,7 +32,7 @@ pub use state::{codex_seats, reviews, seats, store};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::clients;
 use clankie_runtime::grpc::Meta;
 use clankie_runtime::owner::{self, OwnerCheck};
@@ -209,7 +209,7 @@ impl MailboxService {
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
         tonic::service::Routes::new(
-            pb::mailbox_server::MailboxServer::new(self.clone())
+            mailbox_pb::mailbox_server::MailboxServer::new(self.clone())
                 .max_decoding_message_size(clankie_runtime::limits::MAX_CANDIDATE_MESSAGE),
         )
     }

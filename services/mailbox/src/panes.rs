@@ -3,12 +3,12 @@
 //! local (a bearer) has no panes to act on.
 
 use clankie_panes::ActError;
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_types::LinkKind;
 
 /// Opens a hired pane in a linked session (tmux or Herdr).
 pub(crate) async fn open(
-    link: &apb::FleetLink,
+    link: &admission_pb::FleetLink,
     cwd: &str,
     env: &[(&str, String)],
     command: &[String],
@@ -31,7 +31,7 @@ fn not_local() -> ActError {
 }
 
 /// Closes a hired pane.
-pub(crate) async fn close(link: &apb::FleetLink, pane: &str) -> Result<(), ActError> {
+pub(crate) async fn close(link: &admission_pb::FleetLink, pane: &str) -> Result<(), ActError> {
     match LinkKind::parse(&link.kind) {
         Some(LinkKind::Herdr) => {
             clankie_panes::herdr::close(std::path::Path::new(&link.socket), pane).await
@@ -42,7 +42,7 @@ pub(crate) async fn close(link: &apb::FleetLink, pane: &str) -> Result<(), ActEr
 }
 
 /// Live panes of a linked session.
-pub(crate) async fn live(link: &apb::FleetLink) -> Result<Vec<String>, ActError> {
+pub(crate) async fn live(link: &admission_pb::FleetLink) -> Result<Vec<String>, ActError> {
     match LinkKind::parse(&link.kind) {
         Some(LinkKind::Tmux) => clankie_panes::tmux::live(&link.socket).await,
         Some(LinkKind::Herdr) => {

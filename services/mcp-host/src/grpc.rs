@@ -5,7 +5,7 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::grpc;
 use clankie_runtime::refuse::mcp_host as refuse;
 use clankie_runtime::{ErrorCode, now_ms};
@@ -17,17 +17,17 @@ use crate::accounts::Transport;
 use crate::grants::serve::grant_pb;
 use crate::{DEFAULT_BUDGET, McpHost, Requester, catalog, relay, tracker};
 
-type CatalogStream = Pin<Box<dyn Stream<Item = Result<pb::CatalogInfo, Status>> + Send>>;
-type RevocationStream = Pin<Box<dyn Stream<Item = Result<pb::Revocation, Status>> + Send>>;
-type EventStream = Pin<Box<dyn Stream<Item = Result<pb::CallEvent, Status>> + Send>>;
-type LogStream = Pin<Box<dyn Stream<Item = Result<pb::LogLine, Status>> + Send>>;
+type CatalogStream = Pin<Box<dyn Stream<Item = Result<mcphost_pb::CatalogInfo, Status>> + Send>>;
+type RevocationStream = Pin<Box<dyn Stream<Item = Result<mcphost_pb::Revocation, Status>> + Send>>;
+type EventStream = Pin<Box<dyn Stream<Item = Result<mcphost_pb::CallEvent, Status>> + Send>>;
+type LogStream = Pin<Box<dyn Stream<Item = Result<mcphost_pb::LogLine, Status>> + Send>>;
 
 #[tonic::async_trait]
-impl pb::mcp_host_server::McpHost for McpHost {
+impl mcphost_pb::mcp_host_server::McpHost for McpHost {
     async fn connect_account(
         &self,
-        request: Request<pb::ConnectRequest>,
-    ) -> Result<Response<pb::ConnectResponse>, Status> {
+        request: Request<mcphost_pb::ConnectRequest>,
+    ) -> Result<Response<mcphost_pb::ConnectResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
         let transport = Transport::from_pb(req.transport).map_err(refuse)?;
@@ -38,28 +38,28 @@ impl pb::mcp_host_server::McpHost for McpHost {
             .connect(&req.name, transport, wait)
             .await
             .map_err(refuse)?;
-        Ok(Response::new(pb::ConnectResponse {
+        Ok(Response::new(mcphost_pb::ConnectResponse {
             account: Some(account),
         }))
     }
 
     async fn disconnect_account(
         &self,
-        request: Request<pb::DisconnectRequest>,
-    ) -> Result<Response<pb::DisconnectResponse>, Status> {
+        request: Request<mcphost_pb::DisconnectRequest>,
+    ) -> Result<Response<mcphost_pb::DisconnectResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let removed = self
             .inner
             .accounts
             .disconnect(&request.into_inner().name)
             .map_err(refuse)?;
-        Ok(Response::new(pb::DisconnectResponse { removed }))
+        Ok(Response::new(mcphost_pb::DisconnectResponse { removed }))
     }
 
     async fn list_accounts(
         &self,
-        request: Request<pb::ListAccountsRequest>,
-    ) -> Result<Response<pb::ListAccountsResponse>, Status> {
+        request: Request<mcphost_pb::ListAccountsRequest>,
+    ) -> Result<Response<mcphost_pb::ListAccountsResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let mut accounts = self.inner.accounts.list();
         for a in &mut accounts {
@@ -69,7 +69,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
                 .get(&a.name)
                 .map(|i| crate::verify::identity_pb(&i));
         }
-        Ok(Response::new(pb::ListAccountsResponse {
+        Ok(Response::new(mcphost_pb::ListAccountsResponse {
             accounts,
             revision: self.catalog().revision,
         }))
@@ -77,11 +77,11 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn receipt_stats(
         &self,
-        request: Request<pb::ReceiptStatsRequest>,
-    ) -> Result<Response<pb::ReceiptStatsResponse>, Status> {
+        request: Request<mcphost_pb::ReceiptStatsRequest>,
+    ) -> Result<Response<mcphost_pb::ReceiptStatsResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let s = self.inner.receipts.stats();
-        Ok(Response::new(pb::ReceiptStatsResponse {
+        Ok(Response::new(mcphost_pb::ReceiptStatsResponse {
             healthy: s.problem.is_none(),
             problem: s.problem.unwrap_or_default(),
             records: s.records,
@@ -96,8 +96,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn catalog(
         &self,
-        request: Request<pb::CatalogRequest>,
-    ) -> Result<Response<pb::CatalogInfo>, Status> {
+        request: Request<mcphost_pb::CatalogRequest>,
+    ) -> Result<Response<mcphost_pb::CatalogInfo>, Status> {
         let ticket = Self::ticket(&request).map_err(refuse)?;
         self.recheck(&ticket, false).await.map_err(refuse)?;
         Ok(Response::new(Self::catalog_info(&self.catalog())))
@@ -107,7 +107,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn watch_catalog(
         &self,
-        _request: Request<pb::CatalogRequest>,
+        _request: Request<mcphost_pb::CatalogRequest>,
     ) -> Result<Response<Self::WatchCatalogStream>, Status> {
         use tokio_stream::StreamExt as _;
         let rx = self.inner.catalog.clone();
@@ -118,8 +118,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn search_tools(
         &self,
-        request: Request<pb::SearchToolsRequest>,
-    ) -> Result<Response<pb::SearchToolsResponse>, Status> {
+        request: Request<mcphost_pb::SearchToolsRequest>,
+    ) -> Result<Response<mcphost_pb::SearchToolsResponse>, Status> {
         let (catalog, role) = self.fleet_catalog(&request).await.map_err(refuse)?;
         let req = request.into_inner();
         if req.query.len() > 1024 {
@@ -135,10 +135,10 @@ impl pb::mcp_host_server::McpHost for McpHost {
         let (hits, total) = catalog.search_visible(&req.query, limit, |e| {
             !e.builtin || tracker::visible_schema(&e.tool, role).is_some()
         });
-        Ok(Response::new(pb::SearchToolsResponse {
+        Ok(Response::new(mcphost_pb::SearchToolsResponse {
             tools: hits
                 .iter()
-                .map(|e| pb::ToolSummary {
+                .map(|e| mcphost_pb::ToolSummary {
                     name: e.qualified.clone(),
                     description: e.one_line(),
                 })
@@ -150,17 +150,17 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn describe_tools(
         &self,
-        request: Request<pb::DescribeToolsRequest>,
-    ) -> Result<Response<pb::DescribeToolsResponse>, Status> {
+        request: Request<mcphost_pb::DescribeToolsRequest>,
+    ) -> Result<Response<mcphost_pb::DescribeToolsResponse>, Status> {
         let (catalog, role) = self.fleet_catalog(&request).await.map_err(refuse)?;
         let req = request.into_inner();
-        Ok(Response::new(pb::DescribeToolsResponse {
+        Ok(Response::new(mcphost_pb::DescribeToolsResponse {
             tools: catalog
                 .describe_visible(&req.names, |e| {
                     !e.builtin || tracker::visible_schema(&e.tool, role).is_some()
                 })
                 .iter()
-                .map(|e| pb::ToolDescription {
+                .map(|e| mcphost_pb::ToolDescription {
                     name: e.qualified.clone(),
                     description: e.description.clone(),
                     input_schema_json: if e.builtin {
@@ -177,8 +177,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn call_tool(
         &self,
-        request: Request<pb::CallToolRequest>,
-    ) -> Result<Response<pb::CallResult>, Status> {
+        request: Request<mcphost_pb::CallToolRequest>,
+    ) -> Result<Response<mcphost_pb::CallResult>, Status> {
         let (who, budget) = self.call_caller(&request)?;
         let mut call = Running::start(self, who, request.into_inner(), budget, Default::default());
         let result = call.result().await?;
@@ -189,7 +189,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn call_tool_events(
         &self,
-        request: Request<pb::CallToolRequest>,
+        request: Request<mcphost_pb::CallToolRequest>,
     ) -> Result<Response<Self::CallToolEventsStream>, Status> {
         let (who, budget) = self.call_caller(&request)?;
         let req = request.into_inner();
@@ -212,7 +212,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn watch_logs(
         &self,
-        _request: Request<pb::WatchLogsRequest>,
+        _request: Request<mcphost_pb::WatchLogsRequest>,
     ) -> Result<Response<Self::WatchLogsStream>, Status> {
         use tokio_stream::StreamExt as _;
         let feed = tokio_stream::wrappers::BroadcastStream::new(self.inner.accounts.relay().logs());
@@ -223,10 +223,10 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn tracker_budgets(
         &self,
-        request: Request<pb::TrackerBudgetsRequest>,
-    ) -> Result<Response<pb::TrackerBudgetsResponse>, Status> {
+        request: Request<mcphost_pb::TrackerBudgetsRequest>,
+    ) -> Result<Response<mcphost_pb::TrackerBudgetsResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
-        Ok(Response::new(pb::TrackerBudgetsResponse {
+        Ok(Response::new(mcphost_pb::TrackerBudgetsResponse {
             requests_per_hour: tracker::REQUESTS_PER_HOUR,
             writes_per_minute: tracker::WRITES_PER_MINUTE,
             actors: self.inner.budgets.snapshot(now_ms()),
@@ -235,18 +235,18 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn tracker_profiles(
         &self,
-        request: Request<pb::TrackerProfilesRequest>,
-    ) -> Result<Response<pb::TrackerProfilesResponse>, Status> {
+        request: Request<mcphost_pb::TrackerProfilesRequest>,
+    ) -> Result<Response<mcphost_pb::TrackerProfilesResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
-        Ok(Response::new(pb::TrackerProfilesResponse {
+        Ok(Response::new(mcphost_pb::TrackerProfilesResponse {
             roles: tracker::profiles(),
         }))
     }
 
     async fn get_receipt(
         &self,
-        request: Request<pb::GetReceiptRequest>,
-    ) -> Result<Response<pb::CallResult>, Status> {
+        request: Request<mcphost_pb::GetReceiptRequest>,
+    ) -> Result<Response<mcphost_pb::CallResult>, Status> {
         let who = match self.grant_caller(request.metadata()) {
             Some(caller) => caller.map_err(refuse)?,
             None => Requester::Fleet(Self::ticket(&request).map_err(refuse)?),
@@ -258,8 +258,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn validate_linear_project(
         &self,
-        request: Request<pb::ValidateLinearProjectRequest>,
-    ) -> Result<Response<pb::LinearProject>, Status> {
+        request: Request<mcphost_pb::ValidateLinearProjectRequest>,
+    ) -> Result<Response<mcphost_pb::LinearProject>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let id = request.into_inner().project_id;
         let project = self.linear_project(&id).await.map_err(refuse)?;
@@ -268,8 +268,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn verify_account(
         &self,
-        request: Request<pb::VerifyAccountRequest>,
-    ) -> Result<Response<pb::VerifyAccountResponse>, Status> {
+        request: Request<mcphost_pb::VerifyAccountRequest>,
+    ) -> Result<Response<mcphost_pb::VerifyAccountResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let name = request.into_inner().name;
         let verified = self.verify_account(&name).await.map_err(refuse)?;
@@ -278,8 +278,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn issue_grant(
         &self,
-        request: Request<pb::IssueGrantRequest>,
-    ) -> Result<Response<pb::IssueGrantResponse>, Status> {
+        request: Request<mcphost_pb::IssueGrantRequest>,
+    ) -> Result<Response<mcphost_pb::IssueGrantResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let issued = self.issue_grant(request.into_inner()).map_err(refuse)?;
         Ok(Response::new(issued))
@@ -287,19 +287,19 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn list_grants(
         &self,
-        request: Request<pb::ListGrantsRequest>,
-    ) -> Result<Response<pb::ListGrantsResponse>, Status> {
+        request: Request<mcphost_pb::ListGrantsRequest>,
+    ) -> Result<Response<mcphost_pb::ListGrantsResponse>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let grants = self.inner.grants.list().map_err(refuse)?;
-        Ok(Response::new(pb::ListGrantsResponse {
+        Ok(Response::new(mcphost_pb::ListGrantsResponse {
             grants: grants.iter().map(grant_pb).collect(),
         }))
     }
 
     async fn revoke_grant(
         &self,
-        request: Request<pb::RevokeGrantRequest>,
-    ) -> Result<Response<pb::Grant>, Status> {
+        request: Request<mcphost_pb::RevokeGrantRequest>,
+    ) -> Result<Response<mcphost_pb::Grant>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let id = request.into_inner().grant_id;
         let revoked = self.inner.grants.revoke(&id).map_err(refuse)?;
@@ -309,8 +309,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn keep_project_grant(
         &self,
-        request: Request<pb::KeepProjectGrantRequest>,
-    ) -> Result<Response<pb::Grant>, Status> {
+        request: Request<mcphost_pb::KeepProjectGrantRequest>,
+    ) -> Result<Response<mcphost_pb::Grant>, Status> {
         self.inner.owner.verify(request.metadata())?;
         let req = request.into_inner();
         if req.project.trim().is_empty() || req.server.trim().is_empty() {
@@ -337,8 +337,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn authenticate_grant(
         &self,
-        request: Request<pb::AuthenticateGrantRequest>,
-    ) -> Result<Response<pb::Grant>, Status> {
+        request: Request<mcphost_pb::AuthenticateGrantRequest>,
+    ) -> Result<Response<mcphost_pb::Grant>, Status> {
         let grant = self
             .inner
             .grants
@@ -349,8 +349,8 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn grant_tools(
         &self,
-        request: Request<pb::GrantToolsRequest>,
-    ) -> Result<Response<pb::GrantToolsResponse>, Status> {
+        request: Request<mcphost_pb::GrantToolsRequest>,
+    ) -> Result<Response<mcphost_pb::GrantToolsResponse>, Status> {
         let caller = match self.grant_caller(request.metadata()) {
             Some(Ok(Requester::Grant(caller))) => caller,
             Some(Err(e)) => return Err(refuse(e)),
@@ -360,7 +360,7 @@ impl pb::mcp_host_server::McpHost for McpHost {
                 ));
             }
         };
-        Ok(Response::new(pb::GrantToolsResponse {
+        Ok(Response::new(mcphost_pb::GrantToolsResponse {
             grant: Some(grant_pb(&caller.grant)),
             tools: self.grant_tools(&caller),
         }))
@@ -370,14 +370,14 @@ impl pb::mcp_host_server::McpHost for McpHost {
 
     async fn watch_revocations(
         &self,
-        _request: Request<pb::WatchRevocationsRequest>,
+        _request: Request<mcphost_pb::WatchRevocationsRequest>,
     ) -> Result<Response<Self::WatchRevocationsStream>, Status> {
         use tokio_stream::StreamExt as _;
         let feed = tokio_stream::wrappers::BroadcastStream::new(self.inner.grants.revocations());
         // A lagging reader missed some ids: it hears an empty id, and
         // then rechecks every grant session it holds.
         let stream = feed.map(|id| {
-            Ok(pb::Revocation {
+            Ok(mcphost_pb::Revocation {
                 grant_id: id.unwrap_or_default(),
             })
         });
@@ -419,7 +419,7 @@ impl McpHost {
 /// and its dispatch. Dropping this before the result cancels `gone`, which
 /// the call checks at its dispatch boundary.
 struct Running {
-    task: tokio::task::JoinHandle<Result<pb::CallResult, clankie_runtime::ClankieError>>,
+    task: tokio::task::JoinHandle<Result<mcphost_pb::CallResult, clankie_runtime::ClankieError>>,
     gone: Option<tokio_util::sync::DropGuard>,
 }
 
@@ -427,7 +427,7 @@ impl Running {
     fn start(
         host: &McpHost,
         who: Requester,
-        req: pb::CallToolRequest,
+        req: mcphost_pb::CallToolRequest,
         budget: Duration,
         listen: relay::Listen,
     ) -> Running {
@@ -447,7 +447,7 @@ impl Running {
     }
 
     /// The call's answer; from here a dropped caller changes nothing.
-    async fn result(&mut self) -> Result<pb::CallResult, Status> {
+    async fn result(&mut self) -> Result<mcphost_pb::CallResult, Status> {
         let joined = (&mut self.task).await;
         if let Some(g) = self.gone.take() {
             g.disarm();
@@ -459,15 +459,15 @@ impl Running {
 
     /// The events the call hears while it runs, then its result, last. The
     /// stream holds the call: dropping it before the end is going away.
-    fn events(self, rx: tokio::sync::mpsc::Receiver<pb::CallEvent>) -> EventStream {
+    fn events(self, rx: tokio::sync::mpsc::Receiver<mcphost_pb::CallEvent>) -> EventStream {
         let stream = futures::stream::unfold(Some((self, rx)), |state| async move {
             let (mut call, mut rx) = state?;
             tokio::select! {
                 biased;
                 Some(event) = rx.recv() => Some((Ok(event), Some((call, rx)))),
                 result = call.result() => Some((
-                    result.map(|r| pb::CallEvent {
-                        event: Some(pb::call_event::Event::Result(r)),
+                    result.map(|r| mcphost_pb::CallEvent {
+                        event: Some(mcphost_pb::call_event::Event::Result(r)),
                     }),
                     None,
                 )),

@@ -26,11 +26,11 @@ mod verify;
 use crate::accounts::Registry;
 use crate::catalog::Catalog;
 use crate::receipts::{ReceiptStore, Record};
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::{FleetTools, Principal};
-use clankie_proto::mailbox::v1 as mpb;
-use clankie_proto::mcphost::v1 as pb;
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_runtime::grpc::{Client, Meta};
@@ -113,9 +113,9 @@ struct Inner {
     catalog: watch::Receiver<Arc<Catalog>>,
     receipts: ReceiptStore,
     audit: audit::Audit,
-    admission: apb::admission_client::AdmissionClient<Client>,
-    mailbox: mpb::mailbox_client::MailboxClient<Client>,
-    tracker: tpb::tracker_client::TrackerClient<Client>,
+    admission: admission_pb::admission_client::AdmissionClient<Client>,
+    mailbox: mailbox_pb::mailbox_client::MailboxClient<Client>,
+    tracker: tracker_pb::tracker_client::TrackerClient<Client>,
     /// The owner credential, for the host's own calls to the tracker and the
     /// mailbox's owner route.
     owner_token: String,
@@ -171,8 +171,8 @@ pub(crate) fn arguments_hash(args: &Value) -> String {
     hex::encode(Sha256::digest(serde_json::to_vec(args).unwrap_or_default()))
 }
 
-pub(crate) fn result_pb(r: &Record, from_receipt: bool) -> pb::CallResult {
-    pb::CallResult {
+pub(crate) fn result_pb(r: &Record, from_receipt: bool) -> mcphost_pb::CallResult {
+    mcphost_pb::CallResult {
         receipt_id: r.receipt_id.clone(),
         outcome: r.visible_outcome().wire(),
         result_json: r.result.as_ref().map(|v| v.to_string()).unwrap_or_default(),
@@ -207,7 +207,7 @@ impl McpHost {
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
         tonic::service::Routes::new(
-            pb::mcp_host_server::McpHostServer::new(self.clone())
+            mcphost_pb::mcp_host_server::McpHostServer::new(self.clone())
                 .max_decoding_message_size(8 << 20)
                 .max_encoding_message_size(16 << 20),
         )
@@ -229,7 +229,7 @@ impl McpHost {
         ticket: &str,
         need_tools: bool,
     ) -> Result<Principal, ClankieError> {
-        let req = Call::new(apb::RecheckRequest {
+        let req = Call::new(admission_pb::RecheckRequest {
             ticket: ticket.to_string(),
         })
         .timeout(INTERNAL)
@@ -285,9 +285,9 @@ impl McpHost {
     pub async fn call(
         &self,
         ticket: &str,
-        req: pb::CallToolRequest,
+        req: mcphost_pb::CallToolRequest,
         budget: Duration,
-    ) -> Result<pb::CallResult, ClankieError> {
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         let who = Requester::Fleet(ticket.to_string());
         self.call_as(&who, req, budget, None, Default::default())
             .await
@@ -307,7 +307,7 @@ impl McpHost {
         principal: &Principal,
         name: &str,
         args_sha: &str,
-    ) -> Result<pb::CallResult, ClankieError> {
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         // Another caller's id is taken, and that is all it learns.
         if existing.fleet != principal.fleet_id
             || !existing.belongs_to(&owner_of(who, principal), &audit_text(who, principal))
@@ -329,7 +329,7 @@ impl McpHost {
         &self,
         who: &Requester,
         receipt_id: &str,
-    ) -> Result<pb::CallResult, ClankieError> {
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         let principal = self.principal(who, false).await?;
         match self.inner.receipts.get(receipt_id) {
             Some(r)
@@ -346,8 +346,8 @@ impl McpHost {
         }
     }
 
-    pub(crate) fn catalog_info(c: &Catalog) -> pb::CatalogInfo {
-        pb::CatalogInfo {
+    pub(crate) fn catalog_info(c: &Catalog) -> mcphost_pb::CatalogInfo {
+        mcphost_pb::CatalogInfo {
             revision: c.revision,
             connected: c.connected.clone(),
             tool_count: c.len() as u32,

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::progress::Routes;
 use clankie_types::log_level;
 use parking_lot::Mutex;
@@ -38,7 +38,7 @@ pub const CALL_DEPTH: usize = 64;
 #[derive(Default, Clone)]
 pub struct Listen {
     /// Where the events go; `None`: the caller hears only the result.
-    pub events: Option<mpsc::Sender<pb::CallEvent>>,
+    pub events: Option<mpsc::Sender<mcphost_pb::CallEvent>>,
     pub progress: bool,
     /// An MCP level: the call hears its attributed log lines at this level
     /// or above (empty: none).
@@ -67,12 +67,12 @@ struct InFlight {
     /// Receipt ids in flight, by account.
     by_account: HashMap<String, Vec<String>>,
     /// Receipt ids by the progress token their request carried.
-    progress: Routes<TokenKey, String, pb::CallProgress>,
+    progress: Routes<TokenKey, String, mcphost_pb::CallProgress>,
 }
 
 pub struct Relay {
     in_flight: Mutex<InFlight>,
-    feed: broadcast::Sender<pb::LogLine>,
+    feed: broadcast::Sender<mcphost_pb::LogLine>,
 }
 
 /// A call's place in the relay; dropping it ends the call's registration.
@@ -107,9 +107,9 @@ impl Registration {
     }
 }
 
-fn progress_event(step: pb::CallProgress) -> pb::CallEvent {
-    pb::CallEvent {
-        event: Some(pb::call_event::Event::Progress(step)),
+fn progress_event(step: mcphost_pb::CallProgress) -> mcphost_pb::CallEvent {
+    mcphost_pb::CallEvent {
+        event: Some(mcphost_pb::call_event::Event::Progress(step)),
     }
 }
 
@@ -169,7 +169,7 @@ impl Relay {
     }
 
     /// An upstream's progress notification, from `account`.
-    pub fn progress(&self, account: &str, token: String, step: pb::CallProgress) {
+    pub fn progress(&self, account: &str, token: String, step: mcphost_pb::CallProgress) {
         let mut f = self.in_flight.lock();
         let Some((rid, step)) = f.progress.route((account.to_string(), token), step) else {
             return;
@@ -183,7 +183,7 @@ impl Relay {
 
     /// An upstream's log line, from `account`: to the feed, and to the one
     /// call in flight there when there is exactly one and it listens.
-    pub fn log(&self, line: pb::LogLine) {
+    pub fn log(&self, line: mcphost_pb::LogLine) {
         {
             let f = self.in_flight.lock();
             if let Some([only]) = f.by_account.get(&line.account).map(Vec::as_slice)
@@ -191,8 +191,8 @@ impl Relay {
                 && let Some(events) = &call.listen.events
                 && log_level::reaches(&line.level, &call.listen.log_level)
             {
-                let _ = events.try_send(pb::CallEvent {
-                    event: Some(pb::call_event::Event::Log(line.clone())),
+                let _ = events.try_send(mcphost_pb::CallEvent {
+                    event: Some(mcphost_pb::call_event::Event::Log(line.clone())),
                 });
             }
         }
@@ -214,29 +214,31 @@ impl Relay {
                 ServerNotification::ProgressNotification(p) => relay.progress(
                     &account,
                     token_key(&p.params.progress_token),
-                    pb::CallProgress {
+                    mcphost_pb::CallProgress {
                         progress: p.params.progress,
                         total: p.params.total,
                         message: p.params.message.clone().unwrap_or_default(),
                     },
                 ),
                 #[allow(deprecated, reason = "MCP logging is still what upstreams send")]
-                ServerNotification::LoggingMessageNotification(l) => relay.log(pb::LogLine {
-                    account: account.clone(),
-                    level: serde_json::to_value(l.params.level)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
-                    logger: l.params.logger.clone().unwrap_or_default(),
-                    data_json: l.params.data.to_string(),
-                }),
+                ServerNotification::LoggingMessageNotification(l) => {
+                    relay.log(mcphost_pb::LogLine {
+                        account: account.clone(),
+                        level: serde_json::to_value(l.params.level)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        logger: l.params.logger.clone().unwrap_or_default(),
+                        data_json: l.params.data.to_string(),
+                    })
+                }
                 _ => {}
             }
         })
     }
 
     /// The account-wide log feed.
-    pub fn logs(&self) -> broadcast::Receiver<pb::LogLine> {
+    pub fn logs(&self) -> broadcast::Receiver<mcphost_pb::LogLine> {
         self.feed.subscribe()
     }
 }
@@ -253,8 +255,8 @@ pub fn token_key(token: &rmcp::model::ProgressToken) -> String {
 mod tests {
     use super::*;
 
-    fn line(account: &str, level: &str) -> pb::LogLine {
-        pb::LogLine {
+    fn line(account: &str, level: &str) -> mcphost_pb::LogLine {
+        mcphost_pb::LogLine {
             account: account.into(),
             level: level.into(),
             logger: String::new(),
@@ -262,7 +264,7 @@ mod tests {
         }
     }
 
-    fn listening(level: &str) -> (Listen, mpsc::Receiver<pb::CallEvent>) {
+    fn listening(level: &str) -> (Listen, mpsc::Receiver<mcphost_pb::CallEvent>) {
         let (tx, rx) = mpsc::channel(CALL_DEPTH);
         (
             Listen {
@@ -274,10 +276,10 @@ mod tests {
         )
     }
 
-    fn logs(rx: &mut mpsc::Receiver<pb::CallEvent>) -> Vec<String> {
+    fn logs(rx: &mut mpsc::Receiver<mcphost_pb::CallEvent>) -> Vec<String> {
         let mut out = Vec::new();
         while let Ok(e) = rx.try_recv() {
-            if let Some(pb::call_event::Event::Log(l)) = e.event {
+            if let Some(mcphost_pb::call_event::Event::Log(l)) = e.event {
                 out.push(l.level);
             }
         }
@@ -319,18 +321,18 @@ mod tests {
         assert_eq!(logs(&mut rx_a), ["error"]);
     }
 
-    fn step(p: f64) -> pb::CallProgress {
-        pb::CallProgress {
+    fn step(p: f64) -> mcphost_pb::CallProgress {
+        mcphost_pb::CallProgress {
             progress: p,
             total: Some(4.0),
             message: String::new(),
         }
     }
 
-    fn steps(rx: &mut mpsc::Receiver<pb::CallEvent>) -> Vec<f64> {
+    fn steps(rx: &mut mpsc::Receiver<mcphost_pb::CallEvent>) -> Vec<f64> {
         let mut seen = Vec::new();
         while let Ok(e) = rx.try_recv() {
-            if let Some(pb::call_event::Event::Progress(p)) = e.event {
+            if let Some(mcphost_pb::call_event::Event::Progress(p)) = e.event {
                 seen.push(p.progress);
             }
         }

@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::vocabulary::{self, Role};
 use serde_json::{Value, json};
@@ -239,8 +239,8 @@ impl Window {
         })
     }
 
-    fn view(&self) -> pb::BudgetWindow {
-        pb::BudgetWindow {
+    fn view(&self) -> mcphost_pb::BudgetWindow {
+        mcphost_pb::BudgetWindow {
             limit: self.limit,
             window_ms: self.span_ms as u64,
             used: self.stamps.len() as u32,
@@ -390,14 +390,14 @@ impl Budgets {
     }
 
     /// Every counted actor's windows and refusals now.
-    pub fn snapshot(&self, now: i64) -> Vec<pb::ActorBudget> {
+    pub fn snapshot(&self, now: i64) -> Vec<mcphost_pb::ActorBudget> {
         let mut accounts = self.accounts.lock();
-        let mut out: Vec<pb::ActorBudget> = accounts
+        let mut out: Vec<mcphost_pb::ActorBudget> = accounts
             .iter_mut()
             .map(|((actor, class), a)| {
                 a.requests.prune(now);
                 a.writes.prune(now);
-                pb::ActorBudget {
+                mcphost_pb::ActorBudget {
                     actor: actor.clone(),
                     role: a.role.as_str().into(),
                     class: class.as_str().into(),
@@ -441,7 +441,7 @@ pub fn rfc3339_ms(ms: i64) -> String {
 }
 
 /// The schema size of the vocabulary each role sees.
-pub fn profiles() -> Vec<pb::RoleProfile> {
+pub fn profiles() -> Vec<mcphost_pb::RoleProfile> {
     [Role::Owner, Role::Lead, Role::Reviewer, Role::Worker]
         .into_iter()
         .map(|role| {
@@ -462,7 +462,7 @@ pub fn profiles() -> Vec<pb::RoleProfile> {
                     None => hidden.push(format!("{ACCOUNT}_{}", d.name)),
                 }
             }
-            pb::RoleProfile {
+            mcphost_pb::RoleProfile {
                 role: role.as_str().into(),
                 tools,
                 schema_bytes: bytes,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
@@ -17,8 +17,8 @@ use crate::identity::{Change, Identity};
 /// How long each identity read may take.
 const READ: Duration = Duration::from_secs(10);
 
-pub(crate) fn identity_pb(i: &Identity) -> pb::AccountIdentity {
-    pb::AccountIdentity {
+pub(crate) fn identity_pb(i: &Identity) -> mcphost_pb::AccountIdentity {
+    mcphost_pb::AccountIdentity {
         user_id: i.user_id.clone(),
         workspace_id: i.workspace_id.clone(),
         email: i.email.clone(),
@@ -43,7 +43,7 @@ impl McpHost {
     pub(crate) async fn verify_account(
         &self,
         name: &str,
-    ) -> Result<pb::VerifyAccountResponse, ClankieError> {
+    ) -> Result<mcphost_pb::VerifyAccountResponse, ClankieError> {
         let failed = |why: String| {
             ErrorCode::AccountUnavailable.err(format!(
                 "verifying {name} failed, and nothing changed: {why}"
@@ -92,7 +92,7 @@ impl McpHost {
             invalidated,
             "account.verified"
         );
-        Ok(pb::VerifyAccountResponse {
+        Ok(mcphost_pb::VerifyAccountResponse {
             identity: Some(identity_pb(&identity)),
             change: change.as_str().into(),
             invalidated_grants: invalidated as u32,
@@ -102,7 +102,10 @@ impl McpHost {
     /// The Linear project `id` names, as the connected Linear account reads
     /// it. There is no local fallback: no verified Linear account, no
     /// validation.
-    pub(crate) async fn linear_project(&self, id: &str) -> Result<pb::LinearProject, ClankieError> {
+    pub(crate) async fn linear_project(
+        &self,
+        id: &str,
+    ) -> Result<mcphost_pb::LinearProject, ClankieError> {
         let account = crate::tracker::ACCOUNT;
         let generation = self.inner.accounts.verified_generation(account).ok_or_else(|| {
             ErrorCode::AccountUnavailable.err(
@@ -125,7 +128,7 @@ impl McpHost {
         };
         let found = answer.as_ref().and_then(|v| {
             let p = v.get("project").unwrap_or(v);
-            (p.get("id").and_then(Value::as_str) == Some(id)).then(|| pb::LinearProject {
+            (p.get("id").and_then(Value::as_str) == Some(id)).then(|| mcphost_pb::LinearProject {
                 id: id.to_string(),
                 name: p
                     .get("name")

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clankie_proto::tracker::v1 as pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::owner::OwnerCheck;
 use clankie_runtime::{ClankieError, ErrorCode, grpc};
 use serde_json::Value;
@@ -168,7 +168,7 @@ impl TrackerService {
     /// The tonic routes for this service.
     pub fn routes(&self) -> tonic::service::Routes {
         tonic::service::Routes::new(
-            pb::tracker_server::TrackerServer::new(self.clone())
+            tracker_pb::tracker_server::TrackerServer::new(self.clone())
                 .max_decoding_message_size(8 << 20)
                 .max_encoding_message_size(16 << 20),
         )
@@ -205,9 +205,9 @@ impl TrackerService {
     /// Runs one vocabulary tool; waits for a commit on an empty long poll.
     pub async fn invoke(
         &self,
-        req: pb::InvokeRequest,
+        req: tracker_pb::InvokeRequest,
         deadline: Option<Duration>,
-    ) -> Result<pb::InvokeResponse, ClankieError> {
+    ) -> Result<tracker_pb::InvokeResponse, ClankieError> {
         let role = parse_role(&req.role)?;
         if req.actor.is_empty() || req.actor.len() > 200 {
             return Err(ErrorCode::InvalidArgument.err("an actor is 1 to 200 bytes"));
@@ -254,7 +254,7 @@ impl TrackerService {
                 .and_then(Value::as_array)
                 .is_some_and(Vec::is_empty);
             if !empty || wait.is_zero() || tokio::time::Instant::now() >= until {
-                return Ok(pb::InvokeResponse {
+                return Ok(tracker_pb::InvokeResponse {
                     replayed: result.get("replayed").and_then(Value::as_bool) == Some(true),
                     result_json: result.to_string(),
                     cursor,
@@ -272,7 +272,7 @@ impl TrackerService {
                         tools::invoke(s, &caller2, &tool, args2).map_err(store_refusal)
                     })
                     .await?;
-                return Ok(pb::InvokeResponse {
+                return Ok(tracker_pb::InvokeResponse {
                     replayed: false,
                     result_json: result.to_string(),
                     cursor,
@@ -283,11 +283,11 @@ impl TrackerService {
 }
 
 #[tonic::async_trait]
-impl pb::tracker_server::Tracker for TrackerService {
+impl tracker_pb::tracker_server::Tracker for TrackerService {
     async fn invoke(
         &self,
-        request: Request<pb::InvokeRequest>,
-    ) -> Result<Response<pb::InvokeResponse>, Status> {
+        request: Request<tracker_pb::InvokeRequest>,
+    ) -> Result<Response<tracker_pb::InvokeResponse>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -304,8 +304,8 @@ impl pb::tracker_server::Tracker for TrackerService {
 
     async fn owns_item(
         &self,
-        request: Request<pb::OwnsItemRequest>,
-    ) -> Result<Response<pb::OwnsItemResponse>, Status> {
+        request: Request<tracker_pb::OwnsItemRequest>,
+    ) -> Result<Response<tracker_pb::OwnsItemResponse>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -328,13 +328,13 @@ impl pb::tracker_server::Tracker for TrackerService {
             })
             .await
             .map_err(refuse)?;
-        Ok(Response::new(pb::OwnsItemResponse { owned }))
+        Ok(Response::new(tracker_pb::OwnsItemResponse { owned }))
     }
 
     async fn create_team(
         &self,
-        request: Request<pb::CreateTeamRequest>,
-    ) -> Result<Response<pb::TeamInfo>, Status> {
+        request: Request<tracker_pb::CreateTeamRequest>,
+    ) -> Result<Response<tracker_pb::TeamInfo>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -351,7 +351,7 @@ impl pb::tracker_server::Tracker for TrackerService {
             })
             .await
             .map_err(refuse)?;
-        Ok(Response::new(pb::TeamInfo {
+        Ok(Response::new(tracker_pb::TeamInfo {
             id: team.id,
             key: team.key,
             name: team.name,
@@ -360,8 +360,8 @@ impl pb::tracker_server::Tracker for TrackerService {
 
     async fn import_issue(
         &self,
-        request: Request<pb::ImportIssueRequest>,
-    ) -> Result<Response<pb::InvokeResponse>, Status> {
+        request: Request<tracker_pb::ImportIssueRequest>,
+    ) -> Result<Response<tracker_pb::InvokeResponse>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -382,7 +382,7 @@ impl pb::tracker_server::Tracker for TrackerService {
             })
             .await
             .map_err(refuse)?;
-        Ok(Response::new(pb::InvokeResponse {
+        Ok(Response::new(tracker_pb::InvokeResponse {
             result_json: serde_json::json!({ "issue": issue }).to_string(),
             replayed: false,
             cursor,
@@ -391,8 +391,8 @@ impl pb::tracker_server::Tracker for TrackerService {
 
     async fn retire_hire(
         &self,
-        request: Request<pb::RetireHireRequest>,
-    ) -> Result<Response<pb::RetireHireResponse>, Status> {
+        request: Request<tracker_pb::RetireHireRequest>,
+    ) -> Result<Response<tracker_pb::RetireHireResponse>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -453,13 +453,13 @@ impl pb::tracker_server::Tracker for TrackerService {
             })
             .await
             .map_err(refuse)?;
-        Ok(Response::new(pb::RetireHireResponse { released }))
+        Ok(Response::new(tracker_pb::RetireHireResponse { released }))
     }
 
     async fn stats(
         &self,
-        request: Request<pb::StatsRequest>,
-    ) -> Result<Response<pb::StatsResponse>, Status> {
+        request: Request<tracker_pb::StatsRequest>,
+    ) -> Result<Response<tracker_pb::StatsResponse>, Status> {
         self.inner
             .owner
             .verify(request.metadata())
@@ -475,7 +475,7 @@ impl pb::tracker_server::Tracker for TrackerService {
             })
             .await
             .map_err(refuse)?;
-        Ok(Response::new(pb::StatsResponse {
+        Ok(Response::new(tracker_pb::StatsResponse {
             cursor,
             actor_writes: writes,
         }))

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 
 use super::DeliveryKind;
 use crate::peer::{PeerMessageState, PeerOutcome};
@@ -125,10 +125,10 @@ pub struct Delivery {
     pub follows: String,
 }
 
-impl TryFrom<&pb::Delivery> for Delivery {
+impl TryFrom<&mailbox_pb::Delivery> for Delivery {
     type Error = Unspecified;
 
-    fn try_from(d: &pb::Delivery) -> Result<Self, Unspecified> {
+    fn try_from(d: &mailbox_pb::Delivery) -> Result<Self, Unspecified> {
         Ok(Delivery {
             delivery_id: d.delivery_id.clone(),
             kind: DeliveryKind::from_wire(d.kind).ok_or(Unspecified("delivery kind"))?,
@@ -142,7 +142,7 @@ impl TryFrom<&pb::Delivery> for Delivery {
 }
 
 /// Every delivery of a mailbox answer, or the first it cannot read.
-pub fn deliveries(ds: &[pb::Delivery]) -> Result<Vec<Delivery>, Unspecified> {
+pub fn deliveries(ds: &[mailbox_pb::Delivery]) -> Result<Vec<Delivery>, Unspecified> {
     ds.iter().map(Delivery::try_from).collect()
 }
 
@@ -213,8 +213,8 @@ pub struct SeatView {
     pub reachable: bool,
 }
 
-impl From<&pb::Seat> for SeatView {
-    fn from(s: &pb::Seat) -> Self {
+impl From<&mailbox_pb::Seat> for SeatView {
+    fn from(s: &mailbox_pb::Seat) -> Self {
         SeatView {
             seat_id: s.seat_id.clone(),
             fleet: s.fleet.clone(),
@@ -248,8 +248,8 @@ pub struct Binding {
     pub agent_executable: String,
 }
 
-impl From<&pb::Seat> for OwnSeat {
-    fn from(s: &pb::Seat) -> Self {
+impl From<&mailbox_pb::Seat> for OwnSeat {
+    fn from(s: &mailbox_pb::Seat) -> Self {
         OwnSeat {
             seat: s.into(),
             binding: Binding {
@@ -307,10 +307,10 @@ fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
-impl TryFrom<&pb::PeerReceipt> for PeerReceipt {
+impl TryFrom<&mailbox_pb::PeerReceipt> for PeerReceipt {
     type Error = Unspecified;
 
-    fn try_from(r: &pb::PeerReceipt) -> Result<Self, Unspecified> {
+    fn try_from(r: &mailbox_pb::PeerReceipt) -> Result<Self, Unspecified> {
         Ok(PeerReceipt {
             peer_message_id: r.peer_message_id.clone(),
             receipt_id: r.receipt_id.clone(),
@@ -364,9 +364,9 @@ mod tests {
 
     #[test]
     fn an_unspecified_kind_or_state_is_refused_never_guessed() {
-        let d = pb::Delivery::default();
+        let d = mailbox_pb::Delivery::default();
         assert_eq!(Delivery::try_from(&d), Err(Unspecified("delivery kind")));
-        let ok = pb::Delivery {
+        let ok = mailbox_pb::Delivery {
             kind: DeliveryKind::Wake.wire(),
             ..Default::default()
         };
@@ -374,7 +374,7 @@ mod tests {
             Delivery::try_from(&ok).map(|d| d.kind),
             Ok(DeliveryKind::Wake)
         );
-        let r = pb::PeerReceipt {
+        let r = mailbox_pb::PeerReceipt {
             state: PeerMessageState::Delivered.wire(),
             ..Default::default()
         };

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use clankie_proto::helper::v1 as hpb;
+use clankie_proto::helper::v1 as helper_pb;
 use clankie_runtime::ErrorCode;
 
 use super::{Identity, Refusal, identity, observe, refuse};
@@ -25,8 +25,8 @@ use crate::helper::HelperClient;
 
 /// The seat's agent, and the launcher whose child it is.
 pub struct Named {
-    pub agent: hpb::ProcessFact,
-    pub launcher: Option<hpb::ProcessFact>,
+    pub agent: helper_pb::ProcessFact,
+    pub launcher: Option<helper_pb::ProcessFact>,
 }
 
 /// This stack's own `clankie`: the binary beside the admission service.
@@ -43,7 +43,7 @@ fn own_clankie() -> Option<&'static str> {
 /// Whether `fact` is the exact launcher: our own binary (or it, replaced
 /// on disk while the launcher ran, as the kernel then names it) running
 /// the `claude` subcommand.
-fn is_launcher(fact: &hpb::ProcessFact) -> bool {
+fn is_launcher(fact: &helper_pb::ProcessFact) -> bool {
     let Some(own) = own_clankie() else {
         return false;
     };
@@ -61,7 +61,7 @@ fn mismatch() -> Refusal {
 pub async fn name_agent(
     helper: &HelperClient,
     lineage: &[Identity],
-    leader: hpb::ProcessFact,
+    leader: helper_pb::ProcessFact,
 ) -> Result<Named, Refusal> {
     let Some(at) = lineage.iter().position(|i| *i == identity(&leader)) else {
         // Not on the socket's ancestry: the caller refuses that itself.
@@ -111,9 +111,9 @@ pub async fn name_agent(
 async fn sandboxed_launcher(
     helper: &HelperClient,
     lineage: &[Identity],
-    leader: &hpb::ProcessFact,
+    leader: &helper_pb::ProcessFact,
     at: usize,
-) -> Result<Option<(hpb::ProcessFact, usize)>, Refusal> {
+) -> Result<Option<(helper_pb::ProcessFact, usize)>, Refusal> {
     if at < 2 {
         return Ok(None);
     }

@@ -19,8 +19,8 @@
 
 mod launcher;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::helper::v1 as hpb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::helper::v1 as helper_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 
 use crate::helper::HelperClient;
@@ -117,9 +117,9 @@ fn unavailable(reason: &'static str, stage: &'static str) -> Refusal {
 /// not a member when the kernel says the connection is not a pane
 /// process's, unavailable when it could not tell. Every reason is named, so
 /// a new one must be placed here before admission builds.
-fn census_refusal(reason: hpb::Reason) -> Refusal {
+fn census_refusal(reason: helper_pb::Reason) -> Refusal {
     use clankie_types::helper::reason_name;
-    use hpb::Reason as R;
+    use helper_pb::Reason as R;
     match reason {
         R::SocketNotFound | R::NotLoopback => not_member(reason_name(reason), "census"),
         R::CensusUnstable | R::CensusTimeout => unavailable(reason_name(reason), "census"),
@@ -142,22 +142,26 @@ pub(crate) async fn observe(
     helper: &HelperClient,
     pids: Vec<i32>,
     ancestry: bool,
-) -> Result<Vec<hpb::ProcessFact>, Refusal> {
+) -> Result<Vec<helper_pb::ProcessFact>, Refusal> {
     let reply = helper
-        .run(hpb::request::Job::Observe(hpb::ObserveProcesses {
-            pids,
-            with_ancestry: ancestry,
-        }))
+        .run(helper_pb::request::Job::Observe(
+            helper_pb::ObserveProcesses {
+                pids,
+                with_ancestry: ancestry,
+            },
+        ))
         .await
         .map_err(|f| unavailable(f.reason(), "observe"))?;
     match reply.result {
-        Some(hpb::reply::Result::Observation(o)) => Ok(o.processes),
-        Some(hpb::reply::Result::Error(_)) => Err(unavailable("observation_failed", "observe")),
+        Some(helper_pb::reply::Result::Observation(o)) => Ok(o.processes),
+        Some(helper_pb::reply::Result::Error(_)) => {
+            Err(unavailable("observation_failed", "observe"))
+        }
         _ => Err(unavailable("helper_malformed_reply", "observe")),
     }
 }
 
-pub(crate) fn identity(f: &hpb::ProcessFact) -> Identity {
+pub(crate) fn identity(f: &helper_pb::ProcessFact) -> Identity {
     Identity {
         pid: f.pid,
         pidfs_id: f.pidfs_id,
@@ -174,11 +178,11 @@ pub enum Peer {
     SharedUnix,
     /// Loopback TCP: the connection's two ends; the owner is found by
     /// sock_diag and the descriptor census.
-    Tcp(apb::TcpEnds),
+    Tcp(admission_pb::TcpEnds),
 }
 
 impl Peer {
-    pub fn from_request(req: &apb::ProveLocalRequest) -> Peer {
+    pub fn from_request(req: &admission_pb::ProveLocalRequest) -> Peer {
         match &req.tcp {
             Some(ends) => Peer::Tcp(ends.clone()),
             None if req.foreign_writer => Peer::SharedUnix,
@@ -192,10 +196,13 @@ impl Peer {
 }
 
 /// The single process holding a loopback connection's client socket.
-async fn loopback_owner(helper: &HelperClient, ends: &apb::TcpEnds) -> Result<(i32, u32), Refusal> {
+async fn loopback_owner(
+    helper: &HelperClient,
+    ends: &admission_pb::TcpEnds,
+) -> Result<(i32, u32), Refusal> {
     let reply = helper
-        .run(hpb::request::Job::LoopbackHolders(
-            hpb::FindLoopbackHolders {
+        .run(helper_pb::request::Job::LoopbackHolders(
+            helper_pb::FindLoopbackHolders {
                 client_ip: ends.client_ip.clone(),
                 client_port: ends.client_port,
                 server_ip: ends.server_ip.clone(),
@@ -205,8 +212,8 @@ async fn loopback_owner(helper: &HelperClient, ends: &apb::TcpEnds) -> Result<(i
         .await
         .map_err(|f| unavailable(f.reason(), "census"))?;
     let found = match reply.result {
-        Some(hpb::reply::Result::Loopback(l)) => l,
-        Some(hpb::reply::Result::Error(e)) => return Err(census_refusal(e.reason())),
+        Some(helper_pb::reply::Result::Loopback(l)) => l,
+        Some(helper_pb::reply::Result::Error(e)) => return Err(census_refusal(e.reason())),
         _ => return Err(unavailable("helper_malformed_reply", "census")),
     };
     if found.uid != nix::unistd::getuid().as_raw() {
@@ -354,7 +361,7 @@ pub async fn observe_seat(
     helper: &HelperClient,
     link: &LocalLink,
     proof: &Proof,
-) -> Result<apb::SeatIdentity, Refusal> {
+) -> Result<admission_pb::SeatIdentity, Refusal> {
     let shell = proof
         .lineage
         .last()
@@ -401,7 +408,7 @@ pub async fn observe_seat(
         Err(PaneError::Unavailable(_)) => return Err(unavailable("pane_host_unavailable", "seat")),
     }
     let after = checkpoint().await?;
-    let same = |a: &hpb::ProcessFact, b: &hpb::ProcessFact| {
+    let same = |a: &helper_pb::ProcessFact, b: &helper_pb::ProcessFact| {
         identity(a) == identity(b) && a.executable == b.executable && a.argv == b.argv
     };
     match (&before.launcher, &after.launcher) {
@@ -427,12 +434,12 @@ pub async fn observe_seat(
         return Err(not_member("foreground_mismatch", "seat"));
     }
     let owner_is_harness = owner_is_harness(helper, &proof.lineage, &after).await?;
-    let pb_identity = |i: &Identity| apb::ProcessIdentity {
+    let pb_identity = |i: &Identity| admission_pb::ProcessIdentity {
         pid: i.pid,
         pidfs_id: i.pidfs_id,
         start_time: i.start_time,
     };
-    Ok(apb::SeatIdentity {
+    Ok(admission_pb::SeatIdentity {
         fleet: proof.fleet.clone(),
         link_id: proof.link_id.clone(),
         pane_id: proof.pane_id.clone(),
@@ -462,7 +469,7 @@ pub async fn observe_seat(
 async fn owner_is_harness(
     helper: &HelperClient,
     lineage: &[Identity],
-    agent: &hpb::ProcessFact,
+    agent: &helper_pb::ProcessFact,
 ) -> Result<bool, Refusal> {
     let agent_id = identity(agent);
     let (owner, init) = match lineage {

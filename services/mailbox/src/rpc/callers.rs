@@ -5,9 +5,9 @@ use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::Role;
 
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::AdmissionMode;
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::grpc::{self};
 use clankie_runtime::{ClankieError, ErrorCode};
 use tonic::{Request, Response};
@@ -18,7 +18,7 @@ use crate::{codex_seats, seats};
 /// A seat as observed for one request.
 pub(crate) struct Observed {
     pub seat: seats::SeatRec,
-    pub settings: apb::FleetSettings,
+    pub settings: admission_pb::FleetSettings,
     /// The connection's owner is the harness itself.
     pub owner_is_harness: bool,
     /// The agent's arguments, as the kernel keeps them.
@@ -27,7 +27,7 @@ pub(crate) struct Observed {
     pub owner_parent: Option<codex_seats::Proc>,
 }
 
-fn proc_of(p: &apb::ProcessIdentity) -> codex_seats::Proc {
+fn proc_of(p: &admission_pb::ProcessIdentity) -> codex_seats::Proc {
     codex_seats::Proc {
         pid: p.pid,
         pidfs_id: p.pidfs_id,
@@ -48,7 +48,7 @@ impl MailboxService {
                 ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
             })?
             .to_string();
-        let call = Call::new(apb::RecheckRequest { ticket })
+        let call = Call::new(admission_pb::RecheckRequest { ticket })
             .timeout(INTERNAL)
             .request();
         let principal = self
@@ -81,7 +81,7 @@ impl MailboxService {
     pub(crate) async fn native_seat<T>(
         &self,
         req: &Request<T>,
-    ) -> Result<(seats::SeatRec, apb::FleetSettings), ClankieError> {
+    ) -> Result<(seats::SeatRec, admission_pb::FleetSettings), ClankieError> {
         self.observed_seat(req).await.map(|o| (o.seat, o.settings))
     }
 
@@ -100,7 +100,7 @@ impl MailboxService {
         let ticket = Self::ticket_of(req)?;
         // One call: admission rechecks the ticket's proof, then observes the
         // seat fresh (bearer tickets have no seat).
-        let call = Call::new(apb::RecheckRequest { ticket })
+        let call = Call::new(admission_pb::RecheckRequest { ticket })
             .timeout(INTERNAL)
             .request();
         let seat = self
@@ -198,7 +198,7 @@ impl MailboxService {
     /// the same app-server, pane and foreground Codex, across restarts.
     async fn hold_codex_registration(
         &self,
-        seat: &apb::SeatIdentity,
+        seat: &admission_pb::SeatIdentity,
         server: Option<codex_seats::Proc>,
     ) -> Result<(), ClankieError> {
         let Some(hire) = self.registered_codex(&seat.link_id, &seat.pane_id).await else {
@@ -280,8 +280,8 @@ impl MailboxService {
 
     pub(crate) async fn resolve_caller(
         &self,
-        request: Request<pb::ResolveCallerRequest>,
-    ) -> Result<Response<pb::CallerInfo>, ClankieError> {
+        request: Request<mailbox_pb::ResolveCallerRequest>,
+    ) -> Result<Response<mailbox_pb::CallerInfo>, ClankieError> {
         // The owner's route: the owner credential and no ticket.
         let owner = grpc::ticket(request.metadata()).is_none()
             && self.inner.owner.verify(request.metadata()).is_ok();
@@ -294,7 +294,7 @@ impl MailboxService {
                 Err(e) => return Err(e),
             }
         };
-        let mut info = pb::CallerInfo::default();
+        let mut info = mailbox_pb::CallerInfo::default();
         let hire = match &seat {
             Some(seat) => self.hire_of(seat).await.filter(|h| {
                 h.occupant_pidfs_id == seat.agent_pidfs_id
@@ -325,7 +325,7 @@ impl MailboxService {
             (None, None) => {
                 // A bearer or an unverified pane: the admitted principal.
                 let ticket = Self::ticket_of(&request)?;
-                let call = Call::new(apb::RecheckRequest { ticket })
+                let call = Call::new(admission_pb::RecheckRequest { ticket })
                     .timeout(INTERNAL)
                     .request();
                 let principal = self

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use tonic::{Request, Response};
 
@@ -50,8 +50,8 @@ pub(crate) fn caller(
 impl MailboxService {
     pub(crate) async fn add_conversation(
         &self,
-        request: Request<pb::AddConversationRequest>,
-    ) -> Result<Response<pb::Conversation>, ClankieError> {
+        request: Request<mailbox_pb::AddConversationRequest>,
+    ) -> Result<Response<mailbox_pb::Conversation>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if !req.workspace.is_empty() && !std::path::Path::new(&req.workspace).is_absolute() {
@@ -80,11 +80,11 @@ impl MailboxService {
 
     pub(crate) async fn list_conversations(
         &self,
-        request: Request<pb::ListConversationsRequest>,
-    ) -> Result<Response<pb::ListConversationsResponse>, ClankieError> {
+        request: Request<mailbox_pb::ListConversationsRequest>,
+    ) -> Result<Response<mailbox_pb::ListConversationsResponse>, ClankieError> {
         self.owner(&request)?;
         let store = self.inner.store.lock().await;
-        Ok(Response::new(pb::ListConversationsResponse {
+        Ok(Response::new(mailbox_pb::ListConversationsResponse {
             conversations: store
                 .state
                 .conversations
@@ -96,8 +96,8 @@ impl MailboxService {
 
     pub(crate) async fn remove_conversation(
         &self,
-        request: Request<pb::RemoveConversationRequest>,
-    ) -> Result<Response<pb::Conversation>, ClankieError> {
+        request: Request<mailbox_pb::RemoveConversationRequest>,
+    ) -> Result<Response<mailbox_pb::Conversation>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if req.conversation_id == HEAD {
@@ -122,8 +122,8 @@ impl MailboxService {
 
     pub(crate) async fn read_transcript(
         &self,
-        request: Request<pb::ReadTranscriptRequest>,
-    ) -> Result<Response<pb::ReadTranscriptResponse>, ClankieError> {
+        request: Request<mailbox_pb::ReadTranscriptRequest>,
+    ) -> Result<Response<mailbox_pb::ReadTranscriptResponse>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
@@ -144,7 +144,7 @@ impl MailboxService {
                 let last = store.last_seq(&req.conversation_id);
                 if last > req.after || tokio::time::Instant::now() >= deadline {
                     let entries = store.entries(&req.conversation_id, req.after, 500);
-                    return Ok(Response::new(pb::ReadTranscriptResponse {
+                    return Ok(Response::new(mailbox_pb::ReadTranscriptResponse {
                         entries: entries.into_iter().map(entry_pb).collect(),
                         last_seq: last,
                     }));

@@ -7,9 +7,9 @@ use clankie_types::Role;
 use std::path::Path;
 use std::time::Duration;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::auto::v1 as aupb;
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::auto::v1 as auto_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::sandbox;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::leads;
@@ -31,7 +31,7 @@ pub(crate) fn attribute(
     conversation_id: &str,
     named: &str,
 ) -> Result<ProjectRec, ClankieError> {
-    let projects: Vec<pb::Project> = state.projects.iter().map(project_pb).collect();
+    let projects: Vec<mailbox_pb::Project> = state.projects.iter().map(project_pb).collect();
     let conversation = state
         .conversations
         .iter()
@@ -86,7 +86,7 @@ pub(crate) fn attribute(
 /// sandbox is on, and every linked multiplexer's socket (a confined hire
 /// must not ask one for an unconfined pane).
 pub(crate) struct Launch {
-    link: apb::FleetLink,
+    link: admission_pb::FleetLink,
     sandbox: Option<sandbox::Sandbox>,
     sockets: Vec<std::path::PathBuf>,
 }
@@ -136,13 +136,13 @@ impl MailboxService {
 
     /// The switch and the saved level, read fresh; unreachable reads as
     /// off.
-    pub(crate) async fn autonomy(&self) -> aupb::Autonomy {
-        let call = Call::new(aupb::GetSwitchRequest {})
+    pub(crate) async fn autonomy(&self) -> auto_pb::Autonomy {
+        let call = Call::new(auto_pb::GetSwitchRequest {})
             .timeout(INTERNAL)
             .request();
         match self.inner.auto.clone().get_switch(call).await {
             Ok(r) => r.into_inner(),
-            Err(s) => aupb::Autonomy {
+            Err(s) => auto_pb::Autonomy {
                 readable: false,
                 problem: format!("the auto-scheduler cannot be reached: {}", s.message()),
                 ..Default::default()
@@ -151,8 +151,10 @@ impl MailboxService {
     }
 
     /// The local link a hire opens in.
-    pub(crate) async fn fleet_status(&self) -> Result<apb::FleetStatusResponse, ClankieError> {
-        let call = Call::new(apb::FleetStatusRequest {})
+    pub(crate) async fn fleet_status(
+        &self,
+    ) -> Result<admission_pb::FleetStatusResponse, ClankieError> {
+        let call = Call::new(admission_pb::FleetStatusRequest {})
             .timeout(INTERNAL)
             .request();
         self.inner
@@ -185,14 +187,17 @@ impl MailboxService {
         })
     }
 
-    pub(crate) async fn link(&self, link_id: &str) -> Result<apb::FleetLink, ClankieError> {
+    pub(crate) async fn link(
+        &self,
+        link_id: &str,
+    ) -> Result<admission_pb::FleetLink, ClankieError> {
         Self::pick_link(self.fleet_status().await?.links, link_id)
     }
 
     pub(crate) fn pick_link(
-        links: Vec<apb::FleetLink>,
+        links: Vec<admission_pb::FleetLink>,
         link_id: &str,
-    ) -> Result<apb::FleetLink, ClankieError> {
+    ) -> Result<admission_pb::FleetLink, ClankieError> {
         let mut local = links.into_iter().filter(|l| {
             LinkKind::parse(&l.kind).is_some_and(LinkKind::is_pane_host)
                 && (link_id.is_empty() || l.link_id == link_id)
@@ -210,8 +215,8 @@ impl MailboxService {
 
     pub(crate) async fn hire(
         &self,
-        request: Request<pb::HireRequest>,
-    ) -> Result<Response<pb::HireRecord>, ClankieError> {
+        request: Request<mailbox_pb::HireRequest>,
+    ) -> Result<Response<mailbox_pb::HireRecord>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if req.command.is_empty() {
@@ -370,8 +375,8 @@ impl MailboxService {
 
     pub(crate) async fn close_hire(
         &self,
-        request: Request<pb::CloseHireRequest>,
-    ) -> Result<Response<pb::HireRecord>, ClankieError> {
+        request: Request<mailbox_pb::CloseHireRequest>,
+    ) -> Result<Response<mailbox_pb::HireRecord>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let mut store = self.inner.store.lock().await;
@@ -429,8 +434,8 @@ impl MailboxService {
 
     pub(crate) async fn roster(
         &self,
-        request: Request<pb::RosterRequest>,
-    ) -> Result<Response<pb::RosterResponse>, ClankieError> {
+        request: Request<mailbox_pb::RosterRequest>,
+    ) -> Result<Response<mailbox_pb::RosterResponse>, ClankieError> {
         self.owner(&request)?;
         // Mark hires whose pane is gone, one pane listing per linked server.
         let live = self.live_panes().await;
@@ -463,6 +468,6 @@ impl MailboxService {
             .iter()
             .map(|h| hire_pb(h, present(&store.state, &h.conversation_id)))
             .collect();
-        Ok(Response::new(pb::RosterResponse { hires }))
+        Ok(Response::new(mailbox_pb::RosterResponse { hires }))
     }
 }

@@ -1,8 +1,8 @@
 //! Projects: adding, listing and revision-fenced edits, workspace removal,
 //! and how a project routes its tracker calls.
 
-use clankie_proto::auto::v1 as aupb;
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::auto::v1 as auto_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use tonic::{Request, Response};
 
@@ -18,7 +18,7 @@ use crate::{MailboxService, internal, short_id};
 /// everyday and outward work and lead-owned machine setup. Otherwise the
 /// turn may only propose, and the refusal says why.
 pub(crate) fn staffing(
-    autonomy: &aupb::Autonomy,
+    autonomy: &auto_pb::Autonomy,
     project: &ProjectRec,
 ) -> Result<(), ClankieError> {
     let why = if !autonomy.readable {
@@ -91,8 +91,8 @@ pub(crate) fn tracker_route(p: &ProjectRec) -> Result<(&'static str, String, Str
 impl MailboxService {
     pub(crate) async fn add_project(
         &self,
-        request: Request<pb::AddProjectRequest>,
-    ) -> Result<Response<pb::Project>, ClankieError> {
+        request: Request<mailbox_pb::AddProjectRequest>,
+    ) -> Result<Response<mailbox_pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let name = req.name.trim().to_string();
@@ -165,19 +165,19 @@ impl MailboxService {
 
     pub(crate) async fn list_projects(
         &self,
-        request: Request<pb::ListProjectsRequest>,
-    ) -> Result<Response<pb::ListProjectsResponse>, ClankieError> {
+        request: Request<mailbox_pb::ListProjectsRequest>,
+    ) -> Result<Response<mailbox_pb::ListProjectsResponse>, ClankieError> {
         self.owner(&request)?;
         let store = self.inner.store.lock().await;
-        Ok(Response::new(pb::ListProjectsResponse {
+        Ok(Response::new(mailbox_pb::ListProjectsResponse {
             projects: store.state.projects.iter().map(project_pb).collect(),
         }))
     }
 
     pub(crate) async fn update_project(
         &self,
-        request: Request<pb::UpdateProjectRequest>,
-    ) -> Result<Response<pb::Project>, ClankieError> {
+        request: Request<mailbox_pb::UpdateProjectRequest>,
+    ) -> Result<Response<mailbox_pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let valid = |v: &str| matches!(v, "" | "builtin" | "linear");
@@ -262,8 +262,8 @@ impl MailboxService {
 
     pub(crate) async fn remove_workspace(
         &self,
-        request: Request<pb::RemoveWorkspaceRequest>,
-    ) -> Result<Response<pb::Project>, ClankieError> {
+        request: Request<mailbox_pb::RemoveWorkspaceRequest>,
+    ) -> Result<Response<mailbox_pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         let mut store = self.inner.store.lock().await;

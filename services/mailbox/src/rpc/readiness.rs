@@ -9,7 +9,7 @@
 //! dropped unseen, and nothing is ever typed into the pane instead). The
 //! reason is kept on the hire for the lead and `clankie hire --wait-ready`.
 
-use clankie_proto::admission::v1 as apb;
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::FleetTools;
 use clankie_runtime::ClankieError;
 use clankie_types::fleet::{Family, FleetTool};
@@ -26,7 +26,7 @@ const CLAUDE_CHANNEL: &str = "plugin:clankie-worker@clankie";
 pub(crate) fn judge(
     hire: &HireRec,
     tools: &[String],
-    settings: &apb::FleetSettings,
+    settings: &admission_pb::FleetSettings,
     agent_argv: &[String],
 ) -> Result<(), &'static str> {
     if hire.harness == "claude"
@@ -165,8 +165,8 @@ mod tests {
         .expect("hire")
     }
 
-    fn settings(connected: bool, peers: bool) -> apb::FleetSettings {
-        apb::FleetSettings {
+    fn settings(connected: bool, peers: bool) -> admission_pb::FleetSettings {
+        admission_pb::FleetSettings {
             tools: if connected {
                 FleetTools::Connected as i32
             } else {

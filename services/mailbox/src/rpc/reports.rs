@@ -1,7 +1,7 @@
 //! Worker reports (`message_clankie`) to the hiring lead, with receipts that
 //! never reroute or replay an accepted report.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::ErrorCode;
 use tonic::{Request, Response};
@@ -13,8 +13,8 @@ use crate::{MailboxService, internal};
 impl MailboxService {
     pub(crate) async fn report(
         &self,
-        request: Request<pb::ReportRequest>,
-    ) -> Result<Response<pb::ReportResponse>, ClankieError> {
+        request: Request<mailbox_pb::ReportRequest>,
+    ) -> Result<Response<mailbox_pb::ReportResponse>, ClankieError> {
         let principal = self.pane_principal(&request).await?;
         self.hold_codex_pane(&request, &principal).await?;
         let req = request.into_inner();
@@ -31,7 +31,7 @@ impl MailboxService {
         // An accepted receipt returns where it went: never rerouted, never
         // written twice, whatever changed since.
         if let Some(a) = store.receipt(&req.receipt_id).cloned() {
-            return Ok(Response::new(pb::ReportResponse {
+            return Ok(Response::new(mailbox_pb::ReportResponse {
                 receipt_id: req.receipt_id,
                 conversation_id: a.conversation_id,
                 seq: a.seq,
@@ -76,7 +76,7 @@ impl MailboxService {
         let seq = store.append(&conversation_id, entry).map_err(internal)?;
         drop(store);
         self.inner.appended.send_modify(|n| *n += 1);
-        Ok(Response::new(pb::ReportResponse {
+        Ok(Response::new(mailbox_pb::ReportResponse {
             receipt_id: req.receipt_id,
             conversation_id,
             seq,

@@ -1,7 +1,7 @@
 //! Landing review: a worker submits the exact change, the project's reviewer
 //! reads it and gives the verdict, and the author hears it.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::Role;
@@ -50,8 +50,8 @@ impl MailboxService {
 
     pub(crate) async fn submit_review(
         &self,
-        request: Request<pb::SubmitReviewRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, ClankieError> {
+        request: Request<mailbox_pb::SubmitReviewRequest>,
+    ) -> Result<Response<mailbox_pb::ReviewCandidate>, ClankieError> {
         let (me, _) = self.native_seat(&request).await?;
         let req = request.into_inner();
         let bad = |m: &str| ErrorCode::InvalidArgument.err(m.to_string());
@@ -193,8 +193,8 @@ impl MailboxService {
 
     pub(crate) async fn get_review_candidate(
         &self,
-        request: Request<pb::GetReviewCandidateRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, ClankieError> {
+        request: Request<mailbox_pb::GetReviewCandidateRequest>,
+    ) -> Result<Response<mailbox_pb::ReviewCandidate>, ClankieError> {
         let (me, _) = self.native_seat(&request).await?;
         let id = request.into_inner().candidate_id;
         let c = self
@@ -217,8 +217,8 @@ impl MailboxService {
 
     pub(crate) async fn review_verdict(
         &self,
-        request: Request<pb::ReviewVerdictRequest>,
-    ) -> Result<Response<pb::ReviewCandidate>, ClankieError> {
+        request: Request<mailbox_pb::ReviewVerdictRequest>,
+    ) -> Result<Response<mailbox_pb::ReviewCandidate>, ClankieError> {
         let (me, _) = self.native_seat(&request).await?;
         let req = request.into_inner();
         let mut book = self.inner.reviews.lock().await;
@@ -298,8 +298,8 @@ impl MailboxService {
 
     pub(crate) async fn list_reviews(
         &self,
-        request: Request<pb::ListReviewsRequest>,
-    ) -> Result<Response<pb::ListReviewsResponse>, ClankieError> {
+        request: Request<mailbox_pb::ListReviewsRequest>,
+    ) -> Result<Response<mailbox_pb::ListReviewsResponse>, ClankieError> {
         self.owner(&request)?;
         let id = request.into_inner().candidate_id;
         let book = self.inner.reviews.lock().await;
@@ -316,6 +316,8 @@ impl MailboxService {
                 candidate_pb(c, patch)
             })
             .collect();
-        Ok(Response::new(pb::ListReviewsResponse { candidates }))
+        Ok(Response::new(mailbox_pb::ListReviewsResponse {
+            candidates,
+        }))
     }
 }

@@ -6,8 +6,8 @@ use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
 use std::time::Duration;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
@@ -22,7 +22,7 @@ use crate::{MailboxService, internal, short_id};
 
 /// Why peer messages are refused: the owner's switch, or a settings file
 /// that cannot be read (never reported as the owner's choice).
-pub(crate) fn peers_off(settings: &apb::FleetSettings) -> ClankieError {
+pub(crate) fn peers_off(settings: &admission_pb::FleetSettings) -> ClankieError {
     if settings.unreadable {
         ErrorCode::SettingsUnreadable.err(
             "the fleet settings cannot be read, so peer messages read as off until the owner repairs them",
@@ -84,7 +84,7 @@ impl MailboxService {
     /// left out: unknown is not gone).
     pub(crate) async fn live_panes(&self) -> std::collections::HashMap<String, Vec<String>> {
         let links = {
-            let call = Call::new(apb::FleetStatusRequest {})
+            let call = Call::new(admission_pb::FleetStatusRequest {})
                 .timeout(INTERNAL)
                 .request();
             self.inner
@@ -128,9 +128,9 @@ impl MailboxService {
         self.save_book(&book)
     }
 
-    pub(crate) fn seat_pb(&self, s: &seats::SeatRec, hires: &[HireRec]) -> pb::Seat {
+    pub(crate) fn seat_pb(&self, s: &seats::SeatRec, hires: &[HireRec]) -> mailbox_pb::Seat {
         let hire = crate::store::hire_in(hires, &s.link_id, &s.pane_id);
-        pb::Seat {
+        mailbox_pb::Seat {
             seat_id: s.seat_id.clone(),
             fleet: s.fleet.clone(),
             pane_id: s.pane_id.clone(),
@@ -171,8 +171,8 @@ impl MailboxService {
 
     pub(crate) async fn message_seat(
         &self,
-        request: Request<pb::MessageSeatRequest>,
-    ) -> Result<Response<pb::MessageSeatResponse>, ClankieError> {
+        request: Request<mailbox_pb::MessageSeatRequest>,
+    ) -> Result<Response<mailbox_pb::MessageSeatResponse>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         if req.text.trim().is_empty() || req.text.len() > MAX_REPORT {
@@ -210,7 +210,7 @@ impl MailboxService {
             self.save_book(&book)?;
         }
         self.inner.queued.send_modify(|n| *n += 1);
-        Ok(Response::new(pb::MessageSeatResponse {
+        Ok(Response::new(mailbox_pb::MessageSeatResponse {
             delivery_id,
             owner_conversation_id,
             adopted,
@@ -219,8 +219,8 @@ impl MailboxService {
 
     pub(crate) async fn seat_poll(
         &self,
-        request: Request<pb::SeatPollRequest>,
-    ) -> Result<Response<pb::SeatPollResponse>, ClankieError> {
+        request: Request<mailbox_pb::SeatPollRequest>,
+    ) -> Result<Response<mailbox_pb::SeatPollResponse>, ClankieError> {
         let observed = self.control_seat(&request).await?;
         let req = request.into_inner();
         let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
@@ -231,7 +231,7 @@ impl MailboxService {
         if !ready {
             self.note_poll(&seat.seat_id);
             tokio::time::sleep_until(deadline).await;
-            return Ok(Response::new(pb::SeatPollResponse {
+            return Ok(Response::new(mailbox_pb::SeatPollResponse {
                 seat_id: seat.seat_id,
                 deliveries: Vec::new(),
             }));
@@ -241,7 +241,7 @@ impl MailboxService {
             self.note_poll(&seat.seat_id);
             let pending = self.inner.book.lock().await.pending(&seat);
             if !pending.is_empty() || tokio::time::Instant::now() >= deadline {
-                return Ok(Response::new(pb::SeatPollResponse {
+                return Ok(Response::new(mailbox_pb::SeatPollResponse {
                     seat_id: seat.seat_id,
                     deliveries: pending.into_iter().map(delivery_pb).collect(),
                 }));
@@ -252,8 +252,8 @@ impl MailboxService {
 
     pub(crate) async fn seat_ack(
         &self,
-        request: Request<pb::SeatAckRequest>,
-    ) -> Result<Response<pb::SeatAckResponse>, ClankieError> {
+        request: Request<mailbox_pb::SeatAckRequest>,
+    ) -> Result<Response<mailbox_pb::SeatAckResponse>, ClankieError> {
         let seat = self.control_seat(&request).await?.seat;
         let req = request.into_inner();
         let delivery_id = req.delivery_id;
@@ -267,13 +267,13 @@ impl MailboxService {
             self.save_book(&book)?;
             tracing::info!(delivery = %delivery_id, "mailbox.delivery.acknowledged");
         }
-        Ok(Response::new(pb::SeatAckResponse { recorded }))
+        Ok(Response::new(mailbox_pb::SeatAckResponse { recorded }))
     }
 
     pub(crate) async fn list_peers(
         &self,
-        request: Request<pb::ListPeersRequest>,
-    ) -> Result<Response<pb::ListPeersResponse>, ClankieError> {
+        request: Request<mailbox_pb::ListPeersRequest>,
+    ) -> Result<Response<mailbox_pb::ListPeersResponse>, ClankieError> {
         let (me, settings) = self.native_seat(&request).await?;
         if !settings.peer_messages {
             return Err(peers_off(&settings));
@@ -287,7 +287,7 @@ impl MailboxService {
             .filter(|s| !s.gone && s.fleet == me.fleet && s.seat_id != me.seat_id)
             .map(|s| self.seat_pb(s, &hires))
             .collect();
-        Ok(Response::new(pb::ListPeersResponse {
+        Ok(Response::new(mailbox_pb::ListPeersResponse {
             self_: Some(self.seat_pb(&me, &hires)),
             seats,
         }))
@@ -295,8 +295,8 @@ impl MailboxService {
 
     pub(crate) async fn send_peer(
         &self,
-        request: Request<pb::SendPeerRequest>,
-    ) -> Result<Response<pb::PeerReceipt>, ClankieError> {
+        request: Request<mailbox_pb::SendPeerRequest>,
+    ) -> Result<Response<mailbox_pb::PeerReceipt>, ClankieError> {
         let (me, settings) = self.native_seat(&request).await?;
         // Off refuses every new send, stale catalogs included.
         if !settings.peer_messages {
@@ -403,8 +403,8 @@ impl MailboxService {
 
     pub(crate) async fn get_peer_receipt(
         &self,
-        request: Request<pb::GetPeerReceiptRequest>,
-    ) -> Result<Response<pb::PeerReceipt>, ClankieError> {
+        request: Request<mailbox_pb::GetPeerReceiptRequest>,
+    ) -> Result<Response<mailbox_pb::PeerReceipt>, ClankieError> {
         // Reads stay allowed with peer messages off.
         let (me, _) = self.native_seat(&request).await?;
         let id = request.into_inner().peer_message_id;
@@ -420,8 +420,8 @@ impl MailboxService {
 
     pub(crate) async fn seat_tools(
         &self,
-        request: Request<pb::SeatToolsRequest>,
-    ) -> Result<Response<pb::SeatToolsResponse>, ClankieError> {
+        request: Request<mailbox_pb::SeatToolsRequest>,
+    ) -> Result<Response<mailbox_pb::SeatToolsResponse>, ClankieError> {
         let principal = self.pane_principal(&request).await?;
         self.hold_codex_pane(&request, &principal).await?;
         let store = self.inner.store.lock().await;
@@ -440,13 +440,16 @@ impl MailboxService {
             .state
             .hire_in(&principal.link_id, &principal.pane_id)
             .is_some_and(|h| h.role == Role::Lead);
-        Ok(Response::new(pb::SeatToolsResponse { reviews, lead }))
+        Ok(Response::new(mailbox_pb::SeatToolsResponse {
+            reviews,
+            lead,
+        }))
     }
 
     pub(crate) async fn seat_claim(
         &self,
-        request: Request<pb::SeatClaimRequest>,
-    ) -> Result<Response<pb::SeatClaimResponse>, ClankieError> {
+        request: Request<mailbox_pb::SeatClaimRequest>,
+    ) -> Result<Response<mailbox_pb::SeatClaimResponse>, ClankieError> {
         let seat = self.control_seat(&request).await?.seat;
         let ids = request.into_inner().delivery_ids;
         let claim_id = short_id("claim");
@@ -456,7 +459,7 @@ impl MailboxService {
             // The claim is durable before the bridge hears of it.
             self.save_book(&book)?;
         }
-        Ok(Response::new(pb::SeatClaimResponse {
+        Ok(Response::new(mailbox_pb::SeatClaimResponse {
             claim_id,
             deliveries: held.into_iter().map(delivery_pb).collect(),
         }))
@@ -464,8 +467,8 @@ impl MailboxService {
 
     pub(crate) async fn seat_release(
         &self,
-        request: Request<pb::SeatReleaseRequest>,
-    ) -> Result<Response<pb::SeatAckResponse>, ClankieError> {
+        request: Request<mailbox_pb::SeatReleaseRequest>,
+    ) -> Result<Response<mailbox_pb::SeatAckResponse>, ClankieError> {
         let seat = self.control_seat(&request).await?.seat;
         let req = request.into_inner();
         let mut book = self.inner.book.lock().await;
@@ -475,6 +478,8 @@ impl MailboxService {
             drop(book);
             self.inner.queued.send_modify(|n| *n += 1);
         }
-        Ok(Response::new(pb::SeatAckResponse { recorded: released }))
+        Ok(Response::new(mailbox_pb::SeatAckResponse {
+            recorded: released,
+        }))
     }
 }

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use clankie_proto::admission::v1 as apb;
-use clankie_proto::auto::v1 as aupb;
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_proto::auto::v1 as auto_pb;
 use clankie_runtime::ErrorCode;
 
 use super::conversations::{caller, check_entry};
@@ -62,8 +62,8 @@ fn state(projects: Vec<ProjectRec>, conversations: Vec<ConversationRec>) -> Stat
     }
 }
 
-fn full() -> aupb::Autonomy {
-    aupb::Autonomy {
+fn full() -> auto_pb::Autonomy {
+    auto_pb::Autonomy {
         on: true,
         level: "full".into(),
         readable: true,
@@ -81,21 +81,21 @@ fn an_autonomous_turn_staffs_only_with_every_switch_allowing_it() {
     assert!(staffing(&full(), &p).is_ok());
     let cases = [
         (
-            aupb::Autonomy {
+            auto_pb::Autonomy {
                 readable: false,
                 ..full()
             },
             "cannot be read",
         ),
         (
-            aupb::Autonomy {
+            auto_pb::Autonomy {
                 on: false,
                 ..full()
             },
             "switch is off",
         ),
         (
-            aupb::Autonomy {
+            auto_pb::Autonomy {
                 level: String::new(),
                 ..full()
             },
@@ -223,9 +223,9 @@ fn entries_carry_an_id_and_bounded_text() {
 
 #[test]
 fn unreadable_settings_are_never_reported_as_the_owners_choice() {
-    let off = apb::FleetSettings::default();
+    let off = admission_pb::FleetSettings::default();
     assert_eq!(peers_off(&off).code, ErrorCode::PeerMessagesOff);
-    let unreadable = apb::FleetSettings {
+    let unreadable = admission_pb::FleetSettings {
         unreadable: true,
         ..Default::default()
     };

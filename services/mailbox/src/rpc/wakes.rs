@@ -1,6 +1,6 @@
 //! Wakes: the auto-scheduler's nudges into a lead's transcript, with receipts.
 
-use clankie_proto::mailbox::v1 as pb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
@@ -14,15 +14,15 @@ use crate::{MailboxService, internal, short_id};
 impl MailboxService {
     pub(crate) async fn wake(
         &self,
-        request: Request<pb::WakeRequest>,
-    ) -> Result<Response<pb::WakeResponse>, ClankieError> {
+        request: Request<mailbox_pb::WakeRequest>,
+    ) -> Result<Response<mailbox_pb::WakeResponse>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
         check_entry("wake", &req.wake_id, &req.text)?;
         let mut store = self.inner.store.lock().await;
         // A wake id is accepted once: a repeat returns where it landed.
         if let Some(a) = store.receipt(&req.wake_id).cloned() {
-            return Ok(Response::new(pb::WakeResponse {
+            return Ok(Response::new(mailbox_pb::WakeResponse {
                 found: true,
                 conversation_id: a.conversation_id,
                 seq: a.seq,
@@ -82,7 +82,7 @@ impl MailboxService {
             None => false,
         };
         tracing::info!(conversation = %conversation_id, source = %req.source, "wake.accepted");
-        Ok(Response::new(pb::WakeResponse {
+        Ok(Response::new(mailbox_pb::WakeResponse {
             found: true,
             conversation_id,
             seq,
@@ -94,20 +94,20 @@ impl MailboxService {
 
     pub(crate) async fn wake_receipt(
         &self,
-        request: Request<pb::WakeReceiptRequest>,
-    ) -> Result<Response<pb::WakeResponse>, ClankieError> {
+        request: Request<mailbox_pb::WakeReceiptRequest>,
+    ) -> Result<Response<mailbox_pb::WakeResponse>, ClankieError> {
         self.owner(&request)?;
         let id = request.into_inner().wake_id;
         let store = self.inner.store.lock().await;
         Ok(Response::new(match store.receipt(&id) {
-            Some(a) => pb::WakeResponse {
+            Some(a) => mailbox_pb::WakeResponse {
                 found: true,
                 conversation_id: a.conversation_id.clone(),
                 seq: a.seq,
                 replayed: true,
                 ..Default::default()
             },
-            None => pb::WakeResponse::default(),
+            None => mailbox_pb::WakeResponse::default(),
         }))
     }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::state::{self, GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use rmcp::service::{Peer, RoleClient};
@@ -61,7 +61,7 @@ struct AccountsFile {
 /// The live state of one account.
 #[derive(Debug, Clone)]
 pub struct Live {
-    pub state: pb::AccountState,
+    pub state: mcphost_pb::AccountState,
     pub identity_name: String,
     pub identity_version: String,
     pub protocol_version: String,
@@ -74,7 +74,7 @@ pub struct Live {
 impl Default for Live {
     fn default() -> Self {
         Live {
-            state: pb::AccountState::Verifying,
+            state: mcphost_pb::AccountState::Verifying,
             identity_name: String::new(),
             identity_version: String::new(),
             protocol_version: String::new(),
@@ -101,9 +101,9 @@ impl Slot {
         self.config.generation
     }
 
-    fn to_pb(&self) -> pb::Account {
+    fn to_pb(&self) -> mcphost_pb::Account {
         let live = self.live.borrow();
-        pb::Account {
+        mcphost_pb::Account {
             name: self.config.name.clone(),
             transport: self.config.transport.kind().into(),
             target: self.config.transport.target(),
@@ -224,7 +224,7 @@ impl Registry {
     }
 
     /// Lists accounts.
-    pub fn list(&self) -> Vec<pb::Account> {
+    pub fn list(&self) -> Vec<mcphost_pb::Account> {
         lock(&self.inner.slots)
             .values()
             .map(|s| s.to_pb())
@@ -237,7 +237,7 @@ impl Registry {
         name: &str,
         transport: Transport,
         wait: Duration,
-    ) -> Result<pb::Account, ClankieError> {
+    ) -> Result<mcphost_pb::Account, ClankieError> {
         if !crate::catalog::valid_account_name(name) {
             return Err(ErrorCode::InvalidArgument.err(
                 "account names use lowercase letters, digits and dashes (no underscore), at most 40",
@@ -269,7 +269,7 @@ impl Registry {
             let mut rx = slot.live.subscribe();
             let _ = tokio::time::timeout(wait, async {
                 loop {
-                    if rx.borrow_and_update().state != pb::AccountState::Verifying {
+                    if rx.borrow_and_update().state != mcphost_pb::AccountState::Verifying {
                         break;
                     }
                     if rx.changed().await.is_err() {
@@ -319,13 +319,14 @@ impl Registry {
     pub fn verified_identity(&self, account: &str) -> Option<String> {
         let slot = lock(&self.inner.slots).get(account).cloned()?;
         let live = slot.live.borrow();
-        (live.state == pb::AccountState::Verified).then(|| live.identity_name.clone())
+        (live.state == mcphost_pb::AccountState::Verified).then(|| live.identity_name.clone())
     }
 
     /// The generation of `account` when it is connected and verified now.
     pub fn verified_generation(&self, account: &str) -> Option<u64> {
         let slot = lock(&self.inner.slots).get(account).cloned()?;
-        (slot.live.borrow().state == pb::AccountState::Verified).then_some(slot.config.generation)
+        (slot.live.borrow().state == mcphost_pb::AccountState::Verified)
+            .then_some(slot.config.generation)
     }
 
     /// The connection for `account` at `generation`, held open while the
@@ -346,7 +347,7 @@ impl Registry {
                 "account {account} was reconfigured; search again with clankie_tools"
             )));
         }
-        if slot.live.borrow().state != pb::AccountState::Verified {
+        if slot.live.borrow().state != mcphost_pb::AccountState::Verified {
             return Err(ErrorCode::AccountUnavailable.err(format!(
                 "account {account} is not verified right now; retry shortly"
             )));
@@ -381,7 +382,7 @@ impl Registry {
         let accounts: Vec<AccountTools> = std::iter::once(crate::tracker::builtin_tools())
             .chain(lock(&self.inner.slots).values().filter_map(|s| {
                 let live = s.live.borrow();
-                (live.state == pb::AccountState::Verified).then(|| AccountTools {
+                (live.state == mcphost_pb::AccountState::Verified).then(|| AccountTools {
                     account: s.config.name.clone(),
                     generation: s.config.generation,
                     builtin: false,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::now_ms;
 use tokio::sync::Notify;
 
@@ -22,7 +22,7 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
             break;
         }
         slot.live.send_modify(|l| {
-            l.state = pb::AccountState::Verifying;
+            l.state = mcphost_pb::AccountState::Verifying;
             l.restarts = restarts;
         });
         let relist = Arc::new(Notify::new());
@@ -41,7 +41,7 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
             Err(e) => {
                 tracing::warn!(account = %name, error = %e, "account unavailable");
                 slot.live.send_modify(|l| {
-                    l.state = pb::AccountState::Unavailable;
+                    l.state = mcphost_pb::AccountState::Unavailable;
                     l.last_error = e;
                     l.tools = Arc::new(Vec::new());
                 });
@@ -60,7 +60,7 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
         match list_tools(&peer).await {
             Ok(tools) => {
                 slot.live.send_modify(|l| {
-                    l.state = pb::AccountState::Verified;
+                    l.state = mcphost_pb::AccountState::Verified;
                     l.tools = Arc::new(tools);
                     l.last_error.clear();
                     l.verified_at_ms = now_ms();
@@ -79,7 +79,7 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
             }
             Err(e) => {
                 slot.live.send_modify(|l| {
-                    l.state = pb::AccountState::Unavailable;
+                    l.state = mcphost_pb::AccountState::Unavailable;
                     l.last_error = e;
                 });
                 let _ = running.cancel().await;
@@ -137,7 +137,7 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
         }
         tracing::warn!(account = %name, backoff_ms = backoff.as_millis() as u64, "account connection closed; restarting");
         slot.live.send_modify(|l| {
-            l.state = pb::AccountState::Unavailable;
+            l.state = mcphost_pb::AccountState::Unavailable;
             l.last_error = "the server closed the connection".into();
             l.tools = Arc::new(Vec::new());
         });

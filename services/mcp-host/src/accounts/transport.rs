@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde::{Deserialize, Serialize};
 
@@ -58,9 +58,11 @@ impl Transport {
     }
 
     /// Validates a transport from the wire.
-    pub fn from_pb(t: Option<pb::connect_request::Transport>) -> Result<Self, ClankieError> {
+    pub fn from_pb(
+        t: Option<mcphost_pb::connect_request::Transport>,
+    ) -> Result<Self, ClankieError> {
         match t {
-            Some(pb::connect_request::Transport::Stdio(s)) => {
+            Some(mcphost_pb::connect_request::Transport::Stdio(s)) => {
                 if s.command.trim().is_empty() {
                     return Err(ErrorCode::InvalidArgument.err("a stdio account needs a command"));
                 }
@@ -71,7 +73,7 @@ impl Transport {
                     cwd: (!s.cwd.is_empty()).then_some(s.cwd),
                 })
             }
-            Some(pb::connect_request::Transport::Http(h)) => {
+            Some(mcphost_pb::connect_request::Transport::Http(h)) => {
                 let ok = h.url.starts_with("http://") || h.url.starts_with("https://");
                 if !ok {
                     return Err(

@@ -7,8 +7,8 @@ use clankie_runtime::clients::{Answer as _, Call, Unanswered};
 use std::time::Duration;
 
 use clankie_proto::common::v1::Principal;
-use clankie_proto::mcphost::v1 as pb;
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::{ClankieError, now_ms};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -170,7 +170,7 @@ impl McpHost {
         settled: Settled,
         record: Record,
         budget: Duration,
-    ) -> pb::CallResult {
+    ) -> mcphost_pb::CallResult {
         let wait = budget.saturating_sub(REPLY_MARGIN);
         let detail = match tokio::time::timeout(wait, settled).await {
             Ok(Ok(Ok(settled))) => return result_pb(&settled, false),
@@ -262,7 +262,7 @@ fn not_dispatched(why: Stopped) -> Settlement {
 /// caller's actor.
 async fn invoke_store(
     mut client: clankie_runtime::clients::TrackerClient,
-    invoke: tpb::InvokeRequest,
+    invoke: tracker_pb::InvokeRequest,
     owner_token: &str,
 ) -> Settlement {
     let r = Call::new(invoke)

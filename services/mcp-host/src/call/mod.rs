@@ -15,7 +15,7 @@ pub(crate) use plan::Plan;
 use clankie_types::fleet::{ReceiptId, ReceiptKind};
 use std::time::{Duration, Instant};
 
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::Value;
 
@@ -32,7 +32,7 @@ pub(crate) struct Ask {
 impl Ask {
     /// Arguments must be a JSON object (empty means `{}`); a receipt id the
     /// caller did not choose is made here, once.
-    fn parse(req: &pb::CallToolRequest) -> Result<Ask, ClankieError> {
+    fn parse(req: &mcphost_pb::CallToolRequest) -> Result<Ask, ClankieError> {
         let args: Value = if req.arguments_json.trim().is_empty() {
             Value::Object(Default::default())
         } else {
@@ -98,11 +98,11 @@ impl McpHost {
     pub async fn call_as(
         &self,
         who: &Requester,
-        req: pb::CallToolRequest,
+        req: mcphost_pb::CallToolRequest,
         budget: Duration,
         caller_gone: Option<tokio_util::sync::CancellationToken>,
         listen: crate::relay::Listen,
-    ) -> Result<pb::CallResult, ClankieError> {
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         let started = Instant::now();
         // What stops the call is taken before its first await, so a revoke
         // or a cancel at any point of the setup is seen at the boundary.

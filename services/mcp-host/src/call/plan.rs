@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use clankie_proto::mailbox::v1 as mpb;
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::clients::{Answer, Call};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use serde_json::Value;
@@ -163,7 +163,7 @@ impl McpHost {
         who: &Requester,
         repo: &str,
     ) -> Result<tracker::TrackerCaller, ClankieError> {
-        let msg = mpb::ResolveCallerRequest {
+        let msg = mailbox_pb::ResolveCallerRequest {
             repo: repo.to_string(),
         };
         let req = match who {
@@ -207,7 +207,7 @@ impl McpHost {
             return Ok(Vec::new());
         }
         let req = self.owner_request(
-            tpb::OwnsItemRequest { references: refs },
+            tracker_pb::OwnsItemRequest { references: refs },
             Duration::from_secs(5),
         );
         let answer = self.inner.tracker.clone().owns_item(req).await.answer();

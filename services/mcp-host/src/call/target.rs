@@ -1,7 +1,7 @@
 //! The account/configuration fence, and what a dispatch reaches: an
 //! upstream account's live session, or the built-in tracker's store.
 
-use clankie_proto::tracker::v1 as tpb;
+use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::Value;
 
@@ -13,7 +13,7 @@ pub(crate) enum Target {
     /// An upstream session, held in flight until the call settles.
     Upstream(rmcp::Peer<rmcp::RoleClient>, accounts::InflightGuard),
     /// The built-in tracker, as the caller's actor and role.
-    Store(tpb::InvokeRequest),
+    Store(tracker_pb::InvokeRequest),
 }
 
 impl McpHost {
@@ -65,7 +65,7 @@ impl McpHost {
                     .dispatch_handle(tracker::ACCOUNT, generation)?;
                 Target::Upstream(peer, guard)
             }
-            Some(p) => Target::Store(tpb::InvokeRequest {
+            Some(p) => Target::Store(tracker_pb::InvokeRequest {
                 tool: entry.tool.clone(),
                 arguments_json: args.to_string(),
                 actor: p.caller.actor.clone(),

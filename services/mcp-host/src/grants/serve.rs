@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use clankie_proto::common::v1::{AdmissionMode, Principal};
-use clankie_proto::mcphost::v1 as pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
 use serde_json::{Map, Value};
 use tonic::metadata::MetadataMap;
@@ -32,8 +32,8 @@ pub(crate) fn principal(grant: &GrantRecord) -> Principal {
     }
 }
 
-pub(crate) fn grant_pb(g: &GrantRecord) -> pb::Grant {
-    pb::Grant {
+pub(crate) fn grant_pb(g: &GrantRecord) -> mcphost_pb::Grant {
+    mcphost_pb::Grant {
         grant_id: g.grant_id.clone(),
         kind: g.kind.clone(),
         principal_id: g.principal_id.clone(),
@@ -42,7 +42,7 @@ pub(crate) fn grant_pb(g: &GrantRecord) -> pb::Grant {
         tools: g
             .tools
             .iter()
-            .map(|t| pb::GrantTool {
+            .map(|t| mcphost_pb::GrantTool {
                 name: t.name.clone(),
                 arguments_json: if t.arguments.is_empty() {
                     String::new()
@@ -61,7 +61,7 @@ pub(crate) fn grant_pb(g: &GrantRecord) -> pb::Grant {
     }
 }
 
-fn granted_tool(t: &pb::GrantTool) -> Result<GrantedTool, ClankieError> {
+fn granted_tool(t: &mcphost_pb::GrantTool) -> Result<GrantedTool, ClankieError> {
     let arguments: Map<String, Value> = if t.arguments_json.trim().is_empty() {
         Map::new()
     } else {
@@ -102,8 +102,8 @@ impl McpHost {
     /// worker-publishing tool needs an exact `personaId` pin.
     pub(crate) fn issue_grant(
         &self,
-        req: pb::IssueGrantRequest,
-    ) -> Result<pb::IssueGrantResponse, ClankieError> {
+        req: mcphost_pb::IssueGrantRequest,
+    ) -> Result<mcphost_pb::IssueGrantResponse, ClankieError> {
         let tools = req
             .tools
             .iter()
@@ -133,7 +133,7 @@ impl McpHost {
             account_identity: identity,
         })?;
         tracing::info!(grant = %grant.grant_id, server = %grant.server, tools = grant.tools.len(), "grant.issued");
-        Ok(pb::IssueGrantResponse {
+        Ok(mcphost_pb::IssueGrantResponse {
             grant: Some(grant_pb(&grant)),
             bearer,
         })
@@ -185,14 +185,14 @@ impl McpHost {
 
     /// The granted tools under their real names and schemas (a tool the
     /// server no longer has is left out).
-    pub(crate) fn grant_tools(&self, caller: &GrantCaller) -> Vec<pb::ToolDescription> {
+    pub(crate) fn grant_tools(&self, caller: &GrantCaller) -> Vec<mcphost_pb::ToolDescription> {
         let catalog = self.catalog();
         caller
             .grant
             .tools
             .iter()
             .filter_map(|t| self.granted_entry(&catalog, &caller.grant.server, t).ok())
-            .map(|e| pb::ToolDescription {
+            .map(|e| mcphost_pb::ToolDescription {
                 name: e.tool.clone(),
                 description: e.description.clone(),
                 input_schema_json: Value::Object((*e.schema).clone()).to_string(),
