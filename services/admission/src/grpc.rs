@@ -42,9 +42,12 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<admission_pb::CreateFleetTokenRequest>,
     ) -> Result<Response<admission_pb::CreateFleetTokenResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
         let req = request.into_inner();
-        check_fleet_name(&req.fleet)?;
+        check_fleet_name(&req.fleet).map_err(refused)?;
         let token = owner::random_token("clkf");
         let record = LinkRecord {
             link_id: format!("link-{}", &owner::random_token("x")[2..14]),
@@ -71,7 +74,10 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<admission_pb::RevokeFleetLinkRequest>,
     ) -> Result<Response<admission_pb::RevokeFleetLinkResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
         let link_id = request.into_inner().link_id;
         let revoked = {
             let mut guard = lock(&self.inner.links);
@@ -98,7 +104,10 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<admission_pb::FleetStatusRequest>,
     ) -> Result<Response<admission_pb::FleetStatusResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
         Ok(Response::new(self.status()))
     }
 
@@ -106,7 +115,10 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<admission_pb::SetFleetSettingsRequest>,
     ) -> Result<Response<admission_pb::FleetStatusResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
         let req = request.into_inner();
         let mut current = self.inner.settings.borrow().clone();
         let tools = match FleetTools::try_from(req.tools) {
@@ -118,9 +130,9 @@ impl admission_pb::admission_server::Admission for AdmissionService {
                 current.file().tools
             }
             _ => {
-                return Err(ErrorCode::InvalidArgument
-                    .err("tools must be connected or off")
-                    .into());
+                return Err(refused(
+                    ErrorCode::InvalidArgument.err("tools must be connected or off"),
+                ));
             }
         };
         let peer_messages = req.peer_messages.unwrap_or(current.file().peer_messages);
@@ -130,9 +142,8 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         {
             // Turning tools on over an unreadable file would discard it; the
             // owner must inspect it first. Turning off is always safe.
-            return Err(ErrorCode::Internal
-                .err("fleet settings file is unreadable; move it aside before turning tools or peer messages on or the worker sandbox off")
-                .into());
+            return Err(refused(ErrorCode::Internal
+                .err("fleet settings file is unreadable; move it aside before turning tools or peer messages on or the worker sandbox off")));
         }
         if current.unreadable()
             || current.file().tools != tools
@@ -146,7 +157,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
                 worker_sandbox,
             };
             current.0.replace(file).map_err(|e| {
-                ErrorCode::Internal.err(format!("could not save fleet settings: {e}"))
+                refused(ErrorCode::Internal.err(format!("could not save fleet settings: {e}")))
             })?;
             tracing::info!(tools = ?tools, peer_messages, worker_sandbox, "fleet settings changed");
             self.inner.settings.send_replace(current);
@@ -158,18 +169,21 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<admission_pb::CreateLocalLinkRequest>,
     ) -> Result<Response<admission_pb::FleetLink>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
         let req = request.into_inner();
-        check_fleet_name(&req.fleet)?;
+        check_fleet_name(&req.fleet).map_err(refused)?;
         let Some(kind) = LinkKind::parse(&req.kind).filter(|k| k.is_pane_host()) else {
-            return Err(ErrorCode::InvalidArgument
-                .err("a local link is tmux or herdr")
-                .into());
+            return Err(refused(
+                ErrorCode::InvalidArgument.err("a local link is tmux or herdr"),
+            ));
         };
         if !req.socket.starts_with('/') {
-            return Err(ErrorCode::InvalidArgument
-                .err("give the multiplexer's socket as an absolute path")
-                .into());
+            return Err(refused(
+                ErrorCode::InvalidArgument.err("give the multiplexer's socket as an absolute path"),
+            ));
         }
         let record = LinkRecord {
             link_id: format!("link-{}", &owner::random_token("x")[2..14]),
@@ -235,7 +249,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .await
             .map_err(|r| {
                 self.count_refusal(r.reason);
-                Status::from(r.error)
+                already_logged(r.error)
             })?;
         seat.settings = Some(settings);
         Ok(Response::new(seat))
@@ -254,7 +268,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         };
         let agent_status = local::agent_status(&link, &proof.pane_id)
             .await
-            .map_err(|r| Status::from(r.error))?;
+            .map_err(|r| already_logged(r.error))?;
         Ok(Response::new(admission_pb::SeatStatusResponse {
             agent_status,
         }))
@@ -271,7 +285,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .await
             .map_err(|r| {
                 self.count_refusal(r.reason);
-                Status::from(r.error)
+                already_logged(r.error)
             })?;
         Ok(Response::new(seat))
     }

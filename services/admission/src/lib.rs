@@ -409,14 +409,20 @@ impl AdmissionService {
 
 /// Why the links file was not saved: never over an unreadable one.
 fn save_refusal(e: GuardError) -> Status {
-    match e {
+    refused(match e {
         GuardError::Unreadable => ErrorCode::FleetAdmissionUnavailable
-            .err("fleet links cannot be read; not overwriting them")
-            .into(),
-        GuardError::Write(e) => ErrorCode::Internal
-            .err(format!("could not save fleet links: {e}"))
-            .into(),
-    }
+            .err("fleet links cannot be read; not overwriting them"),
+        GuardError::Write(e) => ErrorCode::Internal.err(format!("could not save fleet links: {e}")),
+    })
+}
+
+/// A refusal the local proof already logged, with its reason and stage.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "local/ logs each refusal once, with its stage"
+)]
+fn already_logged(e: ClankieError) -> Status {
+    e.into_status()
 }
 
 use clankie_runtime::refuse::admission as refused;
@@ -427,9 +433,9 @@ impl AdmissionService {
     fn local_links(&self) -> Result<Vec<local::LocalLink>, Status> {
         let links = lock(&self.inner.links);
         if links.unreadable().is_some() {
-            return Err(ErrorCode::FleetAdmissionUnavailable
-                .err("fleet links cannot be read")
-                .into());
+            return Err(refused(
+                ErrorCode::FleetAdmissionUnavailable.err("fleet links cannot be read"),
+            ));
         }
         let mut hosts = lock(&self.inner.hosts);
         hosts.retain(|id, _| links.links.iter().any(|l| &l.link_id == id));
@@ -458,13 +464,13 @@ impl AdmissionService {
             .await
             .map_err(|r| {
                 self.count_refusal(r.reason);
-                Status::from(r.error)
+                already_logged(r.error)
             })?;
         lock(&self.inner.stats).proofs += 1;
         let link = links
             .into_iter()
             .find(|l| l.link_id == proof.link_id)
-            .ok_or_else(|| ErrorCode::Internal.err("the proving link vanished"))?;
+            .ok_or_else(|| refused(ErrorCode::Internal.err("the proving link vanished")))?;
         Ok((link, proof))
     }
 

@@ -28,7 +28,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::ConnectRequest>,
     ) -> Result<Response<mcphost_pb::ConnectResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let req = request.into_inner();
         let transport = Transport::from_pb(req.transport).map_err(refuse)?;
         let wait = Duration::from_millis(u64::from(req.wait_verified_ms.min(60_000)));
@@ -47,7 +50,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::DisconnectRequest>,
     ) -> Result<Response<mcphost_pb::DisconnectResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let removed = self
             .inner
             .accounts
@@ -60,7 +66,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::ListAccountsRequest>,
     ) -> Result<Response<mcphost_pb::ListAccountsResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let mut accounts = self.inner.accounts.list();
         for a in &mut accounts {
             a.provider_identity = self
@@ -79,7 +88,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::ReceiptStatsRequest>,
     ) -> Result<Response<mcphost_pb::ReceiptStatsResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let s = self.inner.receipts.stats();
         Ok(Response::new(mcphost_pb::ReceiptStatsResponse {
             healthy: s.problem.is_none(),
@@ -225,7 +237,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::TrackerBudgetsRequest>,
     ) -> Result<Response<mcphost_pb::TrackerBudgetsResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         Ok(Response::new(mcphost_pb::TrackerBudgetsResponse {
             requests_per_hour: tracker::REQUESTS_PER_HOUR,
             writes_per_minute: tracker::WRITES_PER_MINUTE,
@@ -237,7 +252,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::TrackerProfilesRequest>,
     ) -> Result<Response<mcphost_pb::TrackerProfilesResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         Ok(Response::new(mcphost_pb::TrackerProfilesResponse {
             roles: tracker::profiles(),
         }))
@@ -260,7 +278,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::ValidateLinearProjectRequest>,
     ) -> Result<Response<mcphost_pb::LinearProject>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let id = request.into_inner().project_id;
         let project = self.linear_project(&id).await.map_err(refuse)?;
         Ok(Response::new(project))
@@ -270,7 +291,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::VerifyAccountRequest>,
     ) -> Result<Response<mcphost_pb::VerifyAccountResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let name = request.into_inner().name;
         let verified = self.verify_account(&name).await.map_err(refuse)?;
         Ok(Response::new(verified))
@@ -280,7 +304,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::IssueGrantRequest>,
     ) -> Result<Response<mcphost_pb::IssueGrantResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let issued = self.issue_grant(request.into_inner()).map_err(refuse)?;
         Ok(Response::new(issued))
     }
@@ -289,7 +316,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::ListGrantsRequest>,
     ) -> Result<Response<mcphost_pb::ListGrantsResponse>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let grants = self.inner.grants.list().map_err(refuse)?;
         Ok(Response::new(mcphost_pb::ListGrantsResponse {
             grants: grants.iter().map(grant_pb).collect(),
@@ -300,7 +330,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::RevokeGrantRequest>,
     ) -> Result<Response<mcphost_pb::Grant>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let id = request.into_inner().grant_id;
         let revoked = self.inner.grants.revoke(&id).map_err(refuse)?;
         tracing::info!(grant = %revoked.grant_id, "grant.revoked");
@@ -311,7 +344,10 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         &self,
         request: Request<mcphost_pb::KeepProjectGrantRequest>,
     ) -> Result<Response<mcphost_pb::Grant>, Status> {
-        self.inner.owner.verify(request.metadata())?;
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
         let req = request.into_inner();
         if req.project.trim().is_empty() || req.server.trim().is_empty() {
             return Err(refuse(

@@ -231,6 +231,7 @@ fn decode(s: &Status) -> ClankieError {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "builds a refusal to decode")]
 mod tests {
     use super::*;
     use crate::ErrorCode;
@@ -253,7 +254,7 @@ mod tests {
         let ok: Result<Response<u8>, Status> = Ok(Response::new(7));
         assert_eq!(ok.answer().ok(), Some(7));
         let refused: Result<Response<u8>, Status> =
-            Err(ErrorCode::UnknownTool.err("no such tool").into());
+            Err(ErrorCode::UnknownTool.err("no such tool").into_status());
         assert_eq!(
             refused.answer().err().map(|e| e.code),
             Some(ErrorCode::UnknownTool)

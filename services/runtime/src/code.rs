@@ -396,8 +396,11 @@ impl From<clankie_types::fleet::receipt::ReceiptIdRejected> for ClankieError {
     }
 }
 
-impl From<ClankieError> for tonic::Status {
-    fn from(e: ClankieError) -> Self {
+impl ClankieError {
+    /// The refusal as a gRPC status, unlogged. A service refuses through
+    /// `refuse.rs`, which logs it once; `clippy.toml` keeps this there.
+    pub fn into_status(self) -> tonic::Status {
+        let e = self;
         // Messages may quote caller text: bounded, so a status never grows
         // past what an HTTP/2 peer accepts in its trailers.
         let message = crate::limits::clip(&e.message, crate::limits::MAX_STATUS_MESSAGE);
@@ -429,7 +432,7 @@ mod tests {
     #[test]
     fn every_code_round_trips_through_grpc() {
         for &code in ErrorCode::ALL {
-            let status: tonic::Status = code.err("m").into();
+            let status = code.err("m").into_status();
             let back = ClankieError::from_status(&status);
             assert_eq!(back.code, code);
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
@@ -457,7 +460,7 @@ mod tests {
         let status: tonic::Status = ErrorCode::UnknownTool
             .err(format!("no tool {long}"))
             .with_details(serde_json::json!({ "name": long }))
-            .into();
+            .into_status();
         assert!(status.message().len() <= crate::limits::MAX_STATUS_MESSAGE);
         assert!(status.metadata().get(DETAILS_KEY).is_none());
         assert_eq!(

@@ -103,8 +103,13 @@ pub fn require_service<T>(req: &tonic::Request<T>, service: &str) -> Result<(), 
     }
 }
 
+/// The caller check's refusal (its callers log it as `internal.refused`).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the caller check logs its own refusal, with who may call"
+)]
 fn refused(message: &str) -> tonic::Status {
-    ErrorCode::InternalCallerRefused.err(message).into()
+    ErrorCode::InternalCallerRefused.err(message).into_status()
 }
 
 /// The accept-time caller check as a tower layer.

@@ -10,9 +10,10 @@ use crate::ClankieError;
 use crate::service::Service;
 
 /// Logs and converts a refusal of `service`.
+#[allow(clippy::disallowed_methods, reason = "the one logged conversion")]
 pub fn refusal(service: Service, e: ClankieError) -> Status {
     tracing::info!(reason = e.code.as_str(), "{}.refused", service.log_name());
-    e.into()
+    e.into_status()
 }
 
 macro_rules! refusers {
