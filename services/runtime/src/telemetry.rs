@@ -130,19 +130,6 @@ impl Injector for MetadataInject<'_> {
     }
 }
 
-struct HeaderInject<'a>(&'a mut http::HeaderMap);
-
-impl Injector for HeaderInject<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        if let (Ok(k), Ok(v)) = (
-            http::HeaderName::from_bytes(key.as_bytes()),
-            http::HeaderValue::from_str(&value),
-        ) {
-            self.0.insert(k, v);
-        }
-    }
-}
-
 /// The span for one inbound request, parented on the caller's trace context.
 pub fn server_span(path: &str, headers: &http::HeaderMap) -> tracing::Span {
     let span = tracing::info_span!("grpc.request", rpc = %path, otel.kind = "server");
@@ -161,12 +148,6 @@ pub fn adopt_http_parent(span: &tracing::Span, headers: &http::HeaderMap) {
 pub fn inject_context(metadata: &mut tonic::metadata::MetadataMap) {
     let cx = tracing::Span::current().context();
     propagator().inject_context(&cx, &mut MetadataInject(metadata));
-}
-
-/// Writes the current span's trace context into outgoing HTTP headers.
-pub fn inject_http(headers: &mut http::HeaderMap) {
-    let cx = tracing::Span::current().context();
-    propagator().inject_context(&cx, &mut HeaderInject(headers));
 }
 
 /// The current span's trace id (hex), when one is sampled.
