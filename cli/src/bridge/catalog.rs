@@ -15,6 +15,7 @@
 //! - Failures, admission refusals included, keep the verified tools: a
 //!   relist that fails changes nothing (`Upstream::refresh`).
 
+use clankie_types::fleet::seat::{CatalogAnswer, SeatRoute};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,7 @@ const FALLBACK_FOR: Duration = Duration::from_secs(300);
 /// Runs the watch until the process exits.
 pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
     let mut http = Http::new(socket);
-    let base = format!("/v1/fleet/seats/{}/tool-catalog", encode(&pane));
+    let base = SeatRoute::ToolCatalog.path(&encode(&pane));
     let mut revision = String::new();
     let mut listed = Instant::now();
     loop {
@@ -40,7 +41,9 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
         }
         let path = format!("{base}?wait={WAIT_MS}&revision={}", encode(&revision));
         let fresh = match http.call("GET", &path, None).await {
-            Ok((200, body)) => body["catalogRevision"].as_str().map(str::to_string),
+            Ok((200, body)) => serde_json::from_value::<CatalogAnswer>(body)
+                .ok()
+                .map(|a| a.catalog_revision),
             Ok((status, _)) => {
                 tracing::debug!(status, "catalog poll refused");
                 None

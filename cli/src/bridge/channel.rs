@@ -19,13 +19,14 @@
 //!   harness itself is admitted again; a process that is not its pane's
 //!   foreground agent (not a native seat) stops polling for 5 minutes.
 
+use clankie_types::fleet::seat::{Claim, Claimed, Delivery, DeliveryRef, PollAnswer, SeatRoute};
 use clankie_types::fleet::{DeliveryKind, ErrorBody};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_runtime::ErrorCode;
 use rmcp::model::{CustomNotification, ServerNotification};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::codex::CodexThreads;
 use super::gateway::{Gateway, Http, encode};
@@ -43,7 +44,8 @@ const NOT_A_SEAT_PAUSE: Duration = Duration::from_secs(300);
 pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
     let codex = CodexThreads::from_env();
     let mut http = Http::new(socket);
-    let base = format!("/v1/fleet/seats/{}", encode(&pane));
+    let pane = encode(&pane);
+    let route = |r: SeatRoute| r.path(&pane);
     let mut revision = String::new();
     loop {
         if up.is_quiet() {
@@ -64,7 +66,8 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
             })
             .unwrap_or_default();
         let path = format!(
-            "{base}/mailbox?wait={POLL_WAIT_MS}&revision={revision}&tools={}",
+            "{}?wait={POLL_WAIT_MS}&revision={revision}&tools={}",
+            route(SeatRoute::Mailbox),
             encode(&tools)
         );
         let (status, body) = match http.call("GET", &path, None).await {
@@ -88,26 +91,30 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
             }
             continue;
         }
-        if let Some(r) = body["catalogRevision"].as_str() {
-            if !revision.is_empty() && r != revision {
-                up.relist.notify_one();
+        let polled: PollAnswer = match serde_json::from_value(body) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "seat poll answer unreadable");
+                tokio::time::sleep(RETRY).await;
+                continue;
             }
-            revision = r.to_string();
+        };
+        if !revision.is_empty() && polled.catalog_revision != revision {
+            up.relist.notify_one();
         }
-        let listed: Vec<Value> = body["deliveries"].as_array().cloned().unwrap_or_default();
-        if listed.is_empty() {
+        revision = polled.catalog_revision;
+        if polled.deliveries.is_empty() {
             continue;
         }
-        let ids: Vec<&str> = listed
-            .iter()
-            .filter_map(|d| d["deliveryId"].as_str())
-            .collect();
+        let claim = Claim {
+            delivery_ids: polled
+                .deliveries
+                .into_iter()
+                .map(|d| d.delivery_id)
+                .collect(),
+        };
         let claimed = match http
-            .call(
-                "POST",
-                &format!("{base}/mailbox/claim"),
-                Some(json!({ "deliveryIds": ids })),
-            )
+            .call("POST", &route(SeatRoute::Claim), Some(json!(claim)))
             .await
         {
             Ok((200, v)) => v,
@@ -124,26 +131,34 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
                 continue;
             }
         };
-        let claim = claimed["claimId"].as_str().unwrap_or("").to_string();
-        let mut held = claimed["deliveries"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter();
+        // An unreadable claim answer leaves its deliveries claimed, as a
+        // lost one does.
+        let Ok(Claimed {
+            claim_id,
+            deliveries,
+        }) = serde_json::from_value::<Claimed>(claimed)
+        else {
+            tracing::warn!("claim answer unreadable");
+            tokio::time::sleep(RETRY).await;
+            continue;
+        };
+        let mut held = deliveries.into_iter();
         while let Some(d) = held.next() {
-            let id = d["deliveryId"].as_str().unwrap_or("").to_string();
+            let receipt = DeliveryRef {
+                delivery_id: d.delivery_id.clone(),
+                claim_id: claim_id.clone(),
+            };
             match handoff(&up, codex.as_ref(), &d).await {
                 Handoff::Done => {}
                 Handoff::NotYet => {
                     // Definitely not handed off: release it and the rest.
                     for rest in std::iter::once(d).chain(held.by_ref()) {
-                        let rid = rest["deliveryId"].as_str().unwrap_or("");
+                        let release = DeliveryRef {
+                            delivery_id: rest.delivery_id,
+                            claim_id: claim_id.clone(),
+                        };
                         let _ = http
-                            .call(
-                                "POST",
-                                &format!("{base}/mailbox/release"),
-                                Some(json!({ "deliveryId": rid, "claimId": claim })),
-                            )
+                            .call("POST", &route(SeatRoute::Release), Some(json!(release)))
                             .await;
                     }
                     tokio::time::sleep(RETRY).await;
@@ -154,10 +169,10 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
                     continue;
                 }
             }
-            let body = json!({ "deliveryId": id, "claimId": claim });
+            let body = json!(receipt);
             for attempt in 0..3 {
                 match http
-                    .call("POST", &format!("{base}/mailbox/ack"), Some(body.clone()))
+                    .call("POST", &route(SeatRoute::Ack), Some(body.clone()))
                     .await
                 {
                     Ok((200, _)) => break,
@@ -185,31 +200,33 @@ pub(crate) enum Handoff {
 
 /// Hands one delivery to the harness: a turn on a Codex thread through
 /// Codex's app-server, else Claude Code's channel notification.
-async fn handoff(up: &Gateway, codex: Option<&CodexThreads>, d: &Value) -> Handoff {
+async fn handoff(up: &Gateway, codex: Option<&CodexThreads>, d: &Delivery) -> Handoff {
     if let Some(codex) = codex {
         return codex.deliver(d).await;
     }
     let Some(peer) = up.echo.listening_harness().await else {
         return Handoff::NotYet;
     };
-    let text = |k: &str| d[k].as_str().unwrap_or("").to_string();
     let mut meta = serde_json::Map::new();
     meta.insert(
         "source".into(),
-        json!(match DeliveryKind::parse(&text("kind")) {
-            Some(DeliveryKind::Peer) => "peer",
-            Some(DeliveryKind::Wake) => "wake",
-            _ => "lead",
+        json!(match d.kind {
+            DeliveryKind::Peer => "peer",
+            DeliveryKind::Wake => "wake",
+            DeliveryKind::Lead | DeliveryKind::Review => "lead",
         }),
     );
-    meta.insert("from".into(), json!(text("from")));
-    meta.insert("delivery_id".into(), json!(text("deliveryId")));
-    for (k, key) in [("peerMessageId", "peer_message_id"), ("follows", "follows")] {
-        if !text(k).is_empty() {
-            meta.insert(key.into(), json!(text(k)));
+    meta.insert("from".into(), json!(d.from));
+    meta.insert("delivery_id".into(), json!(d.delivery_id));
+    for (value, key) in [
+        (&d.peer_message_id, "peer_message_id"),
+        (&d.follows, "follows"),
+    ] {
+        if !value.is_empty() {
+            meta.insert(key.into(), json!(value));
         }
     }
-    let params = json!({ "content": text("text"), "meta": meta });
+    let params = json!({ "content": d.text, "meta": meta });
     match peer
         .send_notification(ServerNotification::CustomNotification(
             CustomNotification::new(CHANNEL_METHOD, Some(params)),

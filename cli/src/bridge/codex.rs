@@ -20,6 +20,7 @@
 //!   twice.
 
 use clankie_types::fleet::DeliveryKind;
+use clankie_types::fleet::seat::Delivery;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -138,19 +139,16 @@ fn pick_thread(threads: &[Value], cwd: &Path) -> Option<String> {
 
 /// The words a turn opens with: who the message is from, and that it is a
 /// message to consider, not the owner typing.
-pub(crate) fn framed(d: &Value) -> String {
-    let text = |k: &str| d[k].as_str().unwrap_or("");
-    let source = match DeliveryKind::parse(text("kind")) {
-        Some(DeliveryKind::Peer) => "a peer seat",
-        Some(DeliveryKind::Wake) => "a scheduled wake",
-        Some(DeliveryKind::Review) => "the landing review",
-        Some(DeliveryKind::Lead) | None => "your lead",
+pub(crate) fn framed(d: &Delivery) -> String {
+    let source = match d.kind {
+        DeliveryKind::Peer => "a peer seat",
+        DeliveryKind::Wake => "a scheduled wake",
+        DeliveryKind::Review => "the landing review",
+        DeliveryKind::Lead => "your lead",
     };
     format!(
         "[clankie: a message from {source} ({}), delivery {}]\n{}",
-        text("from"),
-        text("deliveryId"),
-        text("text")
+        d.from, d.delivery_id, d.text
     )
 }
 
@@ -166,7 +164,7 @@ impl CodexThreads {
     }
 
     /// Starts a turn with the delivery on the hire's thread.
-    pub(crate) async fn deliver(&self, d: &Value) -> Handoff {
+    pub(crate) async fn deliver(&self, d: &Delivery) -> Handoff {
         match self.start_turn(&framed(d)).await {
             Ok(()) => Handoff::Done,
             Err(Failed::Before(why)) => {
@@ -268,7 +266,11 @@ mod tests {
 
     #[test]
     fn a_delivery_says_who_it_is_from() {
-        let d = json!({"kind": "peer", "from": "seat-1", "deliveryId": "dlv-1", "text": "hello"});
+        let d: Delivery = serde_json::from_value(json!({
+            "deliveryId": "dlv-1", "kind": "peer", "from": "seat-1", "text": "hello",
+            "createdAtMs": 1, "peerMessageId": "pm-1", "follows": ""
+        }))
+        .expect("a delivery");
         assert_eq!(
             framed(&d),
             "[clankie: a message from a peer seat (seat-1), delivery dlv-1]\nhello"

@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::fleet::args::{Submission, SubmitArgs};
+use clankie_types::fleet::seat::SeatRoute;
 use serde_json::{Value, json};
 
 use super::gateway::Http;
@@ -153,11 +155,16 @@ pub fn read_change(checkout: &str, base: Option<&str>) -> Result<Change, Clankie
 /// Reads the change and submits it for this pane's seat. Returns the
 /// candidate, or a refusal `{error: {code, message}}`.
 pub async fn submit(socket: &str, pane: &str, args: &Value) -> Result<Value, Value> {
-    let field = |k: &str| args[k].as_str().unwrap_or("").to_string();
-    let checkout = field("checkout");
-    let base = field("base");
     let refused =
         |code: &str, message: String| json!({ "error": { "code": code, "message": message } });
+    let args: SubmitArgs = serde_json::from_value(args.clone()).map_err(|e| {
+        refused(
+            ErrorCode::ArgumentsInvalid.as_str(),
+            format!("submit_for_review arguments: {e}"),
+        )
+    })?;
+    let checkout = args.checkout.clone();
+    let base = args.base.clone().unwrap_or_default();
     let change = tokio::task::spawn_blocking(move || read_change(&checkout, Some(&base)))
         .await
         .map_err(|e| refused("internal", e.to_string()))?
@@ -167,21 +174,18 @@ pub async fn submit(socket: &str, pane: &str, args: &Value) -> Result<Value, Val
                 format!("{}; nothing was stored", e.message),
             )
         })?;
-    let body = json!({
-        "checkout": change.root,
-        "head": change.head,
-        "base": change.base,
-        "patchId": change.patch_id,
-        "patch": base64::engine::general_purpose::STANDARD.encode(&change.patch),
-        "summary": field("summary"),
-        "issue": field("issue"),
-        "evidence": field("evidence"),
+    let body = json!(Submission {
+        checkout: change.root,
+        head: change.head,
+        base: change.base,
+        patch_id: change.patch_id,
+        patch: base64::engine::general_purpose::STANDARD.encode(&change.patch),
+        summary: args.summary,
+        issue: args.issue.unwrap_or_default(),
+        evidence: args.evidence.unwrap_or_default(),
     });
     let mut http = Http::new(socket.to_string());
-    let path = format!(
-        "/v1/fleet/seats/{}/review-candidates",
-        pane.replace('%', "%25")
-    );
+    let path = SeatRoute::ReviewCandidates.path(&pane.replace('%', "%25"));
     match http.call("POST", &path, Some(body)).await {
         Ok((200, v)) => Ok(v),
         Ok((_, v)) if v.get("error").is_some() => Err(v),
