@@ -233,7 +233,10 @@ fn profiles() {
     for p in clankie_mcp_host::tracker::profiles() {
         println!(
             "  {:<8} {:>2} tools  {:>7} bytes  ~{:>6} tokens",
-            p.role, p.tools, p.schema_bytes, p.estimated_tokens
+            clankie_types::Role::wire_word(p.role),
+            p.tools,
+            p.schema_bytes,
+            p.estimated_tokens
         );
     }
 }

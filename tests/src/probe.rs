@@ -273,7 +273,7 @@ impl Probe {
                     tool: "save_issue".into(),
                     arguments_json: json!({"team": "ENG", "title": "from the probe"}).to_string(),
                     actor: "owner".into(),
-                    role: "owner".into(),
+                    role: clankie_types::Role::Owner.wire(),
                     scope_team: String::new(),
                 },
                 "",

@@ -39,6 +39,41 @@ impl Role {
     }
 }
 
+impl Role {
+    /// The role as `common.v1.Role`.
+    pub fn wire(self) -> i32 {
+        use clankie_proto::common::v1::Role as W;
+        (match self {
+            Role::Owner => W::Owner,
+            Role::Lead => W::Lead,
+            Role::Reviewer => W::Reviewer,
+            Role::Worker => W::Worker,
+        }) as i32
+    }
+
+    /// The role a wire value names; unspecified or unknown is none.
+    pub fn from_wire(value: i32) -> Option<Role> {
+        use clankie_proto::common::v1::Role as W;
+        match W::try_from(value).ok()? {
+            W::Owner => Some(Role::Owner),
+            W::Lead => Some(Role::Lead),
+            W::Reviewer => Some(Role::Reviewer),
+            W::Worker => Some(Role::Worker),
+            W::Unspecified => None,
+        }
+    }
+
+    /// An optional role on the wire: none is unspecified.
+    pub fn wire_or_unspecified(role: Option<Role>) -> i32 {
+        role.map_or(0, Role::wire)
+    }
+
+    /// The word a view shows for a wire role: empty when unspecified.
+    pub fn wire_word(value: i32) -> &'static str {
+        Role::from_wire(value).map_or("", Role::as_str)
+    }
+}
+
 impl std::fmt::Display for Role {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -48,6 +83,17 @@ impl std::fmt::Display for Role {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_role_crosses_the_wire_and_back() {
+        for r in [Role::Owner, Role::Lead, Role::Reviewer, Role::Worker] {
+            assert_eq!(Role::from_wire(r.wire()), Some(r));
+            assert_eq!(Role::wire_word(r.wire()), r.as_str());
+        }
+        assert_eq!(Role::from_wire(0), None);
+        assert_eq!(Role::wire_word(0), "");
+        assert_eq!(Role::wire_or_unspecified(None), 0);
+    }
 
     #[test]
     fn the_names_on_disk_are_the_lowercase_strings() {

@@ -219,7 +219,10 @@ pub async fn hire(paths: StatePaths, args: HireArgs) -> anyhow::Result<ExitCode>
             harness_only_control: pane.harness_only_control,
             profile: absolute(&pane.profiles)?,
             project: args.project,
-            role: args.role,
+            role: match clankie_types::Role::parse(&args.role) {
+                Some(role) if role != clankie_types::Role::Owner => role.wire(),
+                _ => anyhow::bail!("role {}: choose worker, reviewer or lead", args.role),
+            },
             command: pane.command,
             conversation_id: args.conversation,
             link_id: args.link,

@@ -20,7 +20,7 @@ pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
         "readiness": h.readiness,
         "readinessReason": h.readiness_reason,
         "projectId": h.project_id,
-        "role": h.role,
+        "role": clankie_types::Role::wire_word(h.role),
         "linkId": h.link_id,
         "fleet": h.fleet,
         "paneId": h.pane_id,
@@ -44,7 +44,7 @@ pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCod
             println!(
                 "{}  {}  {}  pane {}  lead {}{}{}",
                 field(&h.hire_id),
-                field(&h.role),
+                field(clankie_types::Role::wire_word(h.role)),
                 field(&h.project_id),
                 field(&h.pane_id),
                 if h.owner_present {

@@ -145,7 +145,7 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
                 .into_inner();
             print_json(&json!({
                 "roles": r.roles.iter().map(|p| json!({
-                    "role": p.role,
+                    "role": clankie_types::Role::wire_word(p.role),
                     "tools": p.tools,
                     "schemaBytes": p.schema_bytes,
                     "estimatedTokens": p.estimated_tokens,
@@ -180,7 +180,7 @@ pub fn budgets_json(b: &mcphost_pb::TrackerBudgetsResponse) -> Value {
         "writesPerMinute": b.writes_per_minute,
         "actors": b.actors.iter().map(|a| json!({
             "actor": a.actor,
-            "role": a.role,
+            "role": clankie_types::Role::wire_word(a.role),
             "class": a.class,
             "requests": w(&a.requests),
             "writes": w(&a.writes),
@@ -206,7 +206,14 @@ pub fn print_budgets(b: &mcphost_pb::TrackerBudgetsResponse, json: bool) {
         let w = a.writes.unwrap_or_default();
         println!(
             "  {:<40} {:<8} {:<11} requests {:>3}/{}  writes {:>2}/{}  refused {}",
-            a.actor, a.role, a.class, r.used, r.limit, w.used, w.limit, a.refused
+            a.actor,
+            clankie_types::Role::wire_word(a.role),
+            a.class,
+            r.used,
+            r.limit,
+            w.used,
+            w.limit,
+            a.refused
         );
     }
 }

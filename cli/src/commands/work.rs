@@ -35,7 +35,7 @@ pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<Exi
     if json {
         print_json(&json!({
             "openHires": open.iter().map(|h| json!({
-                "hireId": h.hire_id, "role": h.role, "projectId": h.project_id, "paneId": h.pane_id,
+                "hireId": h.hire_id, "role": clankie_types::Role::wire_word(h.role), "projectId": h.project_id, "paneId": h.pane_id,
             })).collect::<Vec<_>>(),
             "trackerBudgets": budgets_json(&b),
         }));
@@ -44,7 +44,10 @@ pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<Exi
         for h in &open {
             println!(
                 "  {}  {:<8} {}  pane {}",
-                h.hire_id, h.role, h.project_id, h.pane_id
+                h.hire_id,
+                clankie_types::Role::wire_word(h.role),
+                h.project_id,
+                h.pane_id
             );
         }
         print_budgets(&b, false);

@@ -152,7 +152,7 @@ pub(crate) async fn request_budget(
             "writesPerMinute": r.writes_per_minute,
             "actors": r.actors.into_iter().map(|a| json!({
                 "actor": a.actor,
-                "role": a.role,
+                "role": clankie_types::Role::wire_word(a.role),
                 "class": a.class,
                 "requests": window(a.requests),
                 "writes": window(a.writes),

@@ -129,7 +129,7 @@ impl View {
     pub fn live_workers(&self, p: &mailbox_pb::Project) -> Vec<&mailbox_pb::HireRecord> {
         self.hires
             .iter()
-            .filter(|h| h.ended.is_empty() && h.role != "lead")
+            .filter(|h| h.ended.is_empty() && h.role != clankie_types::Role::Lead.wire())
             .filter(|h| {
                 h.project_id == p.project_id
                     || p.workspaces
@@ -150,7 +150,10 @@ impl View {
                 let mut workers: Vec<String> = self
                     .live_workers(p)
                     .iter()
-                    .map(|h| format!("{} ({}, pane {})", h.hire_id, h.role, h.pane_id))
+                    .map(|h| {
+                        let role = clankie_types::Role::wire_word(h.role);
+                        format!("{} ({role}, pane {})", h.hire_id, h.pane_id)
+                    })
                     .collect();
                 workers.sort();
                 ProjectEvidence {
@@ -288,7 +291,7 @@ mod tests {
         view.hires.push(mailbox_pb::HireRecord {
             hire_id: "hire_1".into(),
             project_id: "prj_a".into(),
-            role: "worker".into(),
+            role: clankie_types::Role::Worker.wire(),
             pane_id: "%3".into(),
             workspace: "/nope/a".into(),
             ..Default::default()

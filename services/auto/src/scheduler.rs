@@ -418,13 +418,14 @@ impl AutoService {
             .resolve_caller(call)
             .await
             .answer()?;
-        if info.role != "lead" || info.conversation_id.is_empty() {
+        let role = clankie_types::Role::from_wire(info.role);
+        if role != Some(clankie_types::Role::Lead) || info.conversation_id.is_empty() {
+            let word = role.map_or("worker", clankie_types::Role::as_str);
             return Err(ErrorCode::RoleNotAllowed
                 .err(format!(
-                    "get_wake and schedule_wake are the lead's; this seat is a {}",
-                    info.role
+                    "get_wake and schedule_wake are the lead's; this seat is a {word}"
                 ))
-                .with_details(serde_json::json!({ "role": info.role })));
+                .with_details(serde_json::json!({ "role": word })));
         }
         Ok(info.conversation_id)
     }
@@ -435,7 +436,7 @@ impl AutoService {
             tool: "list_inbox".into(),
             arguments_json: r#"{"limit":250}"#.into(),
             actor: "auto".into(),
-            role: "owner".into(),
+            role: clankie_types::Role::Owner.wire(),
             scope_team: String::new(),
         })
         .timeout(INTERNAL)

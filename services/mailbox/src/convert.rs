@@ -61,7 +61,7 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> mailbox_pb::HireRecor
         hire_id: h.hire_id.clone(),
         conversation_id: h.conversation_id.clone(),
         project_id: h.project_id.clone(),
-        role: h.role.as_str().into(),
+        role: h.role.wire(),
         link_id: h.link_id.clone(),
         fleet: h.fleet.clone(),
         pane_id: h.pane_id.clone(),

@@ -58,14 +58,9 @@ pub fn builtin_tools() -> AccountTools {
 }
 
 /// Parses the role names the mailbox answers with.
-pub fn role_of(name: &str) -> Role {
-    match name {
-        "owner" => Role::Owner,
-        "lead" => Role::Lead,
-        "reviewer" => Role::Reviewer,
-        // Anything else, including an empty answer, is the least trusted.
-        _ => Role::Worker,
-    }
+pub fn role_of(wire: i32) -> Role {
+    // Unspecified (or a value this build does not know) is the least trusted.
+    Role::from_wire(wire).unwrap_or(Role::Worker)
 }
 
 /// Whether a role may see a vocabulary tool, and the schema it sees.
@@ -399,7 +394,7 @@ impl Budgets {
                 a.writes.prune(now);
                 mcphost_pb::ActorBudget {
                     actor: actor.clone(),
-                    role: a.role.as_str().into(),
+                    role: a.role.wire(),
                     class: class.as_str().into(),
                     requests: Some(a.requests.view()),
                     writes: Some(a.writes.view()),
@@ -463,7 +458,7 @@ pub fn profiles() -> Vec<mcphost_pb::RoleProfile> {
                 }
             }
             mcphost_pb::RoleProfile {
-                role: role.as_str().into(),
+                role: role.wire(),
                 tools,
                 schema_bytes: bytes,
                 estimated_tokens: bytes / 4,

@@ -101,16 +101,6 @@ fn check_scope(store: &Store, scope: &str, tool: &str, args: &Value) -> Result<(
     Ok(())
 }
 
-fn parse_role(role: &str) -> Result<Role, ClankieError> {
-    match role {
-        "owner" => Ok(Role::Owner),
-        "lead" => Ok(Role::Lead),
-        "reviewer" => Ok(Role::Reviewer),
-        "worker" => Ok(Role::Worker),
-        other => Err(ErrorCode::InvalidArgument.err(format!("unknown role {other}"))),
-    }
-}
-
 /// How to build the tracker service.
 pub struct Options {
     pub paths: clankie_runtime::paths::StatePaths,
@@ -208,7 +198,8 @@ impl TrackerService {
         req: tracker_pb::InvokeRequest,
         deadline: Option<Duration>,
     ) -> Result<tracker_pb::InvokeResponse, ClankieError> {
-        let role = parse_role(&req.role)?;
+        let role = Role::from_wire(req.role)
+            .ok_or_else(|| ErrorCode::InvalidArgument.err("a tracker call names its role"))?;
         if req.actor.is_empty() || req.actor.len() > 200 {
             return Err(ErrorCode::InvalidArgument.err("an actor is 1 to 200 bytes"));
         }
@@ -294,7 +285,8 @@ impl tracker_pb::tracker_server::Tracker for TrackerService {
             .map_err(refuse)?;
         let deadline = grpc::deadline(request.metadata());
         let req = request.into_inner();
-        let span = tracing::info_span!("tracker.invoke", tool = %req.tool, role = %req.role);
+        let role = clankie_types::Role::wire_word(req.role);
+        let span = tracing::info_span!("tracker.invoke", tool = %req.tool, role);
         let out = TrackerService::invoke(self, req, deadline)
             .instrument(span)
             .await

@@ -221,7 +221,7 @@ impl From<&mailbox_pb::Seat> for SeatView {
             pane_id: s.pane_id.clone(),
             link_id: s.link_id.clone(),
             hire_id: s.hire_id.clone(),
-            role: s.role.clone(),
+            role: crate::Role::wire_word(s.role).to_string(),
             project_id: s.project_id.clone(),
             reachable: s.reachable,
         }

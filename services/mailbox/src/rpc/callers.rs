@@ -308,18 +308,18 @@ impl MailboxService {
                 info.hire_id = h.hire_id.clone();
                 info.project_id = h.project_id.clone();
                 info.conversation_id = h.conversation_id.clone();
-                info.role = h.role.as_str().into();
+                info.role = h.role.wire();
                 info.actor = match h.role {
                     Role::Lead => format!("lead:{}", h.conversation_id),
                     _ => format!("hire:{}", h.hire_id),
                 };
             }
             (Some(seat), None) => {
-                info.role = "worker".into();
+                info.role = Role::Worker.wire();
                 info.actor = format!("fleet:{}:pane:{}", seat.fleet, seat.pane_id);
             }
             (None, None) if owner => {
-                info.role = "owner".into();
+                info.role = Role::Owner.wire();
                 info.actor = "owner".into();
             }
             (None, None) => {
@@ -342,7 +342,7 @@ impl MailboxService {
                 } else {
                     principal.pane_id.as_str()
                 };
-                info.role = "worker".into();
+                info.role = Role::Worker.wire();
                 info.actor = format!("fleet:{}:pane:{pane}", principal.fleet_id);
             }
         }

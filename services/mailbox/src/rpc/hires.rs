@@ -222,13 +222,14 @@ impl MailboxService {
         if req.command.is_empty() {
             return Err(ErrorCode::InvalidArgument.err("give the command the worker runs"));
         }
-        let role = match req.role.as_str() {
-            "" | "worker" => Role::Worker,
-            "reviewer" => Role::Reviewer,
-            "lead" => Role::Lead,
-            other => {
-                return Err(ErrorCode::InvalidArgument
-                    .err(format!("role {other}: choose worker, reviewer or lead")));
+        let role = match Role::from_wire(req.role) {
+            None | Some(Role::Worker) => Role::Worker,
+            Some(Role::Reviewer) => Role::Reviewer,
+            Some(Role::Lead) => Role::Lead,
+            Some(Role::Owner) => {
+                return Err(
+                    ErrorCode::InvalidArgument.err("role owner: choose worker, reviewer or lead")
+                );
             }
         };
         if let Some(word) = req.command.iter().find(|w| w.chars().any(char::is_control)) {

@@ -136,7 +136,7 @@ impl MailboxService {
             pane_id: s.pane_id.clone(),
             link_id: s.link_id.clone(),
             hire_id: hire.map(|h| h.hire_id.clone()).unwrap_or_default(),
-            role: hire.map(|h| h.role.as_str().into()).unwrap_or_default(),
+            role: Role::wire_or_unspecified(hire.map(|h| h.role)),
             project_id: hire.map(|h| h.project_id.clone()).unwrap_or_default(),
             agent_pid: s.agent_pid,
             agent_pidfs_id: s.agent_pidfs_id,

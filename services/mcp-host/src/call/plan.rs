@@ -192,7 +192,7 @@ impl McpHost {
             .await
             .answer()?;
         Ok(tracker::TrackerCaller {
-            role: tracker::role_of(&info.role),
+            role: tracker::role_of(info.role),
             actor: info.actor,
             route: info.route,
             route_team: info.route_team,

@@ -69,7 +69,7 @@ impl McpHost {
                 tool: entry.tool.clone(),
                 arguments_json: args.to_string(),
                 actor: p.caller.actor.clone(),
-                role: p.caller.role.as_str().into(),
+                role: p.caller.role.wire(),
                 scope_team: p.scope_team.clone(),
             }),
         })
