@@ -79,6 +79,32 @@ impl LinkKind {
         }
     }
 
+    /// The kind as `admission.v1.LinkKind`.
+    pub fn wire(self) -> i32 {
+        use clankie_proto::admission::v1::LinkKind as W;
+        (match self {
+            LinkKind::Bearer => W::Bearer,
+            LinkKind::Tmux => W::Tmux,
+            LinkKind::Herdr => W::Herdr,
+        }) as i32
+    }
+
+    /// The kind a wire value names; unspecified or unknown is none.
+    pub fn from_wire(value: i32) -> Option<LinkKind> {
+        use clankie_proto::admission::v1::LinkKind as W;
+        match W::try_from(value).ok()? {
+            W::Bearer => Some(LinkKind::Bearer),
+            W::Tmux => Some(LinkKind::Tmux),
+            W::Herdr => Some(LinkKind::Herdr),
+            W::Unspecified => None,
+        }
+    }
+
+    /// The word a view shows for a wire kind: empty when unspecified.
+    pub fn wire_word(value: i32) -> &'static str {
+        LinkKind::from_wire(value).map_or("", LinkKind::as_str)
+    }
+
     /// A pane host: its callers are proven by kernel facts.
     pub fn is_pane_host(self) -> bool {
         matches!(self, LinkKind::Tmux | LinkKind::Herdr)
@@ -94,6 +120,15 @@ impl std::fmt::Display for LinkKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_link_kind_crosses_the_wire_and_back() {
+        for k in [LinkKind::Bearer, LinkKind::Tmux, LinkKind::Herdr] {
+            assert_eq!(LinkKind::from_wire(k.wire()), Some(k));
+            assert_eq!(LinkKind::wire_word(k.wire()), k.as_str());
+        }
+        assert_eq!(LinkKind::from_wire(0), None);
+    }
 
     #[test]
     fn the_stored_names_are_the_strings_written_before() {

@@ -96,7 +96,7 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
             .iter()
             .map(|l| {
                 serde_json::json!({
-                    "linkId": l.link_id, "fleet": l.fleet, "kind": l.kind,
+                    "linkId": l.link_id, "fleet": l.fleet, "kind": clankie_types::LinkKind::wire_word(l.kind),
                     "label": l.label, "createdAtMs": l.created_at_ms,
                     "socket": l.socket, "session": l.session,
                 })
@@ -155,7 +155,7 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
         println!("links: none (create one with `clankie fleet token create FLEET`)");
     }
     for l in &s.links {
-        let scope = if l.kind == "bearer" {
+        let scope = if l.kind == clankie_types::LinkKind::Bearer.wire() {
             "(pane:unverified)".to_string()
         } else if l.session.is_empty() {
             format!("socket={}", l.socket)
@@ -166,7 +166,7 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
             "link {} fleet={} kind={} {scope}{}",
             l.link_id,
             l.fleet,
-            l.kind,
+            clankie_types::LinkKind::wire_word(l.kind),
             if l.label.is_empty() {
                 String::new()
             } else {
@@ -221,9 +221,9 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
             fleet,
         } => {
             let (kind, socket) = match (tmux, herdr) {
-                (Some(t), false) => ("tmux", t),
+                (Some(t), false) => (clankie_types::LinkKind::Tmux, t),
                 (None, true) => (
-                    "herdr",
+                    clankie_types::LinkKind::Herdr,
                     match socket {
                         Some(s) => s,
                         None => clankie_runtime::paths::herdr_socket()
@@ -236,7 +236,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
             let link = client
                 .create_local_link(admission_pb::CreateLocalLinkRequest {
                     fleet,
-                    kind: kind.into(),
+                    kind: kind.wire(),
                     socket: socket.display().to_string(),
                     session: session.unwrap_or_default(),
                 })
@@ -245,7 +245,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 .into_inner();
             println!(
                 "linked {} {}{} to fleet {} as {}",
-                link.kind,
+                clankie_types::LinkKind::wire_word(link.kind),
                 link.socket,
                 if link.session.is_empty() {
                     String::new()

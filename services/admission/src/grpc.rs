@@ -175,7 +175,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .map_err(refused)?;
         let req = request.into_inner();
         check_fleet_name(&req.fleet).map_err(refused)?;
-        let Some(kind) = LinkKind::parse(&req.kind).filter(|k| k.is_pane_host()) else {
+        let Some(kind) = LinkKind::from_wire(req.kind).filter(|k| k.is_pane_host()) else {
             return Err(refused(
                 ErrorCode::InvalidArgument.err("a local link is tmux or herdr"),
             ));

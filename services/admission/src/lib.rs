@@ -512,7 +512,7 @@ fn link_pb(l: &LinkRecord) -> admission_pb::FleetLink {
     admission_pb::FleetLink {
         link_id: l.link_id.clone(),
         fleet: l.fleet.clone(),
-        kind: l.kind.as_str().into(),
+        kind: l.kind.wire(),
         label: l.label.clone(),
         created_at_ms: l.created_at_ms,
         socket: l.socket.clone(),

@@ -13,7 +13,7 @@ pub(crate) async fn open(
     env: &[(&str, String)],
     command: &[String],
 ) -> Result<String, ActError> {
-    match LinkKind::parse(&link.kind) {
+    match LinkKind::from_wire(link.kind) {
         Some(LinkKind::Herdr) => {
             let socket = std::path::Path::new(&link.socket);
             clankie_panes::herdr::open(socket, &link.session, cwd, env, command).await
@@ -32,7 +32,7 @@ fn not_local() -> ActError {
 
 /// Closes a hired pane.
 pub(crate) async fn close(link: &admission_pb::FleetLink, pane: &str) -> Result<(), ActError> {
-    match LinkKind::parse(&link.kind) {
+    match LinkKind::from_wire(link.kind) {
         Some(LinkKind::Herdr) => {
             clankie_panes::herdr::close(std::path::Path::new(&link.socket), pane).await
         }
@@ -43,7 +43,7 @@ pub(crate) async fn close(link: &admission_pb::FleetLink, pane: &str) -> Result<
 
 /// Live panes of a linked session.
 pub(crate) async fn live(link: &admission_pb::FleetLink) -> Result<Vec<String>, ActError> {
-    match LinkKind::parse(&link.kind) {
+    match LinkKind::from_wire(link.kind) {
         Some(LinkKind::Tmux) => clankie_panes::tmux::live(&link.socket).await,
         Some(LinkKind::Herdr) => {
             clankie_panes::herdr::live(std::path::Path::new(&link.socket)).await

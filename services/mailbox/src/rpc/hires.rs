@@ -177,7 +177,7 @@ impl MailboxService {
         let sockets = status
             .links
             .iter()
-            .filter(|l| LinkKind::parse(&l.kind).is_some_and(LinkKind::is_pane_host))
+            .filter(|l| LinkKind::from_wire(l.kind).is_some_and(LinkKind::is_pane_host))
             .map(|l| std::path::PathBuf::from(&l.socket))
             .collect();
         Ok(Launch {
@@ -199,7 +199,7 @@ impl MailboxService {
         link_id: &str,
     ) -> Result<admission_pb::FleetLink, ClankieError> {
         let mut local = links.into_iter().filter(|l| {
-            LinkKind::parse(&l.kind).is_some_and(LinkKind::is_pane_host)
+            LinkKind::from_wire(l.kind).is_some_and(LinkKind::is_pane_host)
                 && (link_id.is_empty() || l.link_id == link_id)
         });
         let first = local.next().ok_or_else(|| {
