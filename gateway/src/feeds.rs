@@ -13,13 +13,12 @@ use tokio_util::sync::CancellationToken;
 use crate::Shared;
 
 /// Follows a server stream, reconnecting with backoff, until shutdown.
-/// `apply` stores an item and says whether sessions must hear that their
-/// tool list changed.
-async fn follow<T, C, Fut>(
+/// `apply` takes each item (storing it, or starting what it asks for).
+pub(crate) async fn follow<T, C, Fut>(
     shared: Arc<Shared>,
     shutdown: CancellationToken,
     connect: C,
-    apply: impl Fn(&Shared, T) -> bool,
+    apply: impl Fn(&Arc<Shared>, T),
 ) where
     C: Fn(Arc<Shared>) -> Fut,
     Fut: std::future::Future<Output = Result<tonic::Response<tonic::Streaming<T>>, tonic::Status>>,
@@ -35,7 +34,6 @@ async fn follow<T, C, Fut>(
                     _ = shutdown.cancelled() => return,
                 };
                 let Some(Ok(item)) = item else { break };
-                // Sessions hear of it through `announce`, coalesced.
                 apply(&shared, item);
             }
         }
@@ -58,6 +56,7 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
                 .watch_catalog(mcphost_pb::CatalogRequest {})
                 .await
         },
+        // Sessions hear of a change through `announce`, coalesced.
         |s, info: mcphost_pb::CatalogInfo| {
             s.catalog.send_if_modified(|cur| {
                 let changed = cur.revision != info.revision || cur.connected != info.connected;
@@ -65,7 +64,7 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
                     *cur = info;
                 }
                 changed
-            })
+            });
         },
     )
     .await
@@ -91,7 +90,7 @@ pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
                     *cur = settings;
                 }
                 changed
-            })
+            });
         },
     )
     .await
@@ -111,7 +110,6 @@ pub(crate) async fn watch_logs(shared: Arc<Shared>, shutdown: CancellationToken)
         |shared, line: mcphost_pb::LogLine| {
             // Nobody reading is not an error.
             let _ = shared.log_lines.send(line);
-            false
         },
     )
     .await;

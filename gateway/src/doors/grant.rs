@@ -9,7 +9,6 @@ use std::time::Duration;
 use clankie_proto::common::v1::{AdmissionMode, Principal};
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::ClankieError;
-use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
 use super::Admitted;
@@ -54,33 +53,22 @@ pub async fn admit(shared: &Shared, bearer: &str) -> Result<Admitted, ClankieErr
 /// closed on every listener. (A request under it is refused anyway, since
 /// each one is authenticated again.)
 pub async fn watch_revocations(shared: Arc<Shared>, shutdown: CancellationToken) {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        let stream = shared
-            .mcp
-            .clone()
-            .watch_revocations(mcphost_pb::WatchRevocationsRequest {})
-            .await;
-        if let Ok(stream) = stream {
-            backoff = Duration::from_millis(100);
-            let mut stream = stream.into_inner();
-            loop {
-                let item = tokio::select! {
-                    i = stream.next() => i,
-                    _ = shutdown.cancelled() => return,
-                };
-                let Some(Ok(revocation)) = item else { break };
-                // Each revocation in a task of its own: one grant's
-                // draining never holds up the next.
-                tokio::spawn(end_grant(shared.clone(), revocation.grant_id));
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = shutdown.cancelled() => return,
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(3));
-    }
+    crate::feeds::follow(
+        shared,
+        shutdown,
+        |s| async move {
+            s.mcp
+                .clone()
+                .watch_revocations(mcphost_pb::WatchRevocationsRequest {})
+                .await
+        },
+        // Each revocation in a task of its own: one grant's draining never
+        // holds up the next.
+        |s, revocation: mcphost_pb::Revocation| {
+            tokio::spawn(end_grant(s.clone(), revocation.grant_id));
+        },
+    )
+    .await
 }
 
 /// Ends a revoked grant at the gateway: calls still running under it are
