@@ -14,8 +14,8 @@ use clankie_types::fleet::outcome::LOST_AFTER_FORWARD;
 use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind};
 use serde_json::json;
 
-use super::{Forwarded, Op, forwarded, unanswered, with_receipt};
-use clankie_runtime::clients::Answer as _;
+use super::{Op, unanswered, with_receipt};
+use clankie_runtime::clients::{Answer as _, Unanswered};
 
 type McpHost = mcphost_pb::mcp_host_client::McpHostClient<Client>;
 
@@ -109,11 +109,12 @@ impl Op<'_> {
             .request(req)
             .map_err(|e| with_receipt(e, &receipt_id))?;
         let reply = forward(&mut self.shared.mcp.clone(), req, listener).await;
-        match forwarded(reply).map_err(|e| with_receipt(e, &receipt_id))? {
-            Forwarded::Answered(result) => Ok(result),
+        match reply.verdict() {
+            Ok(result) => Ok(result),
+            Err(Unanswered::Verdict(e)) => Err(with_receipt(e, &receipt_id)),
             // The request left and no verdict came back (a reset, a
             // timeout, the host dying): it may have been dispatched.
-            Forwarded::Lost(s) => {
+            Err(Unanswered::Lost(s)) => {
                 tracing::info!(grpc = ?s.code(), "bridge.call.uncertain");
                 Ok(uncertain(receipt_id, name, LOST_AFTER_FORWARD))
             }

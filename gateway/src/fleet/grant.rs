@@ -7,9 +7,9 @@ use clankie_runtime::ClankieError;
 use clankie_runtime::clients::Call;
 
 use super::call::{Listener, forward, uncertain};
-use super::{Budget, Forwarded, forwarded, unanswered, with_receipt};
+use super::{Budget, unanswered, with_receipt};
 use crate::Shared;
-use clankie_runtime::clients::Answer as _;
+use clankie_runtime::clients::{Answer as _, Unanswered};
 
 /// What a grant call answers when the host went quiet after the call left.
 const LOST: &str = "the host did not answer after the call left: it may have applied; \
@@ -61,9 +61,10 @@ impl GrantOp<'_> {
         };
         let req = self.request(msg).map_err(|e| with_receipt(e, receipt_id))?;
         let reply = forward(&mut self.shared.mcp.clone(), req, listener).await;
-        match forwarded(reply).map_err(|e| with_receipt(e, receipt_id))? {
-            Forwarded::Answered(r) => Ok(r),
-            Forwarded::Lost(s) => {
+        match reply.verdict() {
+            Ok(r) => Ok(r),
+            Err(Unanswered::Verdict(e)) => Err(with_receipt(e, receipt_id)),
+            Err(Unanswered::Lost(s)) => {
                 tracing::info!(grpc = ?s.code(), "bridge.grant_call.uncertain");
                 Ok(uncertain(receipt_id.to_string(), String::new(), LOST))
             }

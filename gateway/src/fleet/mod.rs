@@ -20,7 +20,7 @@ pub(crate) mod wakes;
 
 use std::time::{Duration, Instant};
 
-use clankie_runtime::clients::{Answer as _, Call, Unanswered};
+use clankie_runtime::clients::{Call, Unanswered};
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
 
@@ -132,23 +132,4 @@ pub(crate) fn with_receipt(e: ClankieError, receipt_id: &str) -> ClankieError {
         d.insert("receiptId".into(), json!(receipt_id));
     }
     e.with_details(details)
-}
-
-/// How a forwarded write ended: the service's answer, or (the request
-/// left, no verdict came back) lost, and so uncertain. A verdict is a
-/// refusal.
-pub(crate) enum Forwarded<T> {
-    Answered(T),
-    Lost(tonic::Status),
-}
-
-/// Sorts a forwarded write's reply.
-pub(crate) fn forwarded<T>(
-    reply: Result<tonic::Response<T>, tonic::Status>,
-) -> Result<Forwarded<T>, ClankieError> {
-    match reply.verdict() {
-        Ok(r) => Ok(Forwarded::Answered(r)),
-        Err(Unanswered::Verdict(e)) => Err(e),
-        Err(Unanswered::Lost(s)) => Ok(Forwarded::Lost(s)),
-    }
 }

@@ -9,8 +9,8 @@ use clankie_types::fleet::outcome::{Lost, lost_after_forward};
 use clankie_types::fleet::seat::{PeerList, PeerReceipt};
 use serde::Serialize;
 
-use super::{Forwarded, Op, forwarded, unanswered, unreadable};
-use clankie_runtime::clients::Answer as _;
+use super::{Op, unanswered, unreadable};
+use clankie_runtime::clients::{Answer as _, Unanswered};
 
 /// A sent peer message's answer.
 #[derive(Debug, Serialize)]
@@ -53,9 +53,10 @@ impl Op<'_> {
             receipt_id: receipt_id.clone(),
         })?;
         let reply = self.shared.mailbox.clone().send_peer(req).await;
-        Ok(match forwarded(reply)? {
-            Forwarded::Answered(r) => Sent::Receipt((&r).try_into().map_err(unreadable)?),
-            Forwarded::Lost(_) => Sent::Lost(lost_after_forward(&receipt_id)),
+        Ok(match reply.verdict() {
+            Ok(r) => Sent::Receipt((&r).try_into().map_err(unreadable)?),
+            Err(Unanswered::Verdict(e)) => return Err(e),
+            Err(Unanswered::Lost(_)) => Sent::Lost(lost_after_forward(&receipt_id)),
         })
     }
 

@@ -3,13 +3,14 @@
 //! name one.
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_runtime::clients::{Answer as _, Unanswered};
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::ReportArgs;
 use clankie_types::fleet::outcome::{Lost, lost_after_forward};
 use clankie_types::fleet::{ReceiptId, ReceiptKind};
 use serde::Serialize;
 
-use super::{Forwarded, Op, forwarded, with_receipt};
+use super::{Op, with_receipt};
 
 /// A report's answer.
 #[derive(Debug, Serialize)]
@@ -40,15 +41,14 @@ impl Op<'_> {
             kind: "message".into(),
         })?;
         let reply = self.shared.mailbox.clone().report(req).await;
-        Ok(
-            match forwarded(reply).map_err(|e| with_receipt(e, &receipt_id))? {
-                Forwarded::Answered(r) => Reported::Delivered {
-                    receipt_id: r.receipt_id,
-                    delivered: true,
-                    replayed: r.replayed,
-                },
-                Forwarded::Lost(_) => Reported::Lost(lost_after_forward(&receipt_id)),
+        Ok(match reply.verdict() {
+            Ok(r) => Reported::Delivered {
+                receipt_id: r.receipt_id,
+                delivered: true,
+                replayed: r.replayed,
             },
-        )
+            Err(Unanswered::Verdict(e)) => return Err(with_receipt(e, &receipt_id)),
+            Err(Unanswered::Lost(_)) => Reported::Lost(lost_after_forward(&receipt_id)),
+        })
     }
 }

@@ -473,6 +473,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_caller_role_the_mailbox_left_unspecified_or_unknown_is_the_least_trusted() {
+        assert_eq!(role_of(0), Role::Worker);
+        assert_eq!(role_of(99), Role::Worker);
+        assert!(role_of(0).limited(), "it gets the limited profile");
+        for r in [Role::Owner, Role::Lead, Role::Reviewer, Role::Worker] {
+            assert_eq!(role_of(r.wire()), r);
+        }
+    }
+
+    #[test]
     fn sixty_writes_a_minute_exactly_and_refusals_are_not_counted() {
         let b = Budgets::default();
         let t0 = 1_000_000;
