@@ -130,7 +130,7 @@ pub async fn bench_auto(rounds: usize) -> anyhow::Result<()> {
                     .update_project(mailbox_pb::UpdateProjectRequest {
                         project: p.project_id.clone(),
                         expected_revision: p.revision,
-                        tracker: Some("builtin".into()),
+                        tracker: Some(clankie_types::TrackerBinding::Builtin.wire()),
                         tracker_team: Some(format!("T{i}")),
                         auto: Some(true),
                         focus: Some(focus.clone()),

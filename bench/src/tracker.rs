@@ -186,7 +186,8 @@ async fn writes_per_second(stack: &Stack, seconds: u64, workers: usize) -> anyho
 }
 
 fn budget_check(iterations: u32) {
-    use clankie_mcp_host::tracker::{Budgets, Class};
+    use clankie_mcp_host::tracker::Budgets;
+    use clankie_types::host::BudgetClass;
     let b = Budgets::default();
     // A worker with a busy window: refused after 600, so spread actors.
     let t = Instant::now();
@@ -195,7 +196,7 @@ fn budget_check(iterations: u32) {
         let _ = b.admit(
             &actor,
             Role::Worker,
-            Class::Interactive,
+            BudgetClass::Interactive,
             i % 3 == 0,
             i64::from(i),
         );
@@ -207,7 +208,7 @@ fn budget_check(iterations: u32) {
         let _ = b.admit(
             &actor,
             Role::Lead,
-            Class::Interactive,
+            BudgetClass::Interactive,
             i % 3 == 0,
             i64::from(i),
         );

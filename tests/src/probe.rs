@@ -196,7 +196,7 @@ impl Probe {
                 mailbox_pb::ReportRequest {
                     receipt_id: "rpt-probe-0001".into(),
                     text: "from the probe".into(),
-                    kind: "message".into(),
+                    kind: clankie_types::transcript::EntryKind::Message.wire(),
                 },
                 t,
             ))

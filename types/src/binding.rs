@@ -42,78 +42,72 @@ impl TrackerBinding {
     }
 }
 
+impl TrackerBinding {
+    /// The binding as `mailbox.v1.TrackerBinding`: unbound is zero, the
+    /// proto default, so an unset field reads as not chosen yet.
+    pub fn wire(self) -> i32 {
+        use clankie_proto::mailbox::v1::TrackerBinding as W;
+        (match self {
+            TrackerBinding::Unbound => W::Unbound,
+            TrackerBinding::Builtin => W::Builtin,
+            TrackerBinding::Linear => W::Linear,
+        }) as i32
+    }
+
+    /// The binding a wire value names; a value this build does not know is
+    /// none.
+    pub fn from_wire(value: i32) -> Option<TrackerBinding> {
+        use clankie_proto::mailbox::v1::TrackerBinding as W;
+        Some(match W::try_from(value).ok()? {
+            W::Unbound => TrackerBinding::Unbound,
+            W::Builtin => TrackerBinding::Builtin,
+            W::Linear => TrackerBinding::Linear,
+        })
+    }
+
+    /// The word a view shows for a wire binding (empty when unbound).
+    pub fn wire_word(value: i32) -> &'static str {
+        TrackerBinding::from_wire(value).map_or("", TrackerBinding::as_str)
+    }
+}
+
+crate::closed_set! {
+    /// Where a caller's unpinned tracker calls go, as the mailbox resolved
+    /// it from the caller's hire.
+    pub enum TrackerRoute as clankie_proto::mailbox::v1::TrackerRoute {
+        /// The built-in tracker.
+        Builtin = "builtin" => Builtin,
+        /// The connected Linear account.
+        Linear = "linear" => Linear,
+        /// No confirmed project hire: the routing before projects had
+        /// bindings.
+        Legacy = "legacy" => Legacy,
+    }
+}
+
 impl std::fmt::Display for TrackerBinding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-/// What kind of fleet link admits a caller: a bearer token, or a pane host
-/// whose panes the kernel proves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LinkKind {
-    /// A fleet bearer (remote route): the token is the proof.
-    Bearer,
-    /// A tmux server's session (pane host).
-    Tmux,
-    /// A Herdr server (pane host).
-    Herdr,
+crate::closed_set! {
+    /// What kind of fleet link admits a caller: a bearer token, or a pane
+    /// host whose panes the kernel proves.
+    pub enum LinkKind as clankie_proto::admission::v1::LinkKind {
+        /// A fleet bearer (remote route): the token is the proof.
+        Bearer = "bearer" => Bearer,
+        /// A tmux server's session (pane host).
+        Tmux = "tmux" => Tmux,
+        /// A Herdr server (pane host).
+        Herdr = "herdr" => Herdr,
+    }
 }
 
 impl LinkKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LinkKind::Bearer => "bearer",
-            LinkKind::Tmux => "tmux",
-            LinkKind::Herdr => "herdr",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<LinkKind> {
-        match s {
-            "bearer" => Some(LinkKind::Bearer),
-            "tmux" => Some(LinkKind::Tmux),
-            "herdr" => Some(LinkKind::Herdr),
-            _ => None,
-        }
-    }
-
-    /// The kind as `admission.v1.LinkKind`.
-    pub fn wire(self) -> i32 {
-        use clankie_proto::admission::v1::LinkKind as W;
-        (match self {
-            LinkKind::Bearer => W::Bearer,
-            LinkKind::Tmux => W::Tmux,
-            LinkKind::Herdr => W::Herdr,
-        }) as i32
-    }
-
-    /// The kind a wire value names; unspecified or unknown is none.
-    pub fn from_wire(value: i32) -> Option<LinkKind> {
-        use clankie_proto::admission::v1::LinkKind as W;
-        match W::try_from(value).ok()? {
-            W::Bearer => Some(LinkKind::Bearer),
-            W::Tmux => Some(LinkKind::Tmux),
-            W::Herdr => Some(LinkKind::Herdr),
-            W::Unspecified => None,
-        }
-    }
-
-    /// The word a view shows for a wire kind: empty when unspecified.
-    pub fn wire_word(value: i32) -> &'static str {
-        LinkKind::from_wire(value).map_or("", LinkKind::as_str)
-    }
-
     /// A pane host: its callers are proven by kernel facts.
     pub fn is_pane_host(self) -> bool {
         matches!(self, LinkKind::Tmux | LinkKind::Herdr)
-    }
-}
-
-impl std::fmt::Display for LinkKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -128,6 +122,21 @@ mod tests {
             assert_eq!(LinkKind::wire_word(k.wire()), k.as_str());
         }
         assert_eq!(LinkKind::from_wire(0), None);
+    }
+
+    #[test]
+    fn every_binding_crosses_the_wire_and_back_with_unbound_the_default() {
+        for b in [
+            TrackerBinding::Unbound,
+            TrackerBinding::Builtin,
+            TrackerBinding::Linear,
+        ] {
+            assert_eq!(TrackerBinding::from_wire(b.wire()), Some(b));
+            assert_eq!(TrackerBinding::wire_word(b.wire()), b.as_str());
+        }
+        assert_eq!(TrackerBinding::from_wire(0), Some(TrackerBinding::Unbound));
+        assert_eq!(TrackerBinding::from_wire(9), None);
+        assert_eq!(TrackerRoute::WORDS, ["builtin", "linear", "legacy"]);
     }
 
     #[test]

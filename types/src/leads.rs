@@ -19,7 +19,7 @@ pub const HEAD: &str = "global";
 /// A project's tracker references.
 pub fn tracker_refs(p: &mailbox_pb::Project) -> Vec<&str> {
     let mut refs = Vec::new();
-    if p.tracker == "builtin" && !p.tracker_team.is_empty() {
+    if p.tracker == crate::TrackerBinding::Builtin.wire() && !p.tracker_team.is_empty() {
         refs.push(p.tracker_team.as_str());
     }
     if !p.linear_project_id.is_empty() {
@@ -29,7 +29,7 @@ pub fn tracker_refs(p: &mailbox_pb::Project) -> Vec<&str> {
 }
 
 fn live_lead(c: &mailbox_pb::Conversation) -> bool {
-    c.kind == "lead" && !c.removed
+    c.kind == crate::transcript::ConversationKind::Lead.wire() && !c.removed
 }
 
 /// Whether lead chat `c` explicitly owns project `p`.
@@ -138,10 +138,11 @@ mod tests {
             project_id: id.into(),
             name: id.into(),
             tracker: if team.is_empty() {
-                String::new()
+                crate::TrackerBinding::Unbound
             } else {
-                "builtin".into()
-            },
+                crate::TrackerBinding::Builtin
+            }
+            .wire(),
             tracker_team: team.into(),
             workspaces: vec![mailbox_pb::Workspace {
                 path: ws.into(),
@@ -154,7 +155,7 @@ mod tests {
     fn lead(id: &str, ws: &str, projects: &[&str]) -> mailbox_pb::Conversation {
         mailbox_pb::Conversation {
             conversation_id: id.into(),
-            kind: "lead".into(),
+            kind: crate::transcript::ConversationKind::Lead.wire(),
             workspace: ws.into(),
             projects: projects.iter().map(|s| s.to_string()).collect(),
             ..Default::default()

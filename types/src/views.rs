@@ -27,7 +27,10 @@ pub fn project(p: &mailbox_pb::Project) -> Value {
 pub fn project_settings(p: &mailbox_pb::Project) -> Value {
     let mut v = project(p);
     if let Some(obj) = v.as_object_mut() {
-        obj.insert("tracker".into(), json!(p.tracker));
+        obj.insert(
+            "tracker".into(),
+            json!(crate::TrackerBinding::wire_word(p.tracker)),
+        );
         obj.insert("trackerTeam".into(), json!(p.tracker_team));
         obj.insert("linearProjectId".into(), json!(p.linear_project_id));
         obj.insert("auto".into(), json!(p.auto));
@@ -37,7 +40,12 @@ pub fn project_settings(p: &mailbox_pb::Project) -> Value {
             "conventions".into(),
             p.workspaces
                 .iter()
-                .map(|w| (w.path.clone(), json!(w.convention)))
+                .map(|w| {
+                    (
+                        w.path.clone(),
+                        json!(crate::TrackerBinding::wire_word(w.convention)),
+                    )
+                })
                 .collect::<serde_json::Map<_, _>>()
                 .into(),
         );
@@ -59,7 +67,8 @@ pub fn project_autonomy(
         obj.insert(
             "trackerProjectId".into(),
             json!(
-                (p.tracker == "builtin" && !p.tracker_team.is_empty()).then_some(&p.tracker_team)
+                (p.tracker == crate::TrackerBinding::Builtin.wire() && !p.tracker_team.is_empty())
+                    .then_some(&p.tracker_team)
             ),
         );
         obj.insert(
@@ -101,7 +110,7 @@ pub fn candidate(c: &mailbox_pb::ReviewCandidate, with_patch: bool) -> Value {
         "patchSha256": c.patch_sha256,
         "summary": c.summary,
         "issue": c.issue,
-        "state": c.state,
+        "state": crate::landing::ReviewState::wire_word(c.state),
         "previous": c.previous,
         "findings": c.findings.iter().map(|f| json!({
             "text": f.text, "file": f.file, "line": f.line,

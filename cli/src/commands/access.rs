@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
+use clankie_types::host::GrantStanding;
 use clap::Subcommand;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -80,7 +81,7 @@ fn grant_json(g: &mcphost_pb::Grant) -> Value {
     json!({
         "grantId": g.grant_id,
         "kind": g.kind,
-        "standing": g.standing,
+        "standing": GrantStanding::wire_word(g.standing),
         "principalId": g.principal_id,
         "workId": g.work_id,
         "server": g.server,
@@ -232,7 +233,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
                     println!(
                         "{:<24} {:<11} {:<8} {} {} [{}]",
                         field(&g.grant_id),
-                        g.standing,
+                        GrantStanding::wire_word(g.standing),
                         field(&g.kind),
                         field(&g.server),
                         field(&g.principal_id),

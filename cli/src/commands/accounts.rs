@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
+use clankie_types::host::TransportKind;
 
 use crate::support::clients::{self, refused};
 use crate::support::output::{field, print_json};
@@ -32,7 +33,7 @@ pub fn identity_json(i: &mcphost_pb::AccountIdentity) -> serde_json::Value {
 pub fn account_json(a: &mcphost_pb::Account) -> serde_json::Value {
     serde_json::json!({
         "name": a.name,
-        "transport": a.transport,
+        "transport": TransportKind::wire_word(a.transport),
         "target": a.target,
         "state": state_name(a.state),
         "identity": { "name": a.identity_name, "version": a.identity_version },
@@ -56,7 +57,7 @@ pub fn print_account(a: &mcphost_pb::Account) {
         "{:<20} {:<12} {:<5} tools={:<4} identity={} target={}{}{}",
         a.name,
         state_name(a.state),
-        a.transport,
+        TransportKind::wire_word(a.transport),
         a.tool_count,
         identity,
         a.target,

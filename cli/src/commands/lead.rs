@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
+use clankie_types::transcript::ConversationKind;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -36,7 +37,7 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
     let conv_json = |c: &mailbox_pb::Conversation| {
         json!({
             "conversationId": c.conversation_id,
-            "kind": c.kind,
+            "kind": ConversationKind::wire_word(c.kind),
             "title": c.title,
             "removed": c.removed,
         })
@@ -79,7 +80,7 @@ pub async fn lead(paths: StatePaths, command: LeadCommand) -> anyhow::Result<Exi
                     println!(
                         "{}  {}  {}",
                         field(&conv.conversation_id),
-                        field(&conv.kind),
+                        field(ConversationKind::wire_word(conv.kind)),
                         field(&conv.title)
                     );
                 }

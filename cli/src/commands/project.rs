@@ -8,6 +8,7 @@ use clankie_proto::auto::v1 as auto_pb;
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
+use clankie_types::TrackerBinding;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -214,19 +215,25 @@ fn pairs(list: &[String], flag: &str, form: &str) -> anyhow::Result<Vec<(String,
         .collect()
 }
 
+/// A tracker binding as the flags spell it: `none` (or empty) unbinds.
+fn binding(flag: &str, word: &str) -> anyhow::Result<i32> {
+    let word = if word == "none" { "" } else { word };
+    TrackerBinding::parse(word)
+        .map(TrackerBinding::wire)
+        .ok_or_else(|| anyhow::anyhow!("{flag} {word}: choose builtin, linear or none"))
+}
+
 /// `clankie project set`: the revision-fenced project update.
 pub async fn project_set(paths: &StatePaths, set: ProjectSet) -> anyhow::Result<ExitCode> {
-    let tracker = set
-        .tracker
-        .map(|t| if t == "none" { String::new() } else { t });
+    let tracker = set.tracker.map(|t| binding("--tracker", &t)).transpose()?;
     let workspace_conventions = pairs(
         &set.conventions,
         "--convention",
         "WORKSPACE=builtin|linear|none",
     )?
     .into_iter()
-    .map(|(ws, c)| (ws, if c == "none" { String::new() } else { c }))
-    .collect();
+    .map(|(ws, c)| Ok((ws, binding("--convention", &c)?)))
+    .collect::<anyhow::Result<_>>()?;
     let mut overrides = std::collections::HashMap::new();
     for (k, v) in pairs(&set.overrides, "--override", "KEY=on|off")? {
         let on = match v.as_str() {

@@ -2,6 +2,7 @@
 //! teams, imports, role profiles and budgets.
 
 use clankie_types::fleet::Outcome;
+use clankie_types::host::BudgetClass;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -181,7 +182,7 @@ pub fn budgets_json(b: &mcphost_pb::TrackerBudgetsResponse) -> Value {
         "actors": b.actors.iter().map(|a| json!({
             "actor": a.actor,
             "role": clankie_types::Role::wire_word(a.role),
-            "class": a.class,
+            "class": BudgetClass::wire_word(a.class),
             "requests": w(&a.requests),
             "writes": w(&a.writes),
             "refused": a.refused,
@@ -208,7 +209,7 @@ pub fn print_budgets(b: &mcphost_pb::TrackerBudgetsResponse, json: bool) {
             "  {:<40} {:<8} {:<11} requests {:>3}/{}  writes {:>2}/{}  refused {}",
             a.actor,
             clankie_types::Role::wire_word(a.role),
-            a.class,
+            BudgetClass::wire_word(a.class),
             r.used,
             r.limit,
             w.used,

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::paths::StatePaths;
+use clankie_types::transcript::{EntryKind, EntryRole};
 use serde_json::json;
 
 use crate::support::clients::{self, refused};
@@ -29,8 +30,8 @@ pub async fn transcript(
         "lastSeq": resp.last_seq,
         "entries": resp.entries.iter().map(|e| json!({
             "seq": e.seq,
-            "kind": e.kind,
-            "role": e.role,
+            "kind": EntryKind::wire_word(e.kind),
+            "role": EntryRole::wire_word(e.role),
             "text": e.text,
             "source": e.source,
             "untrusted": e.untrusted,

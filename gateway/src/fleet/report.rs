@@ -8,6 +8,7 @@ use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::ReportArgs;
 use clankie_types::fleet::outcome::{Lost, lost_after_forward};
 use clankie_types::fleet::{ReceiptId, ReceiptKind};
+use clankie_types::transcript::EntryKind;
 use serde::Serialize;
 
 use super::{Op, with_receipt};
@@ -38,7 +39,7 @@ impl Op<'_> {
         let req = self.request(mailbox_pb::ReportRequest {
             receipt_id: receipt_id.clone(),
             text: args.text,
-            kind: "message".into(),
+            kind: EntryKind::Message.wire(),
         })?;
         let reply = self.shared.mailbox.clone().report(req).await;
         Ok(match reply.verdict() {

@@ -7,6 +7,7 @@ use base64::Engine as _;
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::args::{Submission, VerdictArgs};
+use clankie_types::landing::Verdict;
 use clankie_types::views::candidate as candidate_view;
 use serde_json::Value;
 
@@ -32,7 +33,12 @@ impl Op<'_> {
         let req = self.request(mailbox_pb::ReviewVerdictRequest {
             candidate_id: v.candidate_id,
             patch_id: v.patch_id,
-            verdict: v.verdict,
+            verdict: Verdict::parse(&v.verdict)
+                .ok_or_else(|| {
+                    ErrorCode::InvalidArgument
+                        .err(format!("verdict {}: approve or changes", v.verdict))
+                })?
+                .wire(),
             findings: v
                 .findings
                 .into_iter()

@@ -153,7 +153,7 @@ pub(crate) async fn request_budget(
             "actors": r.actors.into_iter().map(|a| json!({
                 "actor": a.actor,
                 "role": clankie_types::Role::wire_word(a.role),
-                "class": a.class,
+                "class": clankie_types::host::BudgetClass::wire_word(a.class),
                 "requests": window(a.requests),
                 "writes": window(a.writes),
                 "refused": a.refused,

@@ -159,7 +159,7 @@ impl View {
                 ProjectEvidence {
                     name: p.name.clone(),
                     focus: p.focus.clone(),
-                    tracker_project: if p.tracker == "builtin" {
+                    tracker_project: if p.tracker == clankie_types::TrackerBinding::Builtin.wire() {
                         p.tracker_team.clone()
                     } else {
                         String::new()

@@ -5,6 +5,7 @@
 use super::*;
 use clankie_runtime::clients::{Answer as _, Unanswered};
 use clankie_runtime::clients::{Call, INTERNAL};
+use clankie_types::transcript::WakeSource;
 
 /// Aborts at a test crash point when its marker exists.
 pub(super) fn crash_point(root: &std::path::Path, step: &str) {
@@ -306,7 +307,7 @@ impl AutoService {
             conversation_id: lead.to_string(),
             wake_id: wake_id.clone(),
             text: evidence.text(round_id),
-            source: "auto".into(),
+            source: WakeSource::Auto.wire(),
         })
         .timeout(Duration::from_secs(10))
         .request();
@@ -374,7 +375,7 @@ impl AutoService {
                 } else {
                     format!("Self-wake: {}", w.note)
                 },
-                source: "self".into(),
+                source: WakeSource::SelfWake.wire(),
             })
             .timeout(Duration::from_secs(10))
             .request();

@@ -17,7 +17,7 @@ pub(crate) fn project_pb(p: &ProjectRec) -> mailbox_pb::Project {
                 path: w.path.clone(),
                 machine: w.machine.clone(),
                 platform: w.platform.clone(),
-                convention: w.convention.as_str().into(),
+                convention: w.convention.wire(),
             })
             .collect(),
         lead_conversation_id: p.lead_conversation_id.clone(),
@@ -25,7 +25,7 @@ pub(crate) fn project_pb(p: &ProjectRec) -> mailbox_pb::Project {
         standing_reviewer: p.standing_reviewer,
         revision: p.revision,
         created_at_ms: p.created_at_ms,
-        tracker: p.tracker.as_str().into(),
+        tracker: p.tracker.wire(),
         tracker_team: p.tracker_team.clone(),
         linear_project_id: p.linear_project_id.clone(),
         auto: p.auto,
@@ -36,7 +36,7 @@ pub(crate) fn project_pb(p: &ProjectRec) -> mailbox_pb::Project {
 pub(crate) fn conversation_pb(c: &ConversationRec) -> mailbox_pb::Conversation {
     mailbox_pb::Conversation {
         conversation_id: c.conversation_id.clone(),
-        kind: c.kind.clone(),
+        kind: c.kind.wire(),
         title: c.title.clone(),
         created_at_ms: c.created_at_ms,
         removed: c.removed,
@@ -47,8 +47,8 @@ pub(crate) fn conversation_pb(c: &ConversationRec) -> mailbox_pb::Conversation {
 pub(crate) fn entry_pb(e: EntryRec) -> mailbox_pb::Entry {
     mailbox_pb::Entry {
         seq: e.seq,
-        kind: e.kind,
-        role: e.role,
+        kind: e.kind.wire(),
+        role: e.role.wire(),
         text: e.text,
         source: e.source,
         untrusted: e.untrusted,
@@ -130,7 +130,7 @@ pub(crate) fn candidate_pb(
         summary: c.summary.clone(),
         issue: c.issue.clone(),
         evidence: c.evidence.clone(),
-        state: c.state.clone(),
+        state: c.state.wire(),
         findings: c
             .findings
             .iter()

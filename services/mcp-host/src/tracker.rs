@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::TrackerRoute;
+use clankie_types::host::BudgetClass;
 use clankie_types::vocabulary::{self, Role};
 use serde_json::{Value, json};
 
@@ -162,8 +164,9 @@ pub enum Backend {
 pub struct TrackerCaller {
     pub role: Role,
     pub actor: String,
-    /// The route the caller's hire (or `repo`) resolves to.
-    pub route: String,
+    /// The route the caller's hire (or `repo`) resolves to; none with a
+    /// route problem (or from the owner's route).
+    pub route: Option<TrackerRoute>,
     /// The built-in team of the routed project.
     pub route_team: String,
     pub route_problem: String,
@@ -190,9 +193,9 @@ pub fn route(
     if !caller.route_problem.is_empty() {
         return Err(ErrorCode::TrackerRouteUnavailable.err(caller.route_problem.clone()));
     }
-    match caller.route.as_str() {
-        "builtin" => Ok(Backend::Store),
-        "linear" => Ok(Backend::Linear { history: false }),
+    match caller.route {
+        Some(TrackerRoute::Builtin) => Ok(Backend::Store),
+        Some(TrackerRoute::Linear) => Ok(Backend::Linear { history: false }),
         // The owner's route, and callers without a confirmed project hire.
         _ if linear_connected && caller.role.limited() => Ok(Backend::Linear { history: false }),
         _ => Ok(Backend::Store),
@@ -253,32 +256,16 @@ struct Account {
     refused: VecDeque<i64>,
 }
 
-/// The budget class of a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Class {
-    Interactive,
-    Background,
-}
-
-impl Class {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Interactive => "interactive",
-            Class::Background => "background",
-        }
-    }
-}
-
 /// The per-actor request budgets.
 #[derive(Default)]
 pub struct Budgets {
-    accounts: Mutex<HashMap<(String, Class), Account>>,
+    accounts: Mutex<HashMap<(String, BudgetClass), Account>>,
 }
 
 /// A counted call; handing it back uncounts it (the call was refused later,
 /// before anything was dispatched).
 pub struct Counted {
-    key: (String, Class),
+    key: (String, BudgetClass),
     at: i64,
     write: bool,
 }
@@ -290,7 +277,7 @@ impl Budgets {
         &self,
         actor: &str,
         role: Role,
-        class: Class,
+        class: BudgetClass,
         write: bool,
         now: i64,
     ) -> Result<Option<Counted>, ClankieError> {
@@ -359,7 +346,7 @@ impl Budgets {
         }
         self.accounts
             .lock()
-            .entry((actor.to_string(), Class::Interactive))
+            .entry((actor.to_string(), BudgetClass::Interactive))
             .or_insert_with(|| Account {
                 role,
                 requests: Window::new(REQUESTS_PER_HOUR, REQUEST_WINDOW_MS),
@@ -395,7 +382,7 @@ impl Budgets {
                 mcphost_pb::ActorBudget {
                     actor: actor.clone(),
                     role: a.role.wire(),
-                    class: class.as_str().into(),
+                    class: class.wire(),
                     requests: Some(a.requests.view()),
                     writes: Some(a.writes.view()),
                     refused: a
@@ -406,7 +393,10 @@ impl Budgets {
                 }
             })
             .collect();
-        out.sort_by(|a, b| (&a.actor, &a.class).cmp(&(&b.actor, &b.class)));
+        out.sort_by(|a, b| {
+            (&a.actor, BudgetClass::wire_word(a.class))
+                .cmp(&(&b.actor, BudgetClass::wire_word(b.class)))
+        });
         out
     }
 }
@@ -488,13 +478,13 @@ mod tests {
         let t0 = 1_000_000;
         for i in 0..60 {
             assert!(
-                b.admit("w", Role::Worker, Class::Interactive, true, t0 + i)
+                b.admit("w", Role::Worker, BudgetClass::Interactive, true, t0 + i)
                     .expect("fits")
                     .is_some()
             );
         }
         let e = b
-            .admit("w", Role::Worker, Class::Interactive, true, t0 + 100)
+            .admit("w", Role::Worker, BudgetClass::Interactive, true, t0 + 100)
             .err()
             .expect("61st refused");
         assert_eq!(e.code, ErrorCode::RequestBudget);
@@ -503,15 +493,15 @@ mod tests {
         assert_eq!(d["retryAfterMs"], WRITE_WINDOW_MS - 100);
         // Reads still fit; the other class is separate; a lead is free.
         assert!(
-            b.admit("w", Role::Worker, Class::Interactive, false, t0 + 101)
+            b.admit("w", Role::Worker, BudgetClass::Interactive, false, t0 + 101)
                 .is_ok()
         );
         assert!(
-            b.admit("w", Role::Worker, Class::Background, true, t0 + 102)
+            b.admit("w", Role::Worker, BudgetClass::Background, true, t0 + 102)
                 .is_ok()
         );
         assert!(
-            b.admit("l", Role::Lead, Class::Interactive, true, t0)
+            b.admit("l", Role::Lead, BudgetClass::Interactive, true, t0)
                 .expect("lead")
                 .is_none()
         );
@@ -520,7 +510,7 @@ mod tests {
             b.admit(
                 "w",
                 Role::Worker,
-                Class::Interactive,
+                BudgetClass::Interactive,
                 true,
                 t0 + WRITE_WINDOW_MS
             )
@@ -529,7 +519,7 @@ mod tests {
         let snap = b.snapshot(t0 + WRITE_WINDOW_MS);
         let w = snap
             .iter()
-            .find(|a| a.actor == "w" && a.class == "interactive")
+            .find(|a| a.actor == "w" && a.class == BudgetClass::Interactive.wire())
             .expect("w");
         assert_eq!(w.refused, 1);
         assert_eq!(w.requests.as_ref().expect("r").used, 62);
@@ -542,16 +532,16 @@ mod tests {
         let mut last = None;
         for i in 0..600 {
             last = b
-                .admit("r", Role::Reviewer, Class::Background, false, i)
+                .admit("r", Role::Reviewer, BudgetClass::Background, false, i)
                 .expect("fits");
         }
         assert!(
-            b.admit("r", Role::Reviewer, Class::Background, false, 700)
+            b.admit("r", Role::Reviewer, BudgetClass::Background, false, 700)
                 .is_err()
         );
         b.refund(last.expect("counted"));
         assert!(
-            b.admit("r", Role::Reviewer, Class::Background, false, 701)
+            b.admit("r", Role::Reviewer, BudgetClass::Background, false, 701)
                 .is_ok()
         );
     }
@@ -572,7 +562,7 @@ mod tests {
         let worker = TrackerCaller {
             role: Role::Worker,
             actor: "hire:x".into(),
-            route: "linear".into(),
+            route: Some(TrackerRoute::Linear),
             route_team: String::new(),
             route_problem: String::new(),
             route_project: "p".into(),
@@ -591,7 +581,7 @@ mod tests {
             Backend::Linear { history: false }
         );
         let broken = TrackerCaller {
-            route: String::new(),
+            route: None,
             route_problem: "no binding".into(),
             ..worker
         };

@@ -1,59 +1,17 @@
 //! How a dispatched call ended, as far as anyone can know.
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    /// The upstream answered.
-    Ok,
-    /// The upstream answered with an error, or the call was refused before
-    /// it left.
-    Error,
-    /// Sent, and no answer came back in time: the call may have applied.
-    /// Reconcile with its receipt id; never repeat it.
-    Uncertain,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-            Outcome::Uncertain => "uncertain",
-        }
-    }
-
-    /// As the internal wire carries it (`mcphost.v1.Outcome`).
-    pub fn wire(self) -> i32 {
-        use clankie_proto::mcphost::v1::Outcome as W;
-        (match self {
-            Outcome::Ok => W::Ok,
-            Outcome::Error => W::Error,
-            Outcome::Uncertain => W::Uncertain,
-        }) as i32
-    }
-
-    /// From the internal wire; unspecified or unknown is no outcome.
-    pub fn from_wire(value: i32) -> Option<Outcome> {
-        use clankie_proto::mcphost::v1::Outcome as W;
-        match W::try_from(value).ok()? {
-            W::Ok => Some(Outcome::Ok),
-            W::Error => Some(Outcome::Error),
-            W::Uncertain => Some(Outcome::Uncertain),
-            W::Unspecified => None,
-        }
-    }
-
-    /// The word as the member-facing JSON spells it; anything else is not
-    /// an outcome.
-    pub fn parse(word: &str) -> Option<Outcome> {
-        match word {
-            "ok" => Some(Outcome::Ok),
-            "error" => Some(Outcome::Error),
-            "uncertain" => Some(Outcome::Uncertain),
-            _ => None,
-        }
+crate::closed_set! {
+    /// How a dispatched call ended (`mcphost.v1.Outcome` on the internal
+    /// wire, the word in the member-facing JSON).
+    pub enum Outcome as clankie_proto::mcphost::v1::Outcome {
+        /// The upstream answered.
+        Ok = "ok" => Ok,
+        /// The upstream answered with an error, or the call was refused
+        /// before it left.
+        Error = "error" => Error,
+        /// Sent, and no answer came back in time: the call may have applied.
+        /// Reconcile with its receipt id; never repeat it.
+        Uncertain = "uncertain" => Uncertain,
     }
 }
 
@@ -77,12 +35,6 @@ pub fn lost_after_forward(receipt_id: &str) -> Lost {
         receipt_id: receipt_id.to_string(),
         outcome: Outcome::Uncertain,
         detail: LOST_AFTER_FORWARD.to_string(),
-    }
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -4,6 +4,7 @@
 use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::Role;
+use clankie_types::TrackerRoute;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::AdmissionMode;
@@ -377,13 +378,13 @@ impl MailboxService {
             _ if store.unreadable() => {
                 info.route_problem = "the project registry cannot be read here".into();
             }
-            None => info.route = "legacy".into(),
+            None => info.route = TrackerRoute::Legacy.wire(),
             Some(Err(problem)) => info.route_problem = problem,
             Some(Ok(p)) => {
                 info.route_project = p.name.clone();
                 match tracker_route(p) {
                     Ok((route, team, linear)) => {
-                        info.route = route.into();
+                        info.route = route.wire();
                         info.route_team = team;
                         info.route_linear_project = linear;
                     }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::transcript::ConversationKind;
 use tonic::{Request, Response};
 
 use crate::convert::*;
@@ -66,7 +67,7 @@ impl MailboxService {
         Self::writable(&store)?;
         let c = ConversationRec {
             conversation_id: short_id("conv"),
-            kind: "lead".into(),
+            kind: ConversationKind::Lead,
             title: req.title.chars().take(200).collect(),
             created_at_ms: now_ms(),
             removed: false,

@@ -12,6 +12,7 @@ use crate::store;
 use crate::store::{ProjectRec, TrackerBinding, WorkspaceRec, now_ms};
 use crate::{DEFAULT_WORKER_CAP, MAX_FOCUS, OVERRIDES};
 use crate::{MailboxService, internal, short_id};
+use clankie_types::TrackerRoute;
 
 /// The staffing rule of an autonomous turn: the switch on, the owner's saved
 /// global autonomy Full, the project on Auto, and its overrides allowing
@@ -70,17 +71,27 @@ pub(crate) fn project_at<'a>(
 }
 /// Where a project's unpinned tracker calls go: `(route, team, linear
 /// project)`, or why they cannot go anywhere.
-pub(crate) fn tracker_route(p: &ProjectRec) -> Result<(&'static str, String, String), String> {
+pub(crate) fn tracker_route(p: &ProjectRec) -> Result<(TrackerRoute, String, String), String> {
     match p.tracker {
-        TrackerBinding::Builtin => Ok(("builtin", p.tracker_team.clone(), String::new())),
-        TrackerBinding::Linear => Ok(("linear", String::new(), p.linear_project_id.clone())),
+        TrackerBinding::Builtin => {
+            Ok((TrackerRoute::Builtin, p.tracker_team.clone(), String::new()))
+        }
+        TrackerBinding::Linear => Ok((
+            TrackerRoute::Linear,
+            String::new(),
+            p.linear_project_id.clone(),
+        )),
         TrackerBinding::Unbound
             if !p.workspaces.is_empty()
                 && p.workspaces
                     .iter()
                     .all(|w| w.convention == TrackerBinding::Linear) =>
         {
-            Ok(("linear", String::new(), p.linear_project_id.clone()))
+            Ok((
+                TrackerRoute::Linear,
+                String::new(),
+                p.linear_project_id.clone(),
+            ))
         }
         _ => Err(format!(
             "project {} has no tracker binding and its workspaces' saved conventions are not all linear: clankie project set {} --tracker builtin|linear",
@@ -180,7 +191,6 @@ impl MailboxService {
     ) -> Result<Response<mailbox_pb::Project>, ClankieError> {
         self.owner(&request)?;
         let req = request.into_inner();
-        let valid = |v: &str| matches!(v, "" | "builtin" | "linear");
         if let Some(f) = &req.focus
             && (f.chars().count() > MAX_FOCUS || f.contains(['\n', '\r']))
         {
@@ -199,17 +209,24 @@ impl MailboxService {
                 OVERRIDES.join(", ")
             )));
         }
-        if let Some(t) = &req.tracker
-            && !valid(t)
-        {
-            return Err(ErrorCode::InvalidArgument.err(format!(
-                "tracker {t}: choose builtin or linear (or empty to unbind)"
-            )));
-        }
-        if let Some(c) = req.workspace_conventions.values().find(|c| !valid(c)) {
-            return Err(ErrorCode::InvalidArgument.err(format!(
-                "convention {c}: choose builtin or linear (or empty)"
-            )));
+        let tracker = req
+            .tracker
+            .map(|t| {
+                TrackerBinding::from_wire(t).ok_or_else(|| {
+                    ErrorCode::InvalidArgument.err(format!(
+                        "tracker binding {t}: choose builtin or linear (or unbound)"
+                    ))
+                })
+            })
+            .transpose()?;
+        let mut conventions = Vec::with_capacity(req.workspace_conventions.len());
+        for (which, c) in req.workspace_conventions {
+            let c = TrackerBinding::from_wire(c).ok_or_else(|| {
+                ErrorCode::InvalidArgument.err(format!(
+                    "convention {c}: choose builtin or linear (or unbound)"
+                ))
+            })?;
+            conventions.push((which, c));
         }
         if let Some(u) = &req.linear_project_id
             && !u.is_empty()
@@ -221,7 +238,7 @@ impl MailboxService {
         Self::writable(&store)?;
         let project = project_at(&mut store.state, &req.project, req.expected_revision)?;
         let mut next = project.clone();
-        if let Some(t) = req.tracker.as_deref().and_then(TrackerBinding::parse) {
+        if let Some(t) = tracker {
             next.tracker = t;
         }
         if let Some(t) = req.tracker_team {
@@ -230,15 +247,15 @@ impl MailboxService {
         if let Some(u) = req.linear_project_id {
             next.linear_project_id = u;
         }
-        for (which, convention) in &req.workspace_conventions {
+        for (which, convention) in conventions {
             let ws = next
                 .workspaces
                 .iter_mut()
-                .find(|w| &w.workspace_id == which || &w.path == which)
+                .find(|w| w.workspace_id == which || w.path == which)
                 .ok_or_else(|| {
                     ErrorCode::InvalidArgument.err(format!("the project has no workspace {which}"))
                 })?;
-            ws.convention = TrackerBinding::parse(convention).unwrap_or_default();
+            ws.convention = convention;
         }
         if let Some(a) = req.auto {
             next.auto = a;

@@ -4,6 +4,7 @@
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::ErrorCode;
+use clankie_types::transcript::{EntryKind, EntryRole};
 use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
@@ -18,14 +19,9 @@ impl MailboxService {
         let principal = self.pane_principal(&request).await?;
         self.hold_codex_pane(&request, &principal).await?;
         let req = request.into_inner();
-        let kind = match req.kind.as_str() {
-            "" | "message" => "message",
-            "watch" => "watch",
-            "wake" => "wake",
-            other => {
-                return Err(ErrorCode::InvalidArgument.err(format!("report kind {other}")));
-            }
-        };
+        let kind = EntryKind::reported(req.kind).ok_or_else(|| {
+            ErrorCode::InvalidArgument.err("a report is a message, a watch or a wake")
+        })?;
         check_entry("report", &req.receipt_id, &req.text)?;
         let mut store = self.inner.store.lock().await;
         // An accepted receipt returns where it went: never rerouted, never
@@ -64,8 +60,8 @@ impl MailboxService {
         };
         let entry = EntryRec {
             seq: 0,
-            kind: kind.into(),
-            role: "agent".into(),
+            kind,
+            role: EntryRole::Agent,
             text: req.text,
             source,
             untrusted: true,

@@ -6,6 +6,7 @@ use clankie_runtime::state::{GuardError, Guarded};
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
+use clankie_types::landing::{ReviewState, Verdict};
 use tonic::{Request, Response};
 
 use crate::convert::*;
@@ -157,7 +158,7 @@ impl MailboxService {
             summary: req.summary.chars().take(4000).collect(),
             issue: req.issue.chars().take(200).collect(),
             evidence: req.evidence.chars().take(8000).collect(),
-            state: "pending".into(),
+            state: ReviewState::Pending,
             findings: Vec::new(),
             verdict_summary: String::new(),
             previous: book.previous_for(&hire.project_id, &req.issue),
@@ -247,15 +248,12 @@ impl MailboxService {
                 line: f.line,
             })
             .collect();
-        reviews::check_verdict(&candidate, &req.patch_id, &req.verdict, &findings)
+        let verdict = Verdict::from_wire(req.verdict)
+            .ok_or_else(|| ErrorCode::InvalidArgument.err("a verdict is approve or changes"))?;
+        reviews::check_verdict(&candidate, &req.patch_id, verdict, &findings)
             .map_err(|(code, m)| code.err(m))?;
         let c = &mut book.candidates[index];
-        c.state = if req.verdict == "approve" {
-            "approved"
-        } else {
-            "changes"
-        }
-        .into();
+        c.state = verdict.state();
         c.findings = findings;
         c.verdict_summary = req.summary.chars().take(4000).collect();
         c.decided_at_ms = now_ms();

@@ -4,6 +4,7 @@
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
+use clankie_types::transcript::{EntryKind, EntryRole};
 use std::time::Duration;
 
 use clankie_proto::admission::v1 as admission_pb;
@@ -380,8 +381,8 @@ impl MailboxService {
                 .unwrap_or_else(|| HEAD.to_string());
             let entry = EntryRec {
                 seq: 0,
-                kind: "peer".into(),
-                role: "agent".into(),
+                kind: EntryKind::Peer,
+                role: EntryRole::Agent,
                 text: format!(
                     "[peer message {} from seat {} to seat {}] {}",
                     receipt.peer_message_id, me.seat_id, recipient.seat_id, req.text

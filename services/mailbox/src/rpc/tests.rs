@@ -44,7 +44,7 @@ fn project(id: &str, name: &str) -> ProjectRec {
 fn conversation(id: &str, kind: &str, projects: &[&str]) -> ConversationRec {
     ConversationRec {
         conversation_id: id.into(),
-        kind: kind.into(),
+        kind: clankie_types::transcript::ConversationKind::parse(kind).expect("kind"),
         title: id.into(),
         created_at_ms: 0,
         removed: false,
@@ -127,7 +127,11 @@ fn tracker_calls_follow_the_binding_then_agreeing_conventions() {
     p.linear_project_id = "uuid".into();
     assert_eq!(
         tracker_route(&p),
-        Ok(("linear", String::new(), "uuid".into()))
+        Ok((
+            clankie_types::TrackerRoute::Linear,
+            String::new(),
+            "uuid".into()
+        ))
     );
     p.workspaces.push(WorkspaceRec {
         convention: TrackerBinding::Builtin,
@@ -138,7 +142,11 @@ fn tracker_calls_follow_the_binding_then_agreeing_conventions() {
     p.tracker_team = "ENG".into();
     assert_eq!(
         tracker_route(&p),
-        Ok(("builtin", "ENG".into(), String::new()))
+        Ok((
+            clankie_types::TrackerRoute::Builtin,
+            "ENG".into(),
+            String::new()
+        ))
     );
 }
 

@@ -4,6 +4,7 @@ use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
+use clankie_types::transcript::{EntryKind, EntryRole, WakeSource};
 use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
@@ -38,16 +39,14 @@ impl MailboxService {
             HEAD.to_string()
         };
         let at_ms = now_ms();
+        // Unspecified is an Auto round, as an empty word was.
+        let source = WakeSource::from_wire(req.source).unwrap_or(WakeSource::Auto);
         let entry = EntryRec {
             seq: 0,
-            kind: "wake".into(),
-            role: "system".into(),
+            kind: EntryKind::Wake,
+            role: EntryRole::System,
             text: req.text.clone(),
-            source: if req.source.is_empty() {
-                "auto".into()
-            } else {
-                req.source.clone()
-            },
+            source: source.as_str().into(),
             untrusted: false,
             at_ms,
             receipt_id: req.wake_id.clone(),
@@ -81,7 +80,7 @@ impl MailboxService {
             }
             None => false,
         };
-        tracing::info!(conversation = %conversation_id, source = %req.source, "wake.accepted");
+        tracing::info!(conversation = %conversation_id, source = %source, "wake.accepted");
         Ok(Response::new(mailbox_pb::WakeResponse {
             found: true,
             conversation_id,

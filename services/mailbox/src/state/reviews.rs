@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::landing::{ReviewState, Verdict};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -41,7 +42,7 @@ pub struct CandidateRec {
     pub issue: String,
     #[serde(default)]
     pub evidence: String,
-    pub state: String,
+    pub state: ReviewState,
     #[serde(default)]
     pub findings: Vec<FindingRec>,
     #[serde(default)]
@@ -154,7 +155,7 @@ impl ReviewBook {
     pub fn pending_of(&self, seat: &str) -> usize {
         self.candidates
             .iter()
-            .filter(|c| c.author_seat == seat && c.state == "pending")
+            .filter(|c| c.author_seat == seat && c.state == ReviewState::Pending)
             .count()
     }
 
@@ -171,7 +172,9 @@ impl ReviewBook {
         self.candidates
             .iter()
             .rev()
-            .find(|c| c.project_id == project_id && c.issue == issue && c.state == "changes")
+            .find(|c| {
+                c.project_id == project_id && c.issue == issue && c.state == ReviewState::Changes
+            })
             .map(|c| c.candidate_id.clone())
             .unwrap_or_default()
     }
@@ -181,11 +184,11 @@ impl ReviewBook {
 pub fn check_verdict(
     candidate: &CandidateRec,
     patch_id: &str,
-    verdict: &str,
+    verdict: Verdict,
     findings: &[FindingRec],
 ) -> Result<(), (clankie_runtime::ErrorCode, String)> {
     use clankie_runtime::ErrorCode;
-    if candidate.state != "pending" {
+    if candidate.state != ReviewState::Pending {
         return Err((
             ErrorCode::InvalidArgument,
             format!(
@@ -204,15 +207,11 @@ pub fn check_verdict(
         ));
     }
     match verdict {
-        "approve" => Ok(()),
-        "changes" if findings.iter().any(|f| !f.text.trim().is_empty()) => Ok(()),
-        "changes" => Err((
+        Verdict::Approve => Ok(()),
+        Verdict::Changes if findings.iter().any(|f| !f.text.trim().is_empty()) => Ok(()),
+        Verdict::Changes => Err((
             ErrorCode::InvalidArgument,
             "changes needs at least one concrete finding".into(),
-        )),
-        other => Err((
-            ErrorCode::InvalidArgument,
-            format!("verdict {other}: approve or changes"),
         )),
     }
 }
@@ -236,7 +235,7 @@ mod tests {
             summary: "s".into(),
             issue: "LOCAL-1".into(),
             evidence: String::new(),
-            state: "pending".into(),
+            state: ReviewState::Pending,
             findings: Vec::new(),
             verdict_summary: String::new(),
             previous: String::new(),
@@ -246,28 +245,41 @@ mod tests {
     }
 
     #[test]
+    fn a_candidate_reads_and_writes_back_as_the_file_spells_it() {
+        for state in ["pending", "approved", "changes"] {
+            let mut disk = serde_json::to_value(candidate()).expect("json");
+            disk["state"] = state.into();
+            let c: CandidateRec = serde_json::from_value(disk.clone()).expect("reads");
+            assert_eq!(c.state.as_str(), state);
+            assert_eq!(serde_json::to_value(&c).expect("writes"), disk);
+        }
+        let mut odd = serde_json::to_value(candidate()).expect("json");
+        odd["state"] = "maybe".into();
+        assert!(serde_json::from_value::<CandidateRec>(odd).is_err());
+    }
+
+    #[test]
     fn verdicts_need_the_patch_read_and_changes_need_a_finding() {
         let c = candidate();
         let pid = "3".repeat(40);
-        assert!(check_verdict(&c, &pid, "approve", &[]).is_ok());
+        assert!(check_verdict(&c, &pid, Verdict::Approve, &[]).is_ok());
         assert_eq!(
-            check_verdict(&c, &"9".repeat(40), "approve", &[]).map_err(|e| e.0),
+            check_verdict(&c, &"9".repeat(40), Verdict::Approve, &[]).map_err(|e| e.0),
             Err(clankie_runtime::ErrorCode::PatchMismatch)
         );
-        assert!(check_verdict(&c, &pid, "changes", &[]).is_err());
+        assert!(check_verdict(&c, &pid, Verdict::Changes, &[]).is_err());
         let f = FindingRec {
             text: "off by one".into(),
             file: "a.rs".into(),
             line: 3,
         };
-        assert!(check_verdict(&c, &pid, "changes", &[f]).is_ok());
-        assert!(check_verdict(&c, &pid, "maybe", &[]).is_err());
+        assert!(check_verdict(&c, &pid, Verdict::Changes, &[f]).is_ok());
         let mut done = c.clone();
-        done.state = "approved".into();
-        assert!(check_verdict(&done, &pid, "approve", &[]).is_err());
+        done.state = ReviewState::Approved;
+        assert!(check_verdict(&done, &pid, Verdict::Approve, &[]).is_err());
         let mut book = ReviewBook::default();
         let mut changed = c.clone();
-        changed.state = "changes".into();
+        changed.state = ReviewState::Changes;
         book.candidates.push(changed);
         assert_eq!(book.previous_for("p", "LOCAL-1"), "c1");
         assert_eq!(book.previous_for("p", ""), "");

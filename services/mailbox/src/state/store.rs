@@ -11,6 +11,7 @@
 //!   and sealed with a newline before the next append.
 
 use clankie_types::Role;
+use clankie_types::transcript::{ConversationKind, EntryKind, EntryRole};
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -72,7 +73,7 @@ pub struct ProjectRec {
 #[serde(rename_all = "camelCase")]
 pub struct ConversationRec {
     pub conversation_id: String,
-    pub kind: String,
+    pub kind: ConversationKind,
     pub title: String,
     pub created_at_ms: i64,
     #[serde(default)]
@@ -272,8 +273,8 @@ pub struct StateFile {
 #[serde(rename_all = "camelCase")]
 pub struct EntryRec {
     pub seq: u64,
-    pub kind: String,
-    pub role: String,
+    pub kind: EntryKind,
+    pub role: EntryRole,
     pub text: String,
     pub source: String,
     pub untrusted: bool,
@@ -339,7 +340,7 @@ impl Store {
                 0,
                 ConversationRec {
                     conversation_id: HEAD.into(),
-                    kind: "head".into(),
+                    kind: ConversationKind::Head,
                     title: "Clankie".into(),
                     created_at_ms: now_ms(),
                     removed: false,
@@ -502,6 +503,38 @@ mod tests {
     }
 
     #[test]
+    fn transcript_lines_and_conversations_read_and_write_back_as_the_files_spell_them() {
+        for (kind, role) in [
+            ("message", "agent"),
+            ("watch", "agent"),
+            ("wake", "system"),
+            ("owner", "owner"),
+            ("peer", "agent"),
+        ] {
+            let line = serde_json::json!({
+                "seq": 3, "kind": kind, "role": role, "text": "t", "source": "hire:h1",
+                "untrusted": true, "atMs": 9, "receiptId": "rpt_1",
+            });
+            let e: EntryRec = serde_json::from_value(line.clone()).expect("reads");
+            assert_eq!((e.kind.as_str(), e.role.as_str()), (kind, role));
+            assert_eq!(serde_json::to_value(&e).expect("writes"), line);
+        }
+        for kind in ["head", "lead"] {
+            let disk = serde_json::json!({
+                "conversationId": "c", "kind": kind, "title": "t", "createdAtMs": 1,
+                "removed": false, "workspace": "", "projects": [],
+            });
+            let c: ConversationRec = serde_json::from_value(disk.clone()).expect("reads");
+            assert_eq!(serde_json::to_value(&c).expect("writes"), disk);
+        }
+        let torn = serde_json::json!({
+            "seq": 3, "kind": "shout", "role": "agent", "text": "t", "source": "s",
+            "untrusted": true, "atMs": 9,
+        });
+        assert!(serde_json::from_value::<EntryRec>(torn).is_err());
+    }
+
+    #[test]
     fn project_names_cannot_climb_folders_or_carry_controls() {
         for bad in [
             "",
@@ -523,8 +556,8 @@ mod tests {
     fn entry(receipt: &str) -> EntryRec {
         EntryRec {
             seq: 0,
-            kind: "message".into(),
-            role: "agent".into(),
+            kind: EntryKind::Message,
+            role: EntryRole::Agent,
             text: "done".into(),
             source: "hire:h1".into(),
             untrusted: true,

@@ -105,7 +105,7 @@ impl Slot {
         let live = self.live.borrow();
         mcphost_pb::Account {
             name: self.config.name.clone(),
-            transport: self.config.transport.kind().into(),
+            transport: self.config.transport.kind().wire(),
             target: self.config.transport.target(),
             state: live.state as i32,
             identity_name: live.identity_name.clone(),
@@ -261,7 +261,7 @@ impl Registry {
             .map_err(unsaved)?;
         tracing::info!(
             account = name,
-            transport = config.transport.kind(),
+            transport = %config.transport.kind(),
             "account connected"
         );
         let slot = self.start(config);

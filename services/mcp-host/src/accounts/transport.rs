@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
+use clankie_types::host::TransportKind;
 use serde::{Deserialize, Serialize};
 
 /// How an account is reached.
@@ -28,10 +29,10 @@ pub enum Transport {
 }
 
 impl Transport {
-    pub(super) fn kind(&self) -> &'static str {
+    pub(super) fn kind(&self) -> TransportKind {
         match self {
-            Transport::Stdio { .. } => "stdio",
-            Transport::Http { .. } => "http",
+            Transport::Stdio { .. } => TransportKind::Stdio,
+            Transport::Http { .. } => TransportKind::Http,
         }
     }
 

@@ -9,6 +9,7 @@ use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_proto::tracker::v1 as tracker_pb;
 use clankie_runtime::clients::{Answer, Call};
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
+use clankie_types::TrackerRoute;
 use serde_json::Value;
 
 use crate::{McpHost, Requester, catalog, tracker};
@@ -78,7 +79,7 @@ impl McpHost {
     ) -> Result<(), ClankieError> {
         let repo = args.get("repo").and_then(Value::as_str).unwrap_or("");
         let caller = self.tracker_caller(who, repo).await?;
-        if caller.route == "builtin" {
+        if caller.route == Some(TrackerRoute::Builtin) {
             return Err(self.policy_refused(
                 ErrorCode::TrackerCutOver.err(format!(
                     "project {} keeps its issues in the built-in tracker; {} cannot reach it. Use the linear_* tracker tools (linear_save_issue, linear_save_comment, linear_list_issues)",
@@ -143,7 +144,7 @@ impl McpHost {
         let scope_team = if backend == tracker::Backend::Store
             && caller.role.limited()
             && owned.is_empty()
-            && caller.route == "builtin"
+            && caller.route == Some(TrackerRoute::Builtin)
         {
             caller.route_team.clone()
         } else {
@@ -172,7 +173,7 @@ impl McpHost {
                 return Ok(tracker::TrackerCaller {
                     role: clankie_types::vocabulary::Role::Worker,
                     actor: g.grant.audit_principal(),
-                    route: String::new(),
+                    route: None,
                     route_team: String::new(),
                     route_problem: String::new(),
                     route_project: String::new(),
@@ -194,7 +195,7 @@ impl McpHost {
         Ok(tracker::TrackerCaller {
             role: tracker::role_of(info.role),
             actor: info.actor,
-            route: info.route,
+            route: TrackerRoute::from_wire(info.route),
             route_team: info.route_team,
             route_problem: info.route_problem,
             route_project: info.route_project,
@@ -251,9 +252,9 @@ impl McpHost {
             return Ok(None);
         };
         let class = if background {
-            tracker::Class::Background
+            clankie_types::host::BudgetClass::Background
         } else {
-            tracker::Class::Interactive
+            clankie_types::host::BudgetClass::Interactive
         };
         self.inner
             .budgets

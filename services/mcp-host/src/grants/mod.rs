@@ -25,8 +25,9 @@ use parking_lot::Mutex;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use clankie_types::host::GrantStanding;
 pub use rules::GrantedTool;
-pub use store::{GrantRecord, GrantsFile, MANUAL, PROJECT, Standing};
+pub use store::{GrantRecord, GrantsFile, MANUAL, PROJECT};
 
 /// The prefix of a grant bearer (a fleet bearer is `clkf_`).
 pub const BEARER_PREFIX: &str = "clkg";
@@ -157,7 +158,7 @@ impl Grants {
             .update(|b| {
                 let mut ids = Vec::new();
                 for g in b.grants.iter_mut() {
-                    if g.server == server && g.standing(now) == Standing::Active {
+                    if g.server == server && g.standing(now) == GrantStanding::Active {
                         g.invalidated = Some(why.into());
                         ids.push(g.grant_id.clone());
                     }
@@ -197,20 +198,20 @@ impl Grants {
             return Err(ErrorCode::GrantInvalid.err("this grant bearer is not known"));
         };
         match grant.standing(now_ms()) {
-            Standing::Active => Ok(grant),
-            Standing::Expired => Err(ErrorCode::GrantExpired.err(format!(
+            GrantStanding::Active => Ok(grant),
+            GrantStanding::Expired => Err(ErrorCode::GrantExpired.err(format!(
                 "grant {} expired; ask the owner to issue a new one (grants are never renewed)",
                 grant.grant_id
             ))),
-            Standing::Revoked => {
+            GrantStanding::Revoked => {
                 Err(ErrorCode::GrantRevoked.err(format!("grant {} was revoked", grant.grant_id)))
             }
-            Standing::Invalidated => Err(ErrorCode::GrantRevoked.err(format!(
+            GrantStanding::Invalidated => Err(ErrorCode::GrantRevoked.err(format!(
                 "grant {} no longer holds: {}",
                 grant.grant_id,
                 grant.invalidated.as_deref().unwrap_or("invalidated")
             ))),
-            Standing::Retired => Err(ErrorCode::GrantInvalid
+            GrantStanding::Retired => Err(ErrorCode::GrantInvalid
                 .err("this record is kept for inspection and confers nothing")),
         }
     }
@@ -227,7 +228,7 @@ impl Grants {
             .value()
             .grants
             .iter()
-            .any(|g| g.grant_id == grant_id && g.standing(now_ms()) == Standing::Active);
+            .any(|g| g.grant_id == grant_id && g.standing(now_ms()) == GrantStanding::Active);
         if !active {
             let stopped = CancellationToken::new();
             stopped.cancel();

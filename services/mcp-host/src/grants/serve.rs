@@ -55,7 +55,7 @@ pub(crate) fn grant_pb(g: &GrantRecord) -> mcphost_pb::Grant {
         project: g.project.clone(),
         issued_at_ms: g.issued_at_ms,
         expires_at_ms: g.expires_at_ms,
-        standing: g.standing(now_ms()).as_str().into(),
+        standing: g.standing(now_ms()).wire(),
         revoked_at_ms: g.revoked_at_ms.unwrap_or(0),
         invalidated: g.invalidated.clone().unwrap_or_default(),
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::rules::GrantedTool;
+use clankie_types::host::GrantStanding;
 
 /// The kind of a grant that confers authority; every other kind is a
 /// retired record.
@@ -62,30 +63,6 @@ pub struct GrantRecord {
     pub other: Map<String, Value>,
 }
 
-/// Where a grant stands at a moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Standing {
-    Active,
-    Expired,
-    Revoked,
-    /// The account's identity changed after issue.
-    Invalidated,
-    /// Not a manual grant: inspectable, confers nothing.
-    Retired,
-}
-
-impl Standing {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Standing::Active => "active",
-            Standing::Expired => "expired",
-            Standing::Revoked => "revoked",
-            Standing::Invalidated => "invalidated",
-            Standing::Retired => "retired",
-        }
-    }
-}
-
 impl GrantRecord {
     /// A record of `kind` for `tools` of `server`, issued now, with nothing
     /// else set.
@@ -108,17 +85,17 @@ impl GrantRecord {
         }
     }
 
-    pub fn standing(&self, now_ms: i64) -> Standing {
+    pub fn standing(&self, now_ms: i64) -> GrantStanding {
         if self.kind != MANUAL {
-            Standing::Retired
+            GrantStanding::Retired
         } else if self.revoked_at_ms.is_some() {
-            Standing::Revoked
+            GrantStanding::Revoked
         } else if self.invalidated.is_some() {
-            Standing::Invalidated
+            GrantStanding::Invalidated
         } else if now_ms >= self.expires_at_ms {
-            Standing::Expired
+            GrantStanding::Expired
         } else {
-            Standing::Active
+            GrantStanding::Active
         }
     }
 
@@ -157,9 +134,9 @@ mod tests {
             {"grantId": "g-old", "principalId": "w", "server": "linear", "expiresAtMs": 10}
         ]});
         let file: GrantsFile = serde_json::from_value(old).expect("loads");
-        assert_eq!(file.grants[0].standing(0), Standing::Retired);
-        assert_eq!(file.grants[1].standing(5), Standing::Active);
-        assert_eq!(file.grants[1].standing(10), Standing::Expired);
+        assert_eq!(file.grants[0].standing(0), GrantStanding::Retired);
+        assert_eq!(file.grants[1].standing(5), GrantStanding::Active);
+        assert_eq!(file.grants[1].standing(10), GrantStanding::Expired);
         let back = serde_json::to_value(&file).expect("writes");
         assert_eq!(back["grants"][0]["taskId"], "VUH-9");
         assert_eq!(back["grants"][0]["renewable"], true);
@@ -174,8 +151,8 @@ mod tests {
         .expect("record");
         assert_eq!(g.audit_principal(), "grant:g1:principal:rev");
         g.invalidated = Some("the account's identity changed".into());
-        assert_eq!(g.standing(0), Standing::Invalidated);
+        assert_eq!(g.standing(0), GrantStanding::Invalidated);
         g.revoked_at_ms = Some(1);
-        assert_eq!(g.standing(0), Standing::Revoked);
+        assert_eq!(g.standing(0), GrantStanding::Revoked);
     }
 }
