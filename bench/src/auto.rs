@@ -108,7 +108,7 @@ pub async fn bench_auto(rounds: usize) -> anyhow::Result<()> {
     }
     auto.set_switch(auto_pb::SetSwitchRequest {
         on: Some(true),
-        level: Some("full".into()),
+        level: Some(clankie_types::autonomy::AutonomyLevel::Full.wire()),
     })
     .await?;
     let mut empty = figures();

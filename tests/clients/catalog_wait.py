@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import discovery  # noqa: E402
 from harness.seat_files import write_json as write  # noqa: E402
 from harness.unix_http import UnixHTTP  # noqa: E402
+from harness.contract import seat_path  # noqa: E402
 
 state, go, out, pane = sys.argv[1:5]
 
@@ -21,7 +22,7 @@ state, go, out, pane = sys.argv[1:5]
 while not os.path.exists(go):
     time.sleep(0.05)
 conn = UnixHTTP(discovery.gateway(state)["unix"])
-base = f"/v1/fleet/seats/{pane}/tool-catalog"
+base = seat_path("ToolCatalog", pane)
 conn.request("GET", base + "?wait=0")
 r = conn.getresponse()
 first = json.loads(r.read())

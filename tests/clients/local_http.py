@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import discovery  # noqa: E402
 from harness.seat_files import write_json as write  # noqa: E402
 from harness.unix_http import UnixHTTP  # noqa: E402
+from harness.contract import seat_path  # noqa: E402
 
 
 def get(conn, target):
@@ -55,9 +56,7 @@ def connection():
     return UnixHTTP(sock)
 
 
-catalog = "/v1/fleet/seats/{}/tool-catalog?wait=0".format(
-    os.environ.get("TMUX_PANE", "").replace("%", "%25")
-)
+catalog = seat_path("ToolCatalog", os.environ.get("TMUX_PANE", "")) + "?wait=0"
 
 if sys.argv[1] == "hold":
     out = sys.argv[2]

@@ -20,10 +20,10 @@ import re
 import socket
 import sys
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import discovery  # noqa: E402
+from harness.contract import seat_method, seat_path  # noqa: E402
 
 # Every prefix the stack's secrets carry (owner, fleet, grant, launch).
 SECRET = re.compile(rb"(clk[a-z]_[A-Za-z0-9_-]{16,})")
@@ -79,13 +79,16 @@ def attempt(sock, method, path, body, headers):
 
 def try_routes(secrets):
     sock = discovery.gateway()["unix"]
-    pane = urllib.parse.quote(os.environ.get("TMUX_PANE", ""), safe="")
-    base = f"/v1/fleet/seats/{pane}"
+    pane = os.environ.get("TMUX_PANE", "")
+
+    def route(name, query="", body=None):
+        return (seat_method(name), seat_path(name, pane) + query, body)
+
     routes = {
-        "poll": ("GET", f"{base}/mailbox?wait=0", None),
-        "claim": ("POST", f"{base}/mailbox/claim", {"deliveryIds": ["dlv_x"]}),
-        "ack": ("POST", f"{base}/mailbox/ack", {"deliveryId": "dlv_x", "claimId": "clm_x"}),
-        "release": ("POST", f"{base}/mailbox/release", {"deliveryId": "dlv_x", "claimId": "clm_x"}),
+        "poll": route("Mailbox", "?wait=0"),
+        "claim": route("Claim", body={"deliveryIds": ["dlv_x"]}),
+        "ack": route("Ack", body={"deliveryId": "dlv_x", "claimId": "clm_x"}),
+        "release": route("Release", body={"deliveryId": "dlv_x", "claimId": "clm_x"}),
     }
     tries = [{}]
     for s in secrets:

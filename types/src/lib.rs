@@ -15,6 +15,8 @@
 //! - [`landing`]: where a review candidate stands, what a reviewer decides.
 //! - [`host`]: an account's transport, a grant's standing, a tracker
 //!   budget's class.
+//! - [`hire`]: how a hire ended, whether its seat is ready.
+//! - [`autonomy`]: the owner's saved global autonomy level.
 //! - [`leads`]: which lead conversation owns a project.
 //! - [`binding`]: a project's tracker binding and a fleet link's kind.
 //! - [`helper`]: the census helper's pipe frames, their bounds and its
@@ -26,11 +28,13 @@
 //! - [`views`]: the JSON views of mailbox records that the gateway and the
 //!   CLI show.
 
+pub mod autonomy;
 pub mod binding;
 mod closed_set;
 pub mod discovery;
 pub mod fleet;
 pub mod helper;
+pub mod hire;
 pub mod host;
 pub mod landing;
 pub mod leads;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clankie_proto::auto::v1 as auto_pb;
 use clankie_runtime::paths::StatePaths;
+use clankie_types::autonomy::AutonomyLevel;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -32,7 +33,7 @@ pub enum AutoCommand {
 fn autonomy_json(a: &auto_pb::Autonomy) -> serde_json::Value {
     json!({
         "on": a.on,
-        "level": a.level,
+        "level": AutonomyLevel::wire_word(a.level),
         "readable": a.readable,
         "problem": (!a.problem.is_empty()).then_some(&a.problem),
         "scheduled": a.scheduled.iter().map(|w| json!({
@@ -46,7 +47,14 @@ pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<Exit
     let req = match command {
         AutoCommand::On => Some((Some(true), None)),
         AutoCommand::Off => Some((Some(false), None)),
-        AutoCommand::Level { ref level } => Some((None, Some(level.clone()))),
+        AutoCommand::Level { ref level } => Some((
+            None,
+            Some(
+                AutonomyLevel::parse(level)
+                    .ok_or_else(|| anyhow::anyhow!("level {level}: choose off, propose or full"))?
+                    .wire(),
+            ),
+        )),
         AutoCommand::Status { .. } => None,
     };
     if let Some((on, level)) = req {
@@ -101,7 +109,7 @@ pub async fn run(paths: StatePaths, command: AutoCommand) -> anyhow::Result<Exit
                 println!(
                     "switch {} (level {}){}",
                     if a.on { "on" } else { "off" },
-                    a.level,
+                    AutonomyLevel::wire_word(a.level),
                     if a.readable {
                         String::new()
                     } else {

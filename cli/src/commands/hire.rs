@@ -263,7 +263,7 @@ async fn wait_ready(
         {
             last = h;
         }
-        if last.readiness == "ready" {
+        if last.readiness == clankie_types::hire::HireReadiness::Ready.wire() {
             return Ok(last);
         }
         if tokio::time::Instant::now() >= until {

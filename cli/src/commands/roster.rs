@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::support::clients::{self, refused};
 use crate::support::output::{field, print_json};
+use clankie_types::hire::{HireEnd, HireReadiness};
 
 pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
     json!({
@@ -17,7 +18,7 @@ pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
         "sandboxed": h.sandboxed,
         "harness": h.harness,
         "occupantPid": h.occupant_pid,
-        "readiness": h.readiness,
+        "readiness": HireReadiness::wire_word(h.readiness),
         "readinessReason": h.readiness_reason,
         "projectId": h.project_id,
         "role": clankie_types::Role::wire_word(h.role),
@@ -26,7 +27,7 @@ pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
         "paneId": h.pane_id,
         "workspace": h.workspace,
         "command": h.command,
-        "ended": h.ended,
+        "ended": HireEnd::wire_word(h.ended),
     })
 }
 
@@ -52,10 +53,9 @@ pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCod
                 } else {
                     "unowned".into()
                 },
-                if h.ended.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({})", field(&h.ended))
+                match HireEnd::from_wire(h.ended) {
+                    None => String::new(),
+                    Some(end) => format!("  ({end})"),
                 },
                 if h.sandboxed { "  sandboxed" } else { "" }
             );
@@ -76,7 +76,7 @@ pub async fn agent_list(paths: StatePaths, json_out: bool) -> anyhow::Result<Exi
         .hires;
     let rows: Vec<serde_json::Value> = hires
         .iter()
-        .filter(|h| h.ended.is_empty())
+        .filter(|h| HireEnd::open(h.ended))
         .map(|h| {
             let mut v = hire_json(h);
             v["owner"] = v["lead"].clone();

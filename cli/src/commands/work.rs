@@ -30,7 +30,11 @@ pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<Exi
         .await
         .map_err(refused)?
         .into_inner();
-    let open: Vec<_> = roster.hires.iter().filter(|h| h.ended.is_empty()).collect();
+    let open: Vec<_> = roster
+        .hires
+        .iter()
+        .filter(|h| clankie_types::hire::HireEnd::open(h.ended))
+        .collect();
     let b = budgets(&paths).await?;
     if json {
         print_json(&json!({

@@ -16,6 +16,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clankie_runtime::state::{self, Loaded};
+use clankie_types::autonomy::AutonomyLevel;
 use serde::{Deserialize, Serialize};
 
 /// One scheduled self-wake.
@@ -35,15 +36,14 @@ pub struct SelfWake {
 pub struct AutonomyFile {
     #[serde(default)]
     pub on: bool,
-    /// "off", "propose" or "full".
     #[serde(default = "default_level")]
-    pub level: String,
+    pub level: AutonomyLevel,
     #[serde(default)]
     pub scheduled: Vec<SelfWake>,
 }
 
-fn default_level() -> String {
-    "off".into()
+fn default_level() -> AutonomyLevel {
+    AutonomyLevel::Off
 }
 
 /// The switch as read: unreadable reads as off.
@@ -244,7 +244,7 @@ mod tests {
             dir.path(),
             &AutonomyFile {
                 on: true,
-                level: "full".into(),
+                level: AutonomyLevel::Full,
                 scheduled: vec![],
             },
         )

@@ -6,7 +6,7 @@ use super::*;
 pub(super) fn autonomy_pb(a: &Autonomy, conversation: Option<&str>) -> auto_pb::Autonomy {
     auto_pb::Autonomy {
         on: a.on(),
-        level: a.file.level.clone(),
+        level: a.file.level.wire(),
         readable: a.problem.is_none(),
         problem: a.problem.clone().unwrap_or_default(),
         scheduled: a
@@ -49,14 +49,17 @@ impl auto_pb::auto_server::Auto for AutoService {
             .verify(request.metadata())
             .map_err(refuse)?;
         let req = request.into_inner();
-        if let Some(level) = &req.level
-            && !matches!(level.as_str(), "off" | "propose" | "full")
-        {
-            return Err(refuse(
-                ErrorCode::InvalidArgument
-                    .err(format!("level {level}: choose off, propose or full")),
-            ));
-        }
+        let level = req
+            .level
+            .map(|l| {
+                AutonomyLevel::from_wire(l).ok_or_else(|| {
+                    refuse(
+                        ErrorCode::InvalidArgument
+                            .err(format!("level {l}: choose off, propose or full")),
+                    )
+                })
+            })
+            .transpose()?;
         let _g = self.inner.autonomy_lock.lock().await;
         let mut a = files::read_autonomy(&self.inner.root);
         if let Some(problem) = &a.problem {
@@ -67,7 +70,7 @@ impl auto_pb::auto_server::Auto for AutoService {
         if let Some(on) = req.on {
             a.file.on = on;
         }
-        if let Some(level) = req.level {
+        if let Some(level) = level {
             a.file.level = level;
         }
         files::save_autonomy(&self.inner.root, &a.file).map_err(|e| refuse(internal(e)))?;

@@ -38,6 +38,7 @@ use clankie_runtime::owner::{self, OwnerCheck};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::refuse::auto as refuse;
 use clankie_runtime::{ClankieError, ErrorCode, now_ms};
+use clankie_types::autonomy::AutonomyLevel;
 use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};

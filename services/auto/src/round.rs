@@ -129,7 +129,10 @@ impl View {
     pub fn live_workers(&self, p: &mailbox_pb::Project) -> Vec<&mailbox_pb::HireRecord> {
         self.hires
             .iter()
-            .filter(|h| h.ended.is_empty() && h.role != clankie_types::Role::Lead.wire())
+            .filter(|h| {
+                clankie_types::hire::HireEnd::open(h.ended)
+                    && h.role != clankie_types::Role::Lead.wire()
+            })
             .filter(|h| {
                 h.project_id == p.project_id
                     || p.workspaces

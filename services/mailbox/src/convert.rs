@@ -1,6 +1,7 @@
 //! Records to their protobuf messages: one function per record kind.
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_types::hire::{HireEnd, HireReadiness};
 
 use crate::store::{ConversationRec, EntryRec, HireRec, ProjectRec};
 use crate::{reviews, seats};
@@ -68,7 +69,7 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> mailbox_pb::HireRecor
         workspace: h.workspace.clone(),
         command: h.command.clone(),
         created_at_ms: h.created_at_ms,
-        ended: h.ended.map_or("", |e| e.as_str()).into(),
+        ended: HireEnd::wire_or_unspecified(h.ended),
         owner_present,
         occupant_pid: h.occupant_pid,
         occupant_pidfs_id: h.occupant_pidfs_id,
@@ -76,13 +77,13 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> mailbox_pb::HireRecor
         sandboxed: h.sandboxed,
         harness: h.harness.clone(),
         readiness: if h.ready_at_ms != 0 {
-            "ready"
+            HireReadiness::Ready
         } else if h.not_ready.is_empty() {
-            "pending"
+            HireReadiness::Pending
         } else {
-            "failed"
+            HireReadiness::Failed
         }
-        .into(),
+        .wire(),
         readiness_reason: h.not_ready.clone(),
     }
 }

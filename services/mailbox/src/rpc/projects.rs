@@ -13,6 +13,7 @@ use crate::store::{ProjectRec, TrackerBinding, WorkspaceRec, now_ms};
 use crate::{DEFAULT_WORKER_CAP, MAX_FOCUS, OVERRIDES};
 use crate::{MailboxService, internal, short_id};
 use clankie_types::TrackerRoute;
+use clankie_types::autonomy::AutonomyLevel;
 
 /// The staffing rule of an autonomous turn: the switch on, the owner's saved
 /// global autonomy Full, the project on Auto, and its overrides allowing
@@ -26,14 +27,10 @@ pub(crate) fn staffing(
         Some("the autonomy switch cannot be read, so it reads as off".to_string())
     } else if !autonomy.on {
         Some("the autonomy switch is off".to_string())
-    } else if autonomy.level != "full" {
+    } else if autonomy.level != AutonomyLevel::Full.wire() {
         Some(format!(
             "the owner's saved global autonomy is {}, not full",
-            if autonomy.level.is_empty() {
-                "off"
-            } else {
-                &autonomy.level
-            }
+            AutonomyLevel::from_wire(autonomy.level).unwrap_or(AutonomyLevel::Off)
         ))
     } else if !project.auto {
         Some(format!("project {} is not on Auto", project.name))

@@ -65,7 +65,7 @@ fn state(projects: Vec<ProjectRec>, conversations: Vec<ConversationRec>) -> Stat
 fn full() -> auto_pb::Autonomy {
     auto_pb::Autonomy {
         on: true,
-        level: "full".into(),
+        level: clankie_types::autonomy::AutonomyLevel::Full.wire(),
         readable: true,
         ..Default::default()
     }
@@ -94,13 +94,7 @@ fn an_autonomous_turn_staffs_only_with_every_switch_allowing_it() {
             },
             "switch is off",
         ),
-        (
-            auto_pb::Autonomy {
-                level: String::new(),
-                ..full()
-            },
-            "is off, not full",
-        ),
+        (auto_pb::Autonomy { level: 0, ..full() }, "is off, not full"),
     ];
     for (autonomy, why) in cases {
         let e = staffing(&autonomy, &p).expect_err("propose only");

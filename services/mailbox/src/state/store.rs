@@ -11,6 +11,7 @@
 //!   and sealed with a newline before the next append.
 
 use clankie_types::Role;
+pub use clankie_types::hire::HireEnd;
 use clankie_types::transcript::{ConversationKind, EntryKind, EntryRole};
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -136,24 +137,6 @@ pub struct HireRec {
     pub legacy_launch_token: String,
 }
 
-/// How a hire ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HireEnd {
-    /// Its lead (or whoever adopted it) closed it.
-    Closed,
-    /// Its pane went away.
-    Gone,
-}
-
-impl HireEnd {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HireEnd::Closed => "closed",
-            HireEnd::Gone => "gone",
-        }
-    }
-}
-
 /// `ended` as the file has always spelled it: `""` while open, else the
 /// word. A word this build does not know makes the file unreadable (the
 /// fail-safe path), never a guess.
@@ -168,11 +151,9 @@ mod ended_word {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<HireEnd>, D::Error> {
         match String::deserialize(d)?.as_str() {
             "" => Ok(None),
-            "closed" => Ok(Some(HireEnd::Closed)),
-            "gone" => Ok(Some(HireEnd::Gone)),
-            other => Err(serde::de::Error::custom(format!(
-                "unknown hire end {other:?}"
-            ))),
+            word => HireEnd::parse(word)
+                .map(Some)
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown hire end {word:?}"))),
         }
     }
 }
