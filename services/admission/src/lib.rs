@@ -568,16 +568,20 @@ mod tests {
     fn add_link(svc: &AdmissionService, token: &str) -> String {
         let mut guard = lock(&svc.inner.links);
         let id = format!("link-{}", guard.links.len());
-        guard.links.push(LinkRecord {
-            link_id: id.clone(),
-            fleet: "alpha".into(),
-            kind: LinkKind::Bearer,
-            label: String::new(),
-            token_sha256: owner::token_hash(token),
-            created_at_ms: 0,
-            socket: String::new(),
-            session: String::new(),
-        });
+        guard
+            .update(|f| {
+                f.links.push(LinkRecord {
+                    link_id: id.clone(),
+                    fleet: "alpha".into(),
+                    kind: LinkKind::Bearer,
+                    label: String::new(),
+                    token_sha256: owner::token_hash(token),
+                    created_at_ms: 0,
+                    socket: String::new(),
+                    session: String::new(),
+                })
+            })
+            .expect("saved");
         id
     }
 
@@ -598,7 +602,9 @@ mod tests {
         assert!(p.pane_id.is_empty());
         let ticket = svc.issue_ticket(link_id, p, None);
         svc.recheck(&ticket).await.expect("recheck");
-        lock(&svc.inner.links).links.retain(|l| l.link_id != link);
+        lock(&svc.inner.links)
+            .update(|f| f.links.retain(|l| l.link_id != link))
+            .expect("saved");
         assert_eq!(
             svc.recheck(&ticket).await.expect_err("revoked").code,
             ErrorCode::FleetAdmissionRevoked

@@ -93,6 +93,42 @@ pub(crate) fn internal(e: impl std::fmt::Display) -> ClankieError {
     ErrorCode::Internal.err(format!("the mailbox could not save its state: {e}"))
 }
 
+/// Changes one of the mailbox's guarded files (`what` names it): the only
+/// way any of them changes, so memory never holds what the file does not.
+/// A refusal of `change` keeps both as they were; an unreadable file is
+/// refused as unavailable until the owner inspects it; a failed write is
+/// internal.
+pub(crate) fn change<T, R>(
+    file: &mut clankie_runtime::state::Guarded<T>,
+    what: &str,
+    change: impl FnOnce(&mut T) -> Result<R, ClankieError>,
+) -> Result<R, ClankieError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Clone,
+{
+    change_when(file, what, |next| change(next).map(|out| (out, true)))
+}
+
+/// [`change`] for a change that says whether it changed anything
+/// (`false`: nothing is written).
+pub(crate) fn change_when<T, R>(
+    file: &mut clankie_runtime::state::Guarded<T>,
+    what: &str,
+    change: impl FnOnce(&mut T) -> Result<(R, bool), ClankieError>,
+) -> Result<R, ClankieError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + Clone,
+{
+    use clankie_runtime::state::{GuardError, Refused};
+    file.try_update_when(change).map_err(|e| match e {
+        Refused::Change(e) => e,
+        Refused::Guard(GuardError::Unreadable) => ErrorCode::ServiceUnavailable.err(format!(
+            "{what} cannot be read; the owner must inspect it before changes"
+        )),
+        Refused::Guard(GuardError::Write(e)) => internal(e),
+    })
+}
+
 pub(crate) fn short_id(prefix: &str) -> String {
     format!(
         "{prefix}-{}",

@@ -194,19 +194,11 @@ impl<T: Serialize + DeserializeOwned> Guarded<T> {
         self.unreadable = None;
         Ok(())
     }
-
-    /// Writes the value (atomic rename after fsync), unless the file was
-    /// unreadable.
-    pub fn save(&self) -> Result<(), GuardError> {
-        if self.unreadable.is_some() {
-            return Err(GuardError::Unreadable);
-        }
-        Ok(save_json(&self.path, &self.value)?)
-    }
 }
 
-/// Reads as the value; a change through it is in memory until
-/// [`Guarded::save`].
+/// Reads as the value. There is no `DerefMut`: every change goes through
+/// [`Guarded::update`] (or [`Guarded::replace`]), so memory never holds a
+/// change the file does not.
 impl<T> std::ops::Deref for Guarded<T> {
     type Target = T;
     fn deref(&self) -> &T {
@@ -214,23 +206,50 @@ impl<T> std::ops::Deref for Guarded<T> {
     }
 }
 
-impl<T> std::ops::DerefMut for Guarded<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.value
-    }
+/// Why a change to a guarded file did not happen: the change refused, or
+/// the file could not be saved.
+#[derive(Debug)]
+pub enum Refused<E> {
+    Change(E),
+    Guard(GuardError),
 }
 
 impl<T: Serialize + DeserializeOwned + Clone> Guarded<T> {
-    /// Changes a copy, saves it, and only then keeps it: a failed write
-    /// leaves memory as the file is.
+    /// Changes a copy, saves it (atomic rename after fsync), and only then
+    /// keeps it: a failed write leaves memory as the file is.
     pub fn update<R>(&mut self, change: impl FnOnce(&mut T) -> R) -> Result<R, GuardError> {
+        self.try_update(|next| Ok::<R, std::convert::Infallible>(change(next)))
+            .map_err(|e| match e {
+                Refused::Guard(e) => e,
+                Refused::Change(never) => match never {},
+            })
+    }
+
+    /// [`Guarded::update`] for a change that may refuse: a refusal keeps
+    /// memory and the file as they were, and nothing is written.
+    pub fn try_update<R, E>(
+        &mut self,
+        change: impl FnOnce(&mut T) -> Result<R, E>,
+    ) -> Result<R, Refused<E>> {
+        self.try_update_when(|next| change(next).map(|out| (out, true)))
+    }
+
+    /// [`Guarded::try_update`] for a change that may turn out to change
+    /// nothing: when it says so (`false`), its copy is dropped and nothing
+    /// is written.
+    pub fn try_update_when<R, E>(
+        &mut self,
+        change: impl FnOnce(&mut T) -> Result<(R, bool), E>,
+    ) -> Result<R, Refused<E>> {
         if self.unreadable.is_some() {
-            return Err(GuardError::Unreadable);
+            return Err(Refused::Guard(GuardError::Unreadable));
         }
         let mut next = self.value.clone();
-        let out = change(&mut next);
-        save_json(&self.path, &next)?;
-        self.value = next;
+        let (out, changed) = change(&mut next).map_err(Refused::Change)?;
+        if changed {
+            save_json(&self.path, &next).map_err(|e| Refused::Guard(e.into()))?;
+            self.value = next;
+        }
         Ok(out)
     }
 }
@@ -259,8 +278,25 @@ mod tests {
             g.update(|v| v.push(1)),
             Err(GuardError::Unreadable)
         ));
-        assert!(matches!(g.save(), Err(GuardError::Unreadable)));
         assert_eq!(std::fs::read(&p).expect("read"), b"{not json");
+    }
+
+    #[test]
+    fn a_refused_or_unwritten_change_leaves_memory_as_the_file_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("book.json");
+        let mut g = Guarded::<Vec<u32>>::load(&p, Vec::new, Vec::new);
+        g.update(|v| v.push(1)).expect("saved");
+        let refused = g.try_update(|v| {
+            v.push(2);
+            Err::<(), _>("no")
+        });
+        assert!(matches!(refused, Err(Refused::Change("no"))));
+        assert_eq!(g.value(), &vec![1]);
+        // The folder is gone: the write fails, and memory keeps the file's value.
+        drop(dir);
+        assert!(g.update(|v| v.push(3)).is_err());
+        assert_eq!(g.value(), &vec![1]);
     }
 
     #[test]

@@ -483,3 +483,50 @@ impl clankie_runtime::main_kit::Served for TrackerService {
         TrackerService::readiness(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, role: i32, args: &str) -> tracker_pb::InvokeRequest {
+        tracker_pb::InvokeRequest {
+            tool: tool.into(),
+            arguments_json: args.into(),
+            actor: "hire:h1".into(),
+            role,
+            scope_team: String::new(),
+        }
+    }
+
+    /// The role comes from the host's hire ledger; a call that names none
+    /// (or one this build does not know) is refused before any tool runs,
+    /// never served as some default role.
+    #[tokio::test]
+    async fn a_call_without_a_known_role_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let svc = TrackerService::open(&dir.path().join("tracker"), OwnerCheck::from_token("t"));
+        let write = r#"{"team": "eng", "title": "from nowhere"}"#;
+        for role in [0, 99] {
+            let refused = svc
+                .invoke(call("save_issue", role, write), None)
+                .await
+                .expect_err("refused");
+            assert_eq!(refused.code, ErrorCode::InvalidArgument, "{role}");
+        }
+        assert_eq!(*svc.inner.cursor.borrow(), 0, "nothing was committed");
+        // The same write with a known role reaches the tool, which answers
+        // otherwise: the refusal above was the role's.
+        let served = svc
+            .invoke(call("save_issue", Role::Lead.wire(), write), None)
+            .await;
+        assert!(
+            served
+                .as_ref()
+                .map_or_else(|e| e.code != ErrorCode::InvalidArgument, |_| true),
+            "{served:?}"
+        );
+        svc.invoke(call("list_teams", Role::Worker.wire(), "{}"), None)
+            .await
+            .expect("a known role is served");
+    }
+}

@@ -35,8 +35,8 @@ fn proc_of(p: &admission_pb::ProcessIdentity) -> codex_seats::Proc {
         start_time: p.start_time,
     }
 }
+use crate::MailboxService;
 use crate::store::now_ms;
-use crate::{MailboxService, internal};
 
 impl MailboxService {
     /// The pane principal behind a worker request's admission ticket.
@@ -175,22 +175,24 @@ impl MailboxService {
     async fn record_seat(&self, rec: &seats::SeatRec) -> Result<(), ClankieError> {
         {
             let mut book = self.inner.book.lock().await;
-            if book.upsert_seat(rec.clone(), now_ms()) {
-                self.save_book(&book)?;
+            if book.would_change(rec) {
+                self.change_book(&mut book, |b| Ok(b.upsert_seat(rec.clone(), now_ms())))?;
             }
         }
         let mut store = self.inner.store.lock().await;
-        if let Some(h) = store
+        let unrecorded = store
             .state
-            .hire_in_mut(&rec.link_id, &rec.pane_id)
-            .filter(|h| h.occupant_pidfs_id == 0)
-        {
-            h.occupant_pid = rec.agent_pid;
-            h.occupant_pidfs_id = rec.agent_pidfs_id;
-            h.occupant_start_time = rec.agent_start_time;
-            if !store.unreadable() {
-                store.save().map_err(internal)?;
-            }
+            .hire_in(&rec.link_id, &rec.pane_id)
+            .is_some_and(|h| h.occupant_pidfs_id == 0);
+        if unrecorded && !store.unreadable() {
+            store.change(|s| {
+                if let Some(h) = s.hire_in_mut(&rec.link_id, &rec.pane_id) {
+                    h.occupant_pid = rec.agent_pid;
+                    h.occupant_pidfs_id = rec.agent_pidfs_id;
+                    h.occupant_start_time = rec.agent_start_time;
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use crate::convert::*;
 use crate::store;
 use crate::store::{ConversationRec, HEAD, now_ms};
 use crate::{MAX_REPORT, MAX_WAIT};
-use crate::{MailboxService, internal, short_id};
+use crate::{MailboxService, short_id};
 
 /// A transcript entry that carries its own receipt id: the id is 1 to 128
 /// bytes, the text 1 byte to 32 KiB.
@@ -74,8 +74,10 @@ impl MailboxService {
             workspace: req.workspace,
             projects: req.projects,
         };
-        store.state.conversations.push(c.clone());
-        store.save().map_err(internal)?;
+        store.change(|s| {
+            s.conversations.push(c.clone());
+            Ok(())
+        })?;
         Ok(Response::new(conversation_pb(&c)))
     }
 
@@ -106,18 +108,18 @@ impl MailboxService {
         }
         let mut store = self.inner.store.lock().await;
         Self::writable(&store)?;
-        let c = store
-            .state
-            .conversations
-            .iter_mut()
-            .find(|c| c.conversation_id == req.conversation_id && !c.removed)
-            .ok_or_else(|| {
-                ErrorCode::ConversationNotFound
-                    .err(format!("no conversation {}", req.conversation_id))
-            })?;
-        c.removed = true;
-        let out = c.clone();
-        store.save().map_err(internal)?;
+        let out = store.change(|s| {
+            let c = s
+                .conversations
+                .iter_mut()
+                .find(|c| c.conversation_id == req.conversation_id && !c.removed)
+                .ok_or_else(|| {
+                    ErrorCode::ConversationNotFound
+                        .err(format!("no conversation {}", req.conversation_id))
+                })?;
+            c.removed = true;
+            Ok(c.clone())
+        })?;
         Ok(Response::new(conversation_pb(&out)))
     }
 

@@ -20,7 +20,7 @@ use crate::rpc::{conversations::*, projects::*};
 use crate::store;
 use crate::store::TrackerBinding;
 use crate::store::{HireEnd, HireRec, ProjectRec, now_ms};
-use crate::{MailboxService, internal, panes, short_id};
+use crate::{MailboxService, panes, short_id};
 use clankie_types::LinkKind;
 
 /// The project a hire goes to. A configured lead (one that owns projects)
@@ -363,12 +363,13 @@ impl MailboxService {
             not_ready: String::new(),
             legacy_launch_token: String::new(),
         };
-        store.state.hires.push(hire.clone());
-        if let Err(e) = store.save() {
+        if let Err(e) = store.change(|s| {
+            s.hires.push(hire.clone());
+            Ok(())
+        }) {
             // The pane must not outlive a hire that was never recorded.
             let _ = panes::close(&link, &hire.pane_id).await;
-            store.state.hires.pop();
-            return Err(internal(e));
+            return Err(e);
         }
         tracing::info!(hire = %hire.hire_id, project = %project.name, role = role.as_str(), sandboxed = hire.sandboxed, "hired");
         Ok(Response::new(hire_pb(&hire, true)))
@@ -406,16 +407,20 @@ impl MailboxService {
         }
         {
             let mut book = self.inner.book.lock().await;
-            book.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
-            self.save_book(&book)?;
+            self.change_book(&mut book, |b| {
+                b.pane_gone(&hire.link_id, &hire.pane_id, now_ms());
+                Ok(())
+            })?;
         }
-        let h = &mut store.state.hires[index];
-        h.conversation_id = caller_id;
-        let retiring = h.is_open();
-        if retiring {
-            h.ended = Some(HireEnd::Closed);
-        }
-        let out = h.clone();
+        let retiring = hire.is_open();
+        let out = store.change(|s| {
+            let h = &mut s.hires[index];
+            h.conversation_id = caller_id;
+            if retiring {
+                h.ended = Some(HireEnd::Closed);
+            }
+            Ok(h.clone())
+        })?;
         // The attribution is the confirmed hire captured while its occupant
         // was proven, and the project's binding as saved now.
         let project = store
@@ -424,7 +429,6 @@ impl MailboxService {
             .iter()
             .find(|p| p.project_id == out.project_id)
             .cloned();
-        store.save().map_err(internal)?;
         drop(store);
         self.forget_codex_seats(|h| h == out.hire_id).await;
         if retiring && out.occupant_pidfs_id != 0 {
@@ -441,17 +445,20 @@ impl MailboxService {
         // Mark hires whose pane is gone, one pane listing per linked server.
         let live = self.live_panes().await;
         let mut store = self.inner.store.lock().await;
-        let mut changed = false;
-        for h in store.state.hires.iter_mut().filter(|h| h.is_open()) {
-            if let Some(panes) = live.get(&h.link_id)
-                && !panes.contains(&h.pane_id)
-            {
-                h.ended = Some(HireEnd::Gone);
-                changed = true;
-            }
-        }
-        if changed && !store.unreadable() {
-            store.save().map_err(internal)?;
+        let gone = |h: &HireRec| {
+            h.is_open()
+                && live
+                    .get(&h.link_id)
+                    .is_some_and(|panes| !panes.contains(&h.pane_id))
+        };
+        let changed = store.state.hires.iter().any(gone) && !store.unreadable();
+        if changed {
+            store.change(|s| {
+                for h in s.hires.iter_mut().filter(|h| gone(h)) {
+                    h.ended = Some(HireEnd::Gone);
+                }
+                Ok(())
+            })?;
         }
         if changed {
             let ended: std::collections::HashSet<String> = store

@@ -11,7 +11,7 @@ use crate::rpc::conversations::*;
 use crate::store;
 use crate::store::{ProjectRec, TrackerBinding, WorkspaceRec, now_ms};
 use crate::{DEFAULT_WORKER_CAP, MAX_FOCUS, OVERRIDES};
-use crate::{MailboxService, internal, short_id};
+use crate::{MailboxService, short_id};
 use clankie_types::TrackerRoute;
 use clankie_types::autonomy::AutonomyLevel;
 
@@ -129,45 +129,46 @@ impl MailboxService {
             platform: req.platform,
             convention: TrackerBinding::Unbound,
         };
-        let project = match store.state.projects.iter_mut().find(|p| p.name == name) {
-            // Adding to an existing project adds a workspace.
-            Some(p) => {
-                if p.workspaces.iter().any(|w| w.path == workspace.path) {
-                    return Err(ErrorCode::ProjectExists.err(format!(
-                        "{name} already has the workspace {}",
-                        req.workspace
-                    )));
+        let project = store.change(|s| {
+            Ok(match s.projects.iter_mut().find(|p| p.name == name) {
+                // Adding to an existing project adds a workspace.
+                Some(p) => {
+                    if p.workspaces.iter().any(|w| w.path == workspace.path) {
+                        return Err(ErrorCode::ProjectExists.err(format!(
+                            "{name} already has the workspace {}",
+                            req.workspace
+                        )));
+                    }
+                    p.workspaces.push(workspace);
+                    p.revision += 1;
+                    p.clone()
                 }
-                p.workspaces.push(workspace);
-                p.revision += 1;
-                p.clone()
-            }
-            None => {
-                let p = ProjectRec {
-                    project_id: short_id("prj"),
-                    name,
-                    workspaces: vec![workspace],
-                    lead_conversation_id: req.lead_conversation_id,
-                    worker_cap: if req.worker_cap == 0 {
-                        DEFAULT_WORKER_CAP
-                    } else {
-                        req.worker_cap
-                    },
-                    standing_reviewer: req.standing_reviewer,
-                    revision: 1,
-                    created_at_ms: now_ms(),
-                    tracker: TrackerBinding::Unbound,
-                    tracker_team: String::new(),
-                    linear_project_id: String::new(),
-                    auto: false,
-                    focus: String::new(),
-                    overrides: Default::default(),
-                };
-                store.state.projects.push(p.clone());
-                p
-            }
-        };
-        store.save().map_err(internal)?;
+                None => {
+                    let p = ProjectRec {
+                        project_id: short_id("prj"),
+                        name,
+                        workspaces: vec![workspace],
+                        lead_conversation_id: req.lead_conversation_id,
+                        worker_cap: if req.worker_cap == 0 {
+                            DEFAULT_WORKER_CAP
+                        } else {
+                            req.worker_cap
+                        },
+                        standing_reviewer: req.standing_reviewer,
+                        revision: 1,
+                        created_at_ms: now_ms(),
+                        tracker: TrackerBinding::Unbound,
+                        tracker_team: String::new(),
+                        linear_project_id: String::new(),
+                        auto: false,
+                        focus: String::new(),
+                        overrides: Default::default(),
+                    };
+                    s.projects.push(p.clone());
+                    p
+                }
+            })
+        })?;
         Ok(Response::new(project_pb(&project)))
     }
 
@@ -233,43 +234,47 @@ impl MailboxService {
         }
         let mut store = self.inner.store.lock().await;
         Self::writable(&store)?;
-        let project = project_at(&mut store.state, &req.project, req.expected_revision)?;
-        let mut next = project.clone();
-        if let Some(t) = tracker {
-            next.tracker = t;
-        }
-        if let Some(t) = req.tracker_team {
-            next.tracker_team = t;
-        }
-        if let Some(u) = req.linear_project_id {
-            next.linear_project_id = u;
-        }
-        for (which, convention) in conventions {
-            let ws = next
-                .workspaces
-                .iter_mut()
-                .find(|w| w.workspace_id == which || w.path == which)
-                .ok_or_else(|| {
-                    ErrorCode::InvalidArgument.err(format!("the project has no workspace {which}"))
-                })?;
-            ws.convention = convention;
-        }
-        if let Some(a) = req.auto {
-            next.auto = a;
-        }
-        if let Some(f) = req.focus {
-            next.focus = f;
-        }
-        for (k, v) in req.overrides {
-            next.overrides.insert(k, v);
-        }
-        if next.tracker == TrackerBinding::Builtin && next.tracker_team.is_empty() {
-            return Err(ErrorCode::InvalidArgument
-                .err("a builtin binding names the tracker team its issues live in (--team KEY)"));
-        }
-        next.revision += 1;
-        *project = next.clone();
-        store.save().map_err(internal)?;
+        let next = store.change(|s| {
+            let project = project_at(s, &req.project, req.expected_revision)?;
+            let mut next = project.clone();
+            if let Some(t) = tracker {
+                next.tracker = t;
+            }
+            if let Some(t) = req.tracker_team {
+                next.tracker_team = t;
+            }
+            if let Some(u) = req.linear_project_id {
+                next.linear_project_id = u;
+            }
+            for (which, convention) in conventions {
+                let ws = next
+                    .workspaces
+                    .iter_mut()
+                    .find(|w| w.workspace_id == which || w.path == which)
+                    .ok_or_else(|| {
+                        ErrorCode::InvalidArgument
+                            .err(format!("the project has no workspace {which}"))
+                    })?;
+                ws.convention = convention;
+            }
+            if let Some(a) = req.auto {
+                next.auto = a;
+            }
+            if let Some(f) = req.focus {
+                next.focus = f;
+            }
+            for (k, v) in req.overrides {
+                next.overrides.insert(k, v);
+            }
+            if next.tracker == TrackerBinding::Builtin && next.tracker_team.is_empty() {
+                return Err(ErrorCode::InvalidArgument.err(
+                    "a builtin binding names the tracker team its issues live in (--team KEY)",
+                ));
+            }
+            next.revision += 1;
+            *project = next.clone();
+            Ok(next)
+        })?;
         tracing::info!(project = %next.name, tracker = %next.tracker, "project.updated");
         Ok(Response::new(project_pb(&next)))
     }
@@ -289,24 +294,25 @@ impl MailboxService {
             .filter(|h| h.project_id == req.project_id && h.is_open())
             .map(|h| h.workspace.clone())
             .collect();
-        let project = project_at(&mut store.state, &req.project_id, req.expected_revision)?;
-        let index = project
-            .workspaces
-            .iter()
-            .position(|w| w.workspace_id == req.workspace_id)
-            .ok_or_else(|| {
-                ErrorCode::InvalidArgument
-                    .err(format!("the project has no workspace {}", req.workspace_id))
-            })?;
-        if open_hires.contains(&project.workspaces[index].path) {
-            return Err(ErrorCode::StaleRevision
-                .err("an open hire works in that workspace; close it first"));
-        }
-        // The record goes; the folder on disk is never touched.
-        project.workspaces.remove(index);
-        project.revision += 1;
-        let out = project.clone();
-        store.save().map_err(internal)?;
+        let out = store.change(|s| {
+            let project = project_at(s, &req.project_id, req.expected_revision)?;
+            let index = project
+                .workspaces
+                .iter()
+                .position(|w| w.workspace_id == req.workspace_id)
+                .ok_or_else(|| {
+                    ErrorCode::InvalidArgument
+                        .err(format!("the project has no workspace {}", req.workspace_id))
+                })?;
+            if open_hires.contains(&project.workspaces[index].path) {
+                return Err(ErrorCode::StaleRevision
+                    .err("an open hire works in that workspace; close it first"));
+            }
+            // The record goes; the folder on disk is never touched.
+            project.workspaces.remove(index);
+            project.revision += 1;
+            Ok(project.clone())
+        })?;
         Ok(Response::new(project_pb(&out)))
     }
 }

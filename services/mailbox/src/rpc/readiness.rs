@@ -70,13 +70,14 @@ impl MailboxService {
     ) -> Result<bool, ClankieError> {
         let seat = &observed.seat;
         let mut store = self.inner.store.lock().await;
-        let Some(h) = store.state.hire_in_mut(&seat.link_id, &seat.pane_id) else {
+        let Some(h) = store.state.hire_in(&seat.link_id, &seat.pane_id) else {
             return Ok(true);
         };
         if h.ready_at_ms != 0 {
             return Ok(true);
         }
-        let mut verdict = judge(h, tools, &observed.settings, &observed.agent_argv);
+        let h = h.clone();
+        let mut verdict = judge(&h, tools, &observed.settings, &observed.agent_argv);
         // A Codex hire's registration is completed as it becomes ready.
         if verdict.is_ok() && h.harness == "codex" {
             match observed.owner_parent {
@@ -104,22 +105,23 @@ impl MailboxService {
                 }
             }
         }
-        let changed = match verdict {
-            Ok(()) => {
-                h.ready_at_ms = now_ms();
-                h.not_ready.clear();
-                tracing::info!(hire = %h.hire_id, "mailbox.hire.ready");
-                true
-            }
-            Err(reason) if h.not_ready != reason => {
-                h.not_ready = reason.into();
-                tracing::info!(hire = %h.hire_id, reason, "mailbox.hire.not_ready");
-                true
-            }
-            Err(_) => false,
+        let (ready_at_ms, not_ready) = match verdict {
+            Ok(()) => (now_ms(), ""),
+            Err(reason) if h.not_ready != reason => (0, reason),
+            Err(_) => return Ok(false),
         };
-        if changed && !store.unreadable() {
-            store.save().map_err(internal)?;
+        if !store.unreadable() {
+            store.change(|s| {
+                if let Some(h) = s.hire_in_mut(&seat.link_id, &seat.pane_id) {
+                    h.ready_at_ms = ready_at_ms;
+                    h.not_ready = not_ready.into();
+                }
+                Ok(())
+            })?;
+        }
+        match verdict {
+            Ok(()) => tracing::info!(hire = %h.hire_id, "mailbox.hire.ready"),
+            Err(reason) => tracing::info!(hire = %h.hire_id, reason, "mailbox.hire.not_ready"),
         }
         Ok(verdict.is_ok())
     }
@@ -134,20 +136,20 @@ impl MailboxService {
     /// Notes a fixed reason a live hire's seat was refused, until it is ready.
     pub(crate) async fn not_ready(&self, pane: (&str, &str), reason: &'static str) {
         let mut store = self.inner.store.lock().await;
-        let Some(h) = store
+        let noted = store
             .state
-            .hire_in_mut(pane.0, pane.1)
-            .filter(|h| h.ready_at_ms == 0)
-        else {
+            .hire_in(pane.0, pane.1)
+            .is_none_or(|h| h.ready_at_ms != 0 || h.not_ready == reason);
+        if noted || store.unreadable() {
             return;
-        };
-        if h.not_ready != reason {
-            h.not_ready = reason.into();
-            if !store.unreadable()
-                && let Err(e) = store.save()
-            {
-                tracing::warn!(error = %e, "mailbox.hire.not_ready_unsaved");
+        }
+        if let Err(e) = store.change(|s| {
+            if let Some(h) = s.hire_in_mut(pane.0, pane.1) {
+                h.not_ready = reason.into();
             }
+            Ok(())
+        }) {
+            tracing::warn!(error = %e, "mailbox.hire.not_ready_unsaved");
         }
     }
 }

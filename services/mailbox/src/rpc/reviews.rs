@@ -2,7 +2,7 @@
 //! reads it and gives the verdict, and the author hears it.
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
-use clankie_runtime::state::{GuardError, Guarded};
+use clankie_runtime::state::Guarded;
 use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
@@ -15,15 +15,13 @@ use crate::{MailboxService, internal, short_id};
 use crate::{reviews, seats};
 
 impl MailboxService {
-    pub(crate) fn save_reviews(
+    /// Changes the review book (see [`crate::change`]).
+    pub(crate) fn change_reviews<R>(
         &self,
-        book: &Guarded<reviews::ReviewBook>,
-    ) -> Result<(), ClankieError> {
-        book.save().map_err(|e| match e {
-            GuardError::Unreadable => ErrorCode::ServiceUnavailable
-                .err("the review records cannot be read; the owner must inspect them"),
-            GuardError::Write(e) => internal(e),
-        })
+        book: &mut Guarded<reviews::ReviewBook>,
+        change: impl FnOnce(&mut reviews::ReviewBook) -> Result<R, ClankieError>,
+    ) -> Result<R, ClankieError> {
+        crate::change(book, "the review book", change)
     }
 
     /// The open hire holding a seat's pane.
@@ -165,8 +163,10 @@ impl MailboxService {
             created_at_ms: now_ms(),
             decided_at_ms: 0,
         };
-        book.candidates.push(candidate.clone());
-        self.save_reviews(&book)?;
+        self.change_reviews(&mut book, |b| {
+            b.candidates.push(candidate.clone());
+            Ok(())
+        })?;
         drop(book);
         let text = format!(
             "Review candidate {} from seat {}: {} (issue {}, HEAD {}, patch-id {}). Read it with review_candidate, decide with review_verdict.",
@@ -252,13 +252,14 @@ impl MailboxService {
             .ok_or_else(|| ErrorCode::InvalidArgument.err("a verdict is approve or changes"))?;
         reviews::check_verdict(&candidate, &req.patch_id, verdict, &findings)
             .map_err(|(code, m)| code.err(m))?;
-        let c = &mut book.candidates[index];
-        c.state = verdict.state();
-        c.findings = findings;
-        c.verdict_summary = req.summary.chars().take(4000).collect();
-        c.decided_at_ms = now_ms();
-        let decided = c.clone();
-        self.save_reviews(&book)?;
+        let decided = self.change_reviews(&mut book, |b| {
+            let c = &mut b.candidates[index];
+            c.state = verdict.state();
+            c.findings = findings;
+            c.verdict_summary = req.summary.chars().take(4000).collect();
+            c.decided_at_ms = now_ms();
+            Ok(c.clone())
+        })?;
         drop(book);
         // The author hears the verdict on its seat.
         let author = self

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::mailbox::v1 as mailbox_pb;
-use clankie_runtime::state::{GuardError, Guarded};
+use clankie_runtime::state::Guarded;
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
 use tonic::{Request, Response};
@@ -19,7 +19,7 @@ use crate::rpc::conversations::*;
 use crate::seats;
 use crate::store::{EntryRec, HEAD, HireRec, now_ms};
 use crate::{MAX_REPORT, MAX_WAIT};
-use crate::{MailboxService, internal, short_id};
+use crate::{MailboxService, short_id};
 
 /// Why peer messages are refused: the owner's switch, or a settings file
 /// that cannot be read (never reported as the owner's choice).
@@ -35,12 +35,22 @@ pub(crate) fn peers_off(settings: &admission_pb::FleetSettings) -> ClankieError 
 /// A seat counts as reachable while its bridge polled within this long.
 pub const ROUTE_FRESH: Duration = Duration::from_secs(60);
 impl MailboxService {
-    pub(crate) fn save_book(&self, book: &Guarded<seats::SeatBook>) -> Result<(), ClankieError> {
-        book.save().map_err(|e| match e {
-            GuardError::Unreadable => ErrorCode::ServiceUnavailable
-                .err("the seat book cannot be read; the owner must inspect it"),
-            GuardError::Write(e) => internal(e),
-        })
+    /// Changes the seat book (see [`crate::change`]).
+    pub(crate) fn change_book<R>(
+        &self,
+        book: &mut Guarded<seats::SeatBook>,
+        change: impl FnOnce(&mut seats::SeatBook) -> Result<R, ClankieError>,
+    ) -> Result<R, ClankieError> {
+        crate::change(book, "the seat book", change)
+    }
+
+    /// Changes the seat book when the change says it changed anything.
+    pub(crate) fn change_book_when<R>(
+        &self,
+        book: &mut Guarded<seats::SeatBook>,
+        change: impl FnOnce(&mut seats::SeatBook) -> Result<(R, bool), ClankieError>,
+    ) -> Result<R, ClankieError> {
+        crate::change_when(book, "the seat book", change)
     }
 
     /// Appends one audit line (fsynced); a failure is logged, not fatal.
@@ -119,14 +129,17 @@ impl MailboxService {
             })
             .map(|s| (s.link_id.clone(), s.pane_id.clone()))
             .collect();
-        let stale = book.supersede_stale(now_ms());
-        if closed.is_empty() && !stale {
+        let now = now_ms();
+        if closed.is_empty() && !book.has_stale(now) {
             return Ok(());
         }
-        for (link, pane) in closed {
-            book.pane_gone(&link, &pane, now_ms());
-        }
-        self.save_book(&book)
+        self.change_book(&mut book, |b| {
+            b.supersede_stale(now);
+            for (link, pane) in closed {
+                b.pane_gone(&link, &pane, now);
+            }
+            Ok(())
+        })
     }
 
     pub(crate) fn seat_pb(&self, s: &seats::SeatRec, hires: &[HireRec]) -> mailbox_pb::Seat {
@@ -156,15 +169,17 @@ impl MailboxService {
         text: String,
     ) -> Result<(), ClankieError> {
         let mut book = self.inner.book.lock().await;
-        book.deliveries.push(seats::DeliveryRec::new(
-            short_id("dlv"),
-            (&seat.link_id, &seat.pane_id, &seat.seat_id),
-            kind,
-            from,
-            text,
-            now_ms(),
-        ));
-        self.save_book(&book)?;
+        self.change_book(&mut book, |b| {
+            b.deliveries.push(seats::DeliveryRec::new(
+                short_id("dlv"),
+                (&seat.link_id, &seat.pane_id, &seat.seat_id),
+                kind,
+                from,
+                text,
+                now_ms(),
+            ));
+            Ok(())
+        })?;
         drop(book);
         self.inner.queued.send_modify(|n| *n += 1);
         Ok(())
@@ -192,23 +207,27 @@ impl MailboxService {
         // A hire whose lead is gone is adopted by the conversation messaging it.
         let adopted = !present(&store.state, &hire.conversation_id);
         if adopted {
-            store.state.hires[index].conversation_id = caller_id.clone();
-            store.save().map_err(internal)?;
+            store.change(|s| {
+                s.hires[index].conversation_id = caller_id.clone();
+                Ok(())
+            })?;
         }
         let owner_conversation_id = store.state.hires[index].conversation_id.clone();
         drop(store);
         let delivery_id = short_id("dlv");
         {
             let mut book = self.inner.book.lock().await;
-            book.deliveries.push(seats::DeliveryRec::new(
-                delivery_id.clone(),
-                (&hire.link_id, &hire.pane_id, ""),
-                DeliveryKind::Lead,
-                format!("conversation:{caller_id}"),
-                req.text,
-                now_ms(),
-            ));
-            self.save_book(&book)?;
+            self.change_book(&mut book, |b| {
+                b.deliveries.push(seats::DeliveryRec::new(
+                    delivery_id.clone(),
+                    (&hire.link_id, &hire.pane_id, ""),
+                    DeliveryKind::Lead,
+                    format!("conversation:{caller_id}"),
+                    req.text,
+                    now_ms(),
+                ));
+                Ok(())
+            })?;
         }
         self.inner.queued.send_modify(|n| *n += 1);
         Ok(Response::new(mailbox_pb::MessageSeatResponse {
@@ -259,13 +278,16 @@ impl MailboxService {
         let req = request.into_inner();
         let delivery_id = req.delivery_id;
         let mut book = self.inner.book.lock().await;
-        let recorded = book
-            .ack(&seat, &delivery_id, &req.claim_id, now_ms())
-            .ok_or_else(|| {
-                ErrorCode::ReceiptNotFound.err("no such delivery under this claim for this seat")
-            })?;
+        let recorded = self.change_book_when(&mut book, |b| {
+            let recorded = b
+                .ack(&seat, &delivery_id, &req.claim_id, now_ms())
+                .ok_or_else(|| {
+                    ErrorCode::ReceiptNotFound
+                        .err("no such delivery under this claim for this seat")
+                })?;
+            Ok((recorded, recorded))
+        })?;
         if recorded {
-            self.save_book(&book)?;
             tracing::info!(delivery = %delivery_id, "mailbox.delivery.acknowledged");
         }
         Ok(Response::new(mailbox_pb::SeatAckResponse { recorded }))
@@ -335,21 +357,23 @@ impl MailboxService {
             );
         }
         let now = now_ms();
-        let outcome = book.send(
-            &me,
-            &recipient,
-            &req.receipt_id,
-            &req.text,
-            short_id("pm"),
-            short_id("dlv"),
-            now,
-        );
-        let (index, original) = match outcome {
-            seats::SendOutcome::Original(i) => (i, true),
-            seats::SendOutcome::Sent(i) => (i, false),
-        };
-        let receipt = receipt_pb(&book.peer_messages[index], original);
-        self.save_book(&book)?;
+        let receipt = self.change_book(&mut book, |b| {
+            let outcome = b.send(
+                &me,
+                &recipient,
+                &req.receipt_id,
+                &req.text,
+                short_id("pm"),
+                short_id("dlv"),
+                now,
+            );
+            let (index, original) = match outcome {
+                seats::SendOutcome::Original(i) => (i, true),
+                seats::SendOutcome::Sent(i) => (i, false),
+            };
+            Ok(receipt_pb(&b.peer_messages[index], original))
+        })?;
+        let original = receipt.original;
         drop(book);
         if !original {
             self.inner.queued.send_modify(|n| *n += 1);
@@ -455,11 +479,12 @@ impl MailboxService {
         let ids = request.into_inner().delivery_ids;
         let claim_id = short_id("claim");
         let mut book = self.inner.book.lock().await;
-        let held = book.claim(&seat, &ids, &claim_id, now_ms());
-        if !held.is_empty() {
-            // The claim is durable before the bridge hears of it.
-            self.save_book(&book)?;
-        }
+        // The claim is durable before the bridge hears of it.
+        let held = self.change_book_when(&mut book, |b| {
+            let held = b.claim(&seat, &ids, &claim_id, now_ms());
+            let changed = !held.is_empty();
+            Ok((held, changed))
+        })?;
         Ok(Response::new(mailbox_pb::SeatClaimResponse {
             claim_id,
             deliveries: held.into_iter().map(delivery_pb).collect(),
@@ -473,9 +498,11 @@ impl MailboxService {
         let seat = self.control_seat(&request).await?.seat;
         let req = request.into_inner();
         let mut book = self.inner.book.lock().await;
-        let released = book.release(&seat, &req.delivery_id, &req.claim_id);
+        let released = self.change_book_when(&mut book, |b| {
+            let released = b.release(&seat, &req.delivery_id, &req.claim_id);
+            Ok((released, released))
+        })?;
         if released {
-            self.save_book(&book)?;
             drop(book);
             self.inner.queued.send_modify(|n| *n += 1);
         }

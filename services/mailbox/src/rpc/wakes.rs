@@ -65,15 +65,17 @@ impl MailboxService {
         let queued_to_seat = match seat {
             Some(h) => {
                 let mut book = self.inner.book.lock().await;
-                book.deliveries.push(seats::DeliveryRec::new(
-                    short_id("dlv"),
-                    (&h.link_id, &h.pane_id, ""),
-                    DeliveryKind::Wake,
-                    format!("wake:{}", req.wake_id),
-                    req.text,
-                    at_ms,
-                ));
-                let saved = self.save_book(&book);
+                let saved = self.change_book(&mut book, |b| {
+                    b.deliveries.push(seats::DeliveryRec::new(
+                        short_id("dlv"),
+                        (&h.link_id, &h.pane_id, ""),
+                        DeliveryKind::Wake,
+                        format!("wake:{}", req.wake_id),
+                        req.text,
+                        at_ms,
+                    ));
+                    Ok(())
+                });
                 drop(book);
                 self.inner.queued.send_modify(|n| *n += 1);
                 saved.is_ok()

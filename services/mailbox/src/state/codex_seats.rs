@@ -149,21 +149,28 @@ impl CodexSeats {
         if self.find(&seat.hire_id).is_some() {
             return Ok(());
         }
-        self.seats.push(seat);
-        self.save()
+        let mut next = self.seats.clone();
+        next.push(seat);
+        self.save(next)
     }
 
     /// Drops the registrations of hires that ended.
     pub fn forget(&mut self, ended: impl Fn(&str) -> bool) -> std::io::Result<()> {
-        let before = self.seats.len();
-        self.seats.retain(|s| !ended(&s.hire_id));
-        if self.seats.len() == before {
+        if !self.seats.iter().any(|s| ended(&s.hire_id)) {
             return Ok(());
         }
-        self.save()
+        let next = self
+            .seats
+            .iter()
+            .filter(|s| !ended(&s.hire_id))
+            .cloned()
+            .collect();
+        self.save(next)
     }
 
-    fn save(&self) -> std::io::Result<()> {
+    /// Writes `seats` and only then holds them: a failed write leaves memory
+    /// as the file is.
+    fn save(&mut self, seats: Vec<CodexSeat>) -> std::io::Result<()> {
         if self.stuck {
             return Err(std::io::Error::other(
                 "the Codex seat registrations were unreadable and could not be moved aside",
@@ -173,9 +180,11 @@ impl CodexSeats {
             &self.path,
             &FileV1 {
                 version: 1,
-                seats: self.seats.clone(),
+                seats: seats.clone(),
             },
-        )
+        )?;
+        self.seats = seats;
+        Ok(())
     }
 }
 

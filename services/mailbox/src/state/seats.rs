@@ -168,6 +168,19 @@ pub enum SendOutcome {
 impl SeatBook {
     /// Records a seat seen now; an earlier occupant of the same pane is gone.
     /// Returns true when anything changed.
+    /// Whether [`SeatBook::upsert_seat`] would change anything: a seat not
+    /// recorded yet, or another live seat of its pane to retire. Lets the
+    /// hot path skip the copy-and-save of an unchanged book.
+    pub fn would_change(&self, seat: &SeatRec) -> bool {
+        !self.seats.iter().any(|s| s.seat_id == seat.seat_id)
+            || self.seats.iter().any(|s| {
+                s.link_id == seat.link_id
+                    && s.pane_id == seat.pane_id
+                    && s.seat_id != seat.seat_id
+                    && !s.gone
+            })
+    }
+
     pub fn upsert_seat(&mut self, seat: SeatRec, now: i64) -> bool {
         let mut changed = false;
         let mut gone_seats = Vec::new();
@@ -231,6 +244,13 @@ impl SeatBook {
     }
 
     /// Settles messages unproven for 15 minutes as superseded.
+    /// Whether [`SeatBook::supersede_stale`] would withdraw anything now.
+    pub fn has_stale(&self, now: i64) -> bool {
+        self.peer_messages
+            .iter()
+            .any(|m| m.unresolved() && now - m.created_at_ms >= SUPERSEDE_AFTER_MS)
+    }
+
     pub fn supersede_stale(&mut self, now: i64) -> bool {
         let mut withdrawn = Vec::new();
         for m in self

@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use clankie_runtime::state::{self, GuardError, Guarded};
+use clankie_runtime::ClankieError;
+use clankie_runtime::state::{self, Guarded};
 use serde::{Deserialize, Serialize};
 
 pub use clankie_types::TrackerBinding;
@@ -300,35 +301,44 @@ fn read_entries(path: &Path) -> Vec<EntryRec> {
         .collect()
 }
 
+/// The global head's conversation, which every state holds.
+fn head() -> ConversationRec {
+    ConversationRec {
+        conversation_id: HEAD.into(),
+        kind: ConversationKind::Head,
+        title: "Clankie".into(),
+        created_at_ms: now_ms(),
+        removed: false,
+        workspace: String::new(),
+        projects: Vec::new(),
+    }
+}
+
+/// A state with nothing but the head: a fresh file, and the fail-safe of
+/// an unreadable one.
+fn with_head() -> StateFile {
+    StateFile {
+        conversations: vec![head()],
+        ..StateFile::default()
+    }
+}
+
 impl Store {
     pub fn open(dir: PathBuf) -> std::io::Result<Store> {
         state::private_dir(&dir)?;
         state::private_dir(&dir.join("transcripts"))?;
-        let mut state = Guarded::load(
-            dir.join("state.json"),
-            StateFile::default,
-            StateFile::default,
-        );
+        let mut state = Guarded::load(dir.join("state.json"), with_head, with_head);
         if let Some(e) = state.unreadable() {
             tracing::error!(error = %e, "mailbox state is unreadable; changes are refused until the owner inspects it");
-        }
-        if !state
+        } else if !state
             .conversations
             .iter()
             .any(|c| c.conversation_id == HEAD)
         {
-            state.conversations.insert(
-                0,
-                ConversationRec {
-                    conversation_id: HEAD.into(),
-                    kind: ConversationKind::Head,
-                    title: "Clankie".into(),
-                    created_at_ms: now_ms(),
-                    removed: false,
-                    workspace: String::new(),
-                    projects: Vec::new(),
-                },
-            );
+            // A file written by hand without the head gets it back.
+            state
+                .update(|s| s.conversations.insert(0, head()))
+                .map_err(std::io::Error::other)?;
         }
         let mut store = Store {
             dir,
@@ -381,13 +391,20 @@ impl Store {
         self.state.unreadable().is_some()
     }
 
-    pub fn save(&self) -> std::io::Result<()> {
-        self.state.save().map_err(|e| match e {
-            GuardError::Unreadable => {
-                std::io::Error::other("mailbox state is unreadable; not saving over it")
-            }
-            GuardError::Write(e) => e,
-        })
+    /// Changes `state.json` (see [`crate::change`]).
+    pub fn change<R>(
+        &mut self,
+        change: impl FnOnce(&mut StateFile) -> Result<R, ClankieError>,
+    ) -> Result<R, ClankieError> {
+        crate::change(&mut self.state, "the mailbox state", change)
+    }
+
+    /// Changes `state.json` when the change says it changed anything.
+    pub fn change_when<R>(
+        &mut self,
+        change: impl FnOnce(&mut StateFile) -> Result<(R, bool), ClankieError>,
+    ) -> Result<R, ClankieError> {
+        crate::change_when(&mut self.state, "the mailbox state", change)
     }
 
     pub fn receipt(&self, receipt_id: &str) -> Option<&Accepted> {
@@ -581,9 +598,17 @@ mod tests {
         let root = dir.path().join("mailbox");
         std::fs::create_dir_all(&root).expect("dir");
         std::fs::write(root.join("state.json"), b"{not json").expect("write");
-        let s = Store::open(root.clone()).expect("open");
+        let mut s = Store::open(root.clone()).expect("open");
         assert!(s.unreadable());
-        assert!(s.save().is_err());
+        let refused = s.change(|s| {
+            s.conversations.clear();
+            Ok(())
+        });
+        assert_eq!(
+            refused.map_err(|e| e.code),
+            Err(clankie_runtime::ErrorCode::ServiceUnavailable)
+        );
+        assert_eq!(s.state.conversations.len(), 1, "the head, in memory");
         assert_eq!(
             std::fs::read(root.join("state.json")).expect("read"),
             b"{not json"

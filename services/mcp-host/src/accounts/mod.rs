@@ -170,13 +170,11 @@ impl Registry {
     pub fn open(dir: PathBuf, shutdown: CancellationToken) -> std::io::Result<Self> {
         state::private_dir(&dir)?;
         let path = dir.join("accounts.json");
-        let mut file = Guarded::load(path, AccountsFile::default, AccountsFile::default);
+        let file = Guarded::load(path, AccountsFile::default, AccountsFile::default);
         if let Some(e) = file.unreadable() {
             tracing::error!(error = %e, "accounts file unreadable; no account is connected and changes are refused");
         }
-        // Each account joins the file in memory again as its supervisor
-        // starts.
-        let configs = std::mem::take(&mut file.accounts);
+        let configs = file.accounts.clone();
         let (catalog, _) = watch::channel(Arc::new(Catalog::build(
             &[crate::tracker::builtin_tools()],
             &Rules,
@@ -193,8 +191,7 @@ impl Registry {
             }),
         };
         for config in configs {
-            registry.start(config.clone());
-            lock(&registry.inner.file).accounts.push(config);
+            registry.start(config);
         }
         Ok(registry)
     }
