@@ -6,21 +6,30 @@ use axum::response::{IntoResponse, Response};
 use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
 
+/// How long a caller waits before sending again what the gateway refused
+/// without forwarding it (admission unavailable, a connection turned
+/// away): the body's `retryAfterMs` and the `Retry-After` header both say
+/// it, from this one number.
+pub const RETRY_AFTER_MS: u64 = 1000;
+
 /// The JSON body of a refusal: `{"error": {"code", "message", "retryable"}}`,
-/// with `Retry-After` when waiting helps and `WWW-Authenticate` on a 401.
+/// with `retryAfterMs` and `Retry-After` when waiting helps and
+/// `WWW-Authenticate` on a 401.
 pub fn refusal(e: &ClankieError) -> Response {
-    let mut resp = (e.code.http(), axum::Json(json!({ "error": e.body() }))).into_response();
-    if e.code == ErrorCode::RequestBudget
-        && let Some(ms) = e.details_json().and_then(|d| d["retryAfterMs"].as_u64())
+    let mut body = e.body();
+    if matches!(
+        e.code,
+        ErrorCode::FleetAdmissionUnavailable | ErrorCode::ServiceUnavailable
+    ) && body.get("retryAfterMs").is_none()
+    {
+        body["retryAfterMs"] = json!(RETRY_AFTER_MS);
+    }
+    let wait = body["retryAfterMs"].as_u64();
+    let mut resp = (e.code.http(), axum::Json(json!({ "error": body }))).into_response();
+    if let Some(ms) = wait
         && let Ok(v) = http::HeaderValue::from_str(&ms.div_ceil(1000).max(1).to_string())
     {
         resp.headers_mut().insert(http::header::RETRY_AFTER, v);
-    }
-    if e.code == ErrorCode::FleetAdmissionUnavailable {
-        resp.headers_mut().insert(
-            http::header::RETRY_AFTER,
-            http::HeaderValue::from_static("1"),
-        );
     }
     if e.code.http() == http::StatusCode::UNAUTHORIZED
         && let Ok(v) = http::HeaderValue::from_str(&format!("Bearer error=\"{}\"", e.code.as_str()))

@@ -76,9 +76,12 @@ async fn turn_away<I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut 
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let e = clankie_runtime::ErrorCode::ServiceUnavailable
         .err("the gateway holds its most connections; nothing was forwarded, retry shortly");
-    let body = serde_json::json!({ "error": e.body() }).to_string();
+    let mut body = e.body();
+    body["retryAfterMs"] = serde_json::json!(crate::refusal::RETRY_AFTER_MS);
+    let body = serde_json::json!({ "error": body }).to_string();
     let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: {}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        crate::refusal::RETRY_AFTER_MS.div_ceil(1000),
         body.len()
     );
     let answer = async {

@@ -2,6 +2,7 @@
 //! Python MCP SDK against `clankie mcp --fleet` over stdio.
 
 use std::process::Command;
+use std::time::Duration;
 
 use clankie_tests::{Stack, bin_dir, edge_server, peer_path, python, repo_root};
 use serde_json::Value;
@@ -219,6 +220,66 @@ async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(ok, "the bridge reconnects to the restarted gateway");
+}
+
+/// A refusal that forwarded nothing is retried once, after the wait the
+/// gateway names, inside the request's one 30 s budget. Admission is
+/// stopped (SIGSTOP) while the bridge calls: the gateway's door gives up on
+/// it after its 5 s internal budget and answers 503
+/// `fleet_admission_unavailable` with `retryAfterMs`; admission resumes as
+/// soon as that refusal is logged, and the bridge's retry a second later is
+/// admitted and answered. Without the retry the caller would get the
+/// refusal; with a retry that ignored the wait, it would hit the stopped
+/// admission again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_refused_before_forwarding_is_retried_once_after_the_named_wait() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    let token = stack.token("alpha");
+    let bridge = stack.fleet_bridge(&token).await.expect("bridge");
+    assert_eq!(bridge.list_all_tools().await.expect("list").len(), 2);
+    let gateway_log = stack.state.path().join("logs/gateway.log");
+    let refusals = || {
+        std::fs::read_to_string(&gateway_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("fleet_admission_unavailable"))
+            .count()
+    };
+    let before = refusals();
+    let admission = Pid::from_raw(stack.service_pid("admission").expect("admission pid"));
+    kill(admission, Signal::SIGSTOP).expect("stop admission");
+    let call = tokio::spawn(async move {
+        let r = clankie_tests::call(
+            &bridge,
+            "clankie_call",
+            serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+        )
+        .await
+        .expect("call");
+        clankie_tests::structured(&r)
+    });
+    let refused = clankie_tests::eventually(Duration::from_secs(20), async || {
+        (refusals() > before).then_some(())
+    })
+    .await;
+    kill(admission, Signal::SIGCONT).expect("resume admission");
+    assert!(
+        refused.is_some(),
+        "the door refused while admission was stopped"
+    );
+    let body = tokio::time::timeout(Duration::from_secs(40), call)
+        .await
+        .expect("within the budget")
+        .expect("join");
+    assert_eq!(body["outcome"], "ok", "retried and answered: {body}");
+    assert_eq!(
+        refusals(),
+        before + 1,
+        "one refusal, then the one retry was admitted"
+    );
 }
 
 /// While a connected call runs, the client hears what the upstream says:

@@ -44,11 +44,14 @@ pub(crate) struct Gateway {
 /// The refusal that silences automatic requests.
 pub(crate) const NOT_MEMBER: ErrorCode = ErrorCode::LocalProcessMembershipRequired;
 
-/// Reasons that mean nothing was forwarded: the only ones worth a retry.
-const PRE_FORWARD: [ErrorCode; 6] = [
+/// Reasons that mean nothing was forwarded (a refusal written at the
+/// gateway's doors, before any tool is reached). `service_unavailable` is
+/// a connection the gateway turned away before reading its request.
+const PRE_FORWARD: [ErrorCode; 7] = [
     ErrorCode::FleetCredentialRequired,
     ErrorCode::FleetCredentialInvalid,
     ErrorCode::FleetAdmissionUnavailable,
+    ErrorCode::ServiceUnavailable,
     ErrorCode::FleetAdmissionRevoked,
     ErrorCode::LocalProcessMembershipRequired,
     ErrorCode::PayloadTooLarge,
@@ -123,7 +126,7 @@ impl Gateway {
         };
         let running = started
             .map_err(|_| "the gateway did not answer initialize in 10 s".to_string())?
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| super::refusal::status_refusal(&e).unwrap_or_else(|| e.to_string()))?;
         let peer = running.peer().clone();
         *conn = Some(running);
         // A new gateway session hears the harness's log level again.

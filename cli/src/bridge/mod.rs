@@ -5,9 +5,11 @@
 //!   last verified catalog is kept through temporary failures.
 //! - Every `clankie_call` dispatch gets its receipt id here, before it is
 //!   forwarded, so a lost reply can be reconciled by that id.
-//! - Only an explicit pre-forward refusal (`fleet_admission_unavailable`) is
-//!   retried, once; anything else after forwarding is reported as uncertain
-//!   with its receipt id, never repeated.
+//! - Only a refusal that says nothing was forwarded (`retryable`: admission
+//!   unavailable, a connection turned away) is retried, once, after the
+//!   wait the gateway names, and only within the request's one 30 s budget;
+//!   anything else after forwarding is reported as uncertain with its
+//!   receipt id, never repeated.
 //! - When the gateway says the tool list changed, the bridge lists again and
 //!   tells its harness only if the definitions really changed.
 //! - A definite non-member refusal (`local_process_membership_required`)
@@ -219,6 +221,8 @@ impl FleetServer {
                 receipt_id = Some(id);
             }
         }
+        // The budget is the whole request's, across its one retry.
+        let deadline = tokio::time::Instant::now() + REQUEST_BUDGET;
         let mut retried = false;
         loop {
             let peer = match self.up.peer().await {
@@ -227,9 +231,8 @@ impl FleetServer {
                     // Nothing was sent: the connection itself failed, or the
                     // gateway refused it before any tool was reached.
                     if let Some(code) = pre_forward(&e) {
-                        if code == ErrorCode::FleetAdmissionUnavailable && !retried {
-                            retried = true;
-                            tokio::time::sleep(Duration::from_millis(500)).await;
+                        if let Some(wait) = retry_wait(&e, &mut retried, deadline) {
+                            tokio::time::sleep(wait).await;
                             continue;
                         }
                         self.up.note_outcome::<()>(&Err(e.clone()));
@@ -252,7 +255,11 @@ impl FleetServer {
             let answer = self
                 .up
                 .echo
-                .call(&peer, params.clone(), REQUEST_BUDGET)
+                .call(
+                    &peer,
+                    params.clone(),
+                    deadline.saturating_duration_since(tokio::time::Instant::now()),
+                )
                 .await;
             let err = match answer {
                 Ok(result) => {
@@ -282,14 +289,13 @@ impl FleetServer {
                         receipt_id.as_deref(),
                     );
                 }
-                Err(e) => e.to_string(),
+                Err(e) => refusal::status_refusal(&e).unwrap_or_else(|| e.to_string()),
             };
-            if pre_forward(&err) == Some(ErrorCode::FleetAdmissionUnavailable) && !retried {
-                retried = true;
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            }
             if let Some(code) = pre_forward(&err) {
+                if let Some(wait) = retry_wait(&err, &mut retried, deadline) {
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
                 self.up.note_outcome::<()>(&Err(err.clone()));
                 return keep_receipt(
                     refusal_result(code, format!("{err}; {}", hint(code))),
@@ -309,6 +315,21 @@ impl FleetServer {
             };
         }
     }
+}
+
+/// The wait before the one retry a refusal earns: only one that says
+/// nothing was forwarded, after the wait the gateway named, and only while
+/// that wait still fits in the request's budget.
+fn retry_wait(err: &str, retried: &mut bool, deadline: tokio::time::Instant) -> Option<Duration> {
+    if *retried {
+        return None;
+    }
+    let wait = refusal::retry_after(err)?;
+    if tokio::time::Instant::now() + wait >= deadline {
+        return None;
+    }
+    *retried = true;
+    Some(wait)
 }
 
 impl ServerHandler for FleetServer {

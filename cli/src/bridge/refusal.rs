@@ -7,24 +7,80 @@
 //! contract's `Refusal`) or the challenge's `error="…"` parameter, and the
 //! code is parsed from that one field.
 
+use std::time::Duration;
+
 use clankie_runtime::ErrorCode;
-use clankie_types::fleet::error::Refusal;
+use clankie_types::fleet::error::{ErrorBody, Refusal};
 
 /// The refusal code an error's text carries, if the gateway wrote one.
 pub(crate) fn code_in(text: &str) -> Option<ErrorCode> {
-    // A Debug form escapes the body's quotes; read both forms.
-    let unescaped = text.replace("\\\"", "\"");
-    [text, unescaped.as_str()]
-        .into_iter()
-        .find_map(|t| body_code(t).or_else(|| challenge_code(t)))
+    unescaped(text).find_map(|t| {
+        body_in(&t)
+            .and_then(|b| ErrorCode::parse(&b.code))
+            .or_else(|| challenge_code(&t))
+    })
 }
 
-/// The code of the first `{"error": …}` body in `text`.
-fn body_code(text: &str) -> Option<ErrorCode> {
+/// How long the gateway asked for before the same request is sent again:
+/// present only on a refusal that says nothing was forwarded (`retryable`),
+/// from its `retryAfterMs`, else the gateway's one second.
+pub(crate) fn retry_after(text: &str) -> Option<Duration> {
+    unescaped(text).find_map(|t| {
+        let body = body_in(&t).filter(|b| b.retryable)?;
+        ErrorCode::parse(&body.code)?;
+        let ms = body.details.get("retryAfterMs").and_then(|v| v.as_u64());
+        Some(Duration::from_millis(ms.unwrap_or(1000)))
+    })
+}
+
+/// The refusal a bare HTTP status stands for. rmcp's reqwest transport
+/// keeps only a 5xx answer's status and `Retry-After`, never its body; the
+/// gateway sends `Retry-After` with a 503 only when nothing was forwarded
+/// (admission unavailable, a connection turned away), so that pair is
+/// written back as the refusal body it stood for and read like any other.
+/// Any other bare status stays what it was: unknown.
+pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
+    let mut at = Some(e);
+    while let Some(err) = at {
+        let status = err.downcast_ref::<HttpStatusError>().or_else(|| {
+            match err.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                Some(StreamableHttpError::HttpStatus(s)) => Some(s),
+                _ => None,
+            }
+        });
+        if let Some(s) = status
+            && s.status == 503
+            && let Some(secs) = s
+                .retry_after
+                .as_deref()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            let mut body = ErrorCode::ServiceUnavailable
+                .err("the gateway answered 503 with Retry-After: nothing was forwarded")
+                .body();
+            body["retryAfterMs"] = serde_json::json!(secs.saturating_mul(1000));
+            return Some(format!(
+                "HTTP 503: {}",
+                serde_json::json!({ "error": body })
+            ));
+        }
+        at = err.source();
+    }
+    None
+}
+
+/// The text as written, then with a Debug form's escaped quotes undone.
+fn unescaped(text: &str) -> impl Iterator<Item = String> {
+    [text.to_string(), text.replace("\\\"", "\"")].into_iter()
+}
+
+/// The first `{"error": …}` body in `text`.
+fn body_in(text: &str) -> Option<ErrorBody> {
     text.match_indices('{').find_map(|(at, _)| {
         let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Refusal>();
         match values.next() {
-            Some(Ok(r)) => ErrorCode::parse(&r.error.code),
+            Some(Ok(r)) => Some(r.error),
             _ => None,
         }
     })
@@ -49,6 +105,21 @@ mod tests {
             code_in(text),
             Some(ErrorCode::LocalProcessMembershipRequired)
         );
+    }
+
+    #[test]
+    fn only_a_refusal_that_forwarded_nothing_asks_for_a_retry_after_its_wait() {
+        let waited = r#"HTTP 503: {"error":{"code":"fleet_admission_unavailable","message":"m","retryable":true,"retryAfterMs":1000}}"#;
+        assert_eq!(retry_after(waited), Some(Duration::from_secs(1)));
+        let plain =
+            r#"HTTP 503: {"error":{"code":"service_unavailable","message":"m","retryable":true}}"#;
+        assert_eq!(retry_after(plain), Some(Duration::from_secs(1)));
+        let debug = format!("{waited:?}");
+        assert_eq!(retry_after(&debug), Some(Duration::from_secs(1)));
+        let final_ = r#"HTTP 403: {"error":{"code":"local_process_membership_required","message":"m","retryable":false}}"#;
+        assert_eq!(retry_after(final_), None);
+        let unknown = r#"HTTP 503: {"error":{"code":"not_a_code","message":"m","retryable":true}}"#;
+        assert_eq!(retry_after(unknown), None);
     }
 
     #[test]

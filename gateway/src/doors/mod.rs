@@ -71,7 +71,11 @@ pub(crate) fn admission_refusal(status: &tonic::Status, unavailable: &str) -> Cl
         )]
         return ClankieError::from_status(status);
     }
-    ErrorCode::FleetAdmissionUnavailable.err(unavailable)
+    // Admission logged its own verdicts; that it did not answer is known
+    // only here.
+    let e = ErrorCode::FleetAdmissionUnavailable.err(unavailable);
+    tracing::warn!(reason = e.code.as_str(), "fleet.admission.refused");
+    e
 }
 
 /// What the admission middleware holds: the shared clients and the

@@ -51,3 +51,62 @@ pub(crate) async fn live(link: &admission_pb::FleetLink) -> Result<Vec<String>, 
         Some(LinkKind::Bearer) | None => Err(not_local()),
     }
 }
+
+/// What one sweep listed: the live panes of each pane host that answered,
+/// and when the listing began.
+pub(crate) struct Listing {
+    began_ms: i64,
+    live: std::collections::HashMap<String, Vec<String>>,
+}
+
+impl Listing {
+    pub(crate) fn new(began_ms: i64) -> Listing {
+        Listing {
+            began_ms,
+            live: Default::default(),
+        }
+    }
+
+    pub(crate) fn listed(&mut self, link_id: String, panes: Vec<String>) {
+        self.live.insert(link_id, panes);
+    }
+
+    /// Whether the pane of a record made at `recorded_ms` is closed. Only
+    /// when its host answered, the pane was not in the answer, and the
+    /// record is older than the listing: a record made since may hold a
+    /// pane opened after its host was listed (a hire records its pane while
+    /// the sweep waits for the lock). A host that did not answer knows
+    /// nothing, and unknown is never gone.
+    pub(crate) fn closed(&self, link_id: &str, pane_id: &str, recorded_ms: i64) -> bool {
+        recorded_ms < self.began_ms
+            && self
+                .live
+                .get(link_id)
+                .is_some_and(|panes| !panes.iter().any(|p| p == pane_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_older_record_whose_host_answered_without_its_pane_is_closed() {
+        let mut l = Listing::new(1_000);
+        l.listed("tmux".into(), vec!["%1".into()]);
+        assert!(!l.closed("tmux", "%1", 10), "listed: live");
+        assert!(l.closed("tmux", "%2", 10), "older and absent: closed");
+        assert!(
+            !l.closed("tmux", "%2", 1_000),
+            "recorded as the listing began"
+        );
+        assert!(
+            !l.closed("tmux", "%2", 1_500),
+            "recorded since: its pane may be newer"
+        );
+        assert!(
+            !l.closed("herdr", "%2", 10),
+            "a host that did not answer knows nothing"
+        );
+    }
+}

@@ -160,6 +160,7 @@ impl MailboxService {
             agent_start_time: agent.start_time,
             agent_executable: seat.agent_executable,
             gone: false,
+            recorded_at_ms: 0,
         };
         Ok(Observed {
             seat: rec,

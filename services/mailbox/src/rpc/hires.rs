@@ -445,12 +445,8 @@ impl MailboxService {
         // Mark hires whose pane is gone, one pane listing per linked server.
         let live = self.live_panes().await;
         let mut store = self.inner.store.lock().await;
-        let gone = |h: &HireRec| {
-            h.is_open()
-                && live
-                    .get(&h.link_id)
-                    .is_some_and(|panes| !panes.contains(&h.pane_id))
-        };
+        let gone =
+            |h: &HireRec| h.is_open() && live.closed(&h.link_id, &h.pane_id, h.created_at_ms);
         let changed = store.state.hires.iter().any(gone) && !store.unreadable();
         if changed {
             store.change(|s| {

@@ -91,9 +91,10 @@ impl MailboxService {
             .insert(seat_id.to_string(), std::time::Instant::now());
     }
 
-    /// Live panes per linked tmux server (links that cannot be listed are
-    /// left out: unknown is not gone).
-    pub(crate) async fn live_panes(&self) -> std::collections::HashMap<String, Vec<String>> {
+    /// Live panes per linked pane host, and when the listing began (hosts
+    /// that cannot be listed are left out: unknown is not gone).
+    pub(crate) async fn live_panes(&self) -> crate::panes::Listing {
+        let mut live = crate::panes::Listing::new(now_ms());
         let links = {
             let call = Call::new(admission_pb::FleetStatusRequest {})
                 .timeout(INTERNAL)
@@ -106,10 +107,9 @@ impl MailboxService {
                 .map(|r| r.into_inner().links)
                 .unwrap_or_default()
         };
-        let mut live = std::collections::HashMap::new();
         for l in &links {
             if let Ok(panes) = crate::panes::live(l).await {
-                live.insert(l.link_id.clone(), panes);
+                live.listed(l.link_id.clone(), panes);
             }
         }
         live
@@ -122,11 +122,7 @@ impl MailboxService {
         let closed: Vec<(String, String)> = book
             .seats
             .iter()
-            .filter(|s| !s.gone)
-            .filter(|s| {
-                live.get(&s.link_id)
-                    .is_some_and(|panes| !panes.contains(&s.pane_id))
-            })
+            .filter(|s| !s.gone && live.closed(&s.link_id, &s.pane_id, s.recorded_at_ms))
             .map(|s| (s.link_id.clone(), s.pane_id.clone()))
             .collect();
         let now = now_ms();

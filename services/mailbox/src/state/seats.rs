@@ -48,6 +48,10 @@ pub struct SeatRec {
     /// Set when the pane closed or another occupant took it.
     #[serde(default)]
     pub gone: bool,
+    /// When the book first recorded it (0 in books written before this
+    /// was kept): a pane sweep that began earlier cannot close it.
+    #[serde(default)]
+    pub recorded_at_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -199,7 +203,10 @@ impl SeatBook {
             self.recipient_gone(&id, now);
         }
         if !self.seats.iter().any(|s| s.seat_id == seat.seat_id) {
-            self.seats.push(seat);
+            self.seats.push(SeatRec {
+                recorded_at_ms: now,
+                ..seat
+            });
             changed = true;
         }
         changed
@@ -465,6 +472,7 @@ mod tests {
             agent_start_time: 1,
             agent_executable: "x".into(),
             gone: false,
+            recorded_at_ms: 0,
         }
     }
 
