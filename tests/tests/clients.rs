@@ -351,6 +351,67 @@ async fn every_protocol_era_a_harness_speaks_gets_the_same_tools_and_sees_its_re
     }
 }
 
+/// A verified catalog outlives a later refusal. The bridge's pane loses its
+/// link (the owner revokes it): the bridge's automatic relist is refused as
+/// a non-member and goes quiet, and when the harness then asks for the
+/// tools itself it still gets the verified list, not an error.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_bridge_keeps_answering_with_its_verified_catalog() {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("watch.jsonl");
+    let again = dir.path().join("again");
+    let script = repo_root().join("tests/clients/bridge_watch.py");
+    let args: Vec<String> = vec![
+        python().display().to_string(),
+        script.display().to_string(),
+        bin_dir().join("clankie").display().to_string(),
+        out.display().to_string(),
+        again.display().to_string(),
+    ];
+    let mut hire = vec!["hire", "--project", "alpha", "--"];
+    hire.extend(args.iter().map(String::as_str));
+    stack.clankie_ok(&hire);
+    let listing = |event: &str| -> Option<Value> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["event"] == event)
+    };
+    let first = clankie_tests::eventually(Duration::from_secs(60), async || listing("listed"))
+        .await
+        .unwrap_or_else(|| panic!("{}", stack.log_tails(&["gateway"], 20)));
+    assert!(
+        first["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|n| n == "clankie_call")),
+        "{first}"
+    );
+    let status: Value =
+        serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).expect("status");
+    let link = status["links"][0]["linkId"]
+        .as_str()
+        .expect("link")
+        .to_string();
+    stack.clankie_ok(&["fleet", "token", "revoke", &link]);
+    let err = out.with_extension("jsonl.err");
+    let quiet = clankie_tests::eventually(Duration::from_secs(60), async || {
+        std::fs::read_to_string(&err)
+            .ok()
+            .filter(|t| t.contains("automatic catalog refresh is quiet"))
+    })
+    .await;
+    assert!(quiet.is_some(), "the bridge was refused as a non-member");
+    std::fs::write(&again, b"").expect("ask again");
+    let asked = clankie_tests::eventually(Duration::from_secs(30), async || listing("again"))
+        .await
+        .expect("the harness's own listing");
+    assert_eq!(asked["tools"], first["tools"], "the verified list: {asked}");
+}
+
 /// A bridge without the seat channel (a harness that reads its deliveries
 /// itself) watches the catalog alone. The gateway restarts under it, which
 /// ends the bridge's MCP stream, and then the owner turns fleet tools off:

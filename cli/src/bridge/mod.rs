@@ -402,18 +402,18 @@ impl ServerHandler for FleetServer {
         {
             *self.up.last_error.write().await = e;
         }
-        if self.up.is_quiet() {
-            return Err(ErrorData::invalid_request(
+        // A verified list outlives any later failure, an admission refusal
+        // included: the schemas do not change because a list failed.
+        match self.up.tools.read().await.clone() {
+            Some(tools) => Ok(ListToolsResult::with_all_items(tools)),
+            None if self.up.is_quiet() => Err(ErrorData::invalid_request(
                 format!(
                     "{}: this process is not admitted to the fleet; {}",
                     NOT_MEMBER.as_str(),
                     hint(NOT_MEMBER)
                 ),
                 None,
-            ));
-        }
-        match self.up.tools.read().await.clone() {
-            Some(tools) => Ok(ListToolsResult::with_all_items(tools)),
+            )),
             None => Err(ErrorData::internal_error(
                 format!(
                     "the fleet catalog is not available: {}",
