@@ -198,6 +198,125 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
     assert!(stack.stop(), "clean stop");
 }
 
+/// Another machine's workspace is approved as its exact normalized
+/// spelling, never resolved here, and never opened by a local hire; a
+/// workspace is removed by its path (here, even after its folder is gone,
+/// or on that machine), and not while the project's tracker references it.
+#[tokio::test(flavor = "multi_thread")]
+async fn remote_workspaces_keep_their_spelling_and_removal_follows_the_tracker() {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let local = stack.add_project("kh2", &[]);
+    let local_path = local.path().display().to_string();
+    let remote = |path: &str| {
+        stack.clankie(&[
+            "project",
+            "add",
+            "kh2",
+            "--workspace",
+            path,
+            "--machine",
+            "pc",
+            "--platform",
+            "windows",
+        ])
+    };
+    let added = remote(r"c:/code//kh2\");
+    assert!(added.status.success(), "{added:?}");
+    let shown: Value = serde_json::from_slice(&added.stdout).expect("json");
+    let ws = &shown["workspaces"][1];
+    assert_eq!(ws["path"], r"C:\code\kh2", "{shown}");
+    assert_eq!(
+        (ws["machine"].as_str(), ws["platform"].as_str()),
+        (Some("pc"), Some("windows"))
+    );
+    // The same registration spelled otherwise is the same workspace; a
+    // relative one is not a workspace at all.
+    let again = remote(r"C:\code\kh2");
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("project_exists"),
+        "{again:?}"
+    );
+    let relative = remote(r"code\kh2");
+    assert!(!relative.status.success());
+    assert!(
+        String::from_utf8_lossy(&relative.stderr).contains("invalid_argument"),
+        "{relative:?}"
+    );
+
+    // The local workspace's saved convention is a tracker reference.
+    stack.clankie_ok(&[
+        "project",
+        "set",
+        "kh2",
+        "--revision",
+        "2",
+        "--convention",
+        &format!("{local_path}=linear"),
+    ]);
+    let held = stack.clankie(&[
+        "project",
+        "remove-workspace",
+        "kh2",
+        "--workspace",
+        &local_path,
+    ]);
+    assert!(!held.status.success());
+    assert!(
+        String::from_utf8_lossy(&held.stderr).contains("tracker_conflict"),
+        "{held:?}"
+    );
+    stack.clankie_ok(&[
+        "project",
+        "set",
+        "kh2",
+        "--revision",
+        "3",
+        "--convention",
+        &format!("{local_path}=none"),
+    ]);
+    let gone: Value = serde_json::from_str(&stack.clankie_ok(&[
+        "project",
+        "remove-workspace",
+        "kh2",
+        "--workspace",
+        &local_path,
+    ]))
+    .expect("json");
+    assert_eq!(
+        gone["workspaces"].as_array().map(Vec::len),
+        Some(1),
+        "{gone}"
+    );
+    assert!(local.path().is_dir(), "no folder is deleted");
+
+    // Only the other machine's workspace is left: a hire here refuses it.
+    let hire = stack.clankie(&["hire", "--project", "kh2", "--", "sleep", "60"]);
+    assert!(!hire.status.success());
+    assert!(
+        String::from_utf8_lossy(&hire.stderr).contains("no workspace on this machine"),
+        "{hire:?}"
+    );
+    let gone: Value = serde_json::from_str(&stack.clankie_ok(&[
+        "project",
+        "remove-workspace",
+        "kh2",
+        "--workspace",
+        r"C:\code\kh2",
+        "--machine",
+        "pc",
+        "--platform",
+        "windows",
+    ]))
+    .expect("json");
+    assert_eq!(
+        gone["workspaces"].as_array().map(Vec::len),
+        Some(0),
+        "{gone}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn workspaces_are_removed_only_at_the_revision_read_and_bearers_cannot_report() {
     let stack = Stack::start().await.expect("stack");

@@ -25,6 +25,7 @@
 //! - [`log_level`]: MCP logging levels and their order.
 //! - `closed_set!`: one declaration per closed set of words (enum, word,
 //!   proto value).
+//! - [`workspace`]: a remote workspace's normalized spelling.
 //! - [`views`]: the JSON views of mailbox records that the gateway and the
 //!   CLI show.
 
@@ -44,6 +45,7 @@ pub mod role;
 pub mod transcript;
 pub mod views;
 pub mod vocabulary;
+pub mod workspace;
 
 pub use binding::{LinkKind, TrackerBinding, TrackerRoute};
 pub use peer::{PeerMessageState, PeerOutcome};

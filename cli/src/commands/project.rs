@@ -20,12 +20,15 @@ pub enum ProjectCommand {
     /// Register a project (or add a workspace to it).
     Add {
         name: String,
-        /// The project's workspace: an existing absolute folder.
+        /// The project's workspace: an existing absolute folder here, or with
+        /// --machine the absolute path on that machine, as spelled there.
         #[arg(long)]
         workspace: String,
+        /// The registered fleet machine the workspace is on (default: this one).
         #[arg(long, default_value = "")]
         machine: String,
-        #[arg(long, default_value = "")]
+        /// The workspace's platform on that machine: linux, macos or windows.
+        #[arg(long, default_value = "", requires = "machine")]
         platform: String,
         /// The lead conversation that owns it (default: the global head).
         #[arg(long, default_value = "")]
@@ -74,12 +77,20 @@ pub enum ProjectCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Remove one workspace record at the revision you read (no folder is deleted).
+    /// Remove one workspace record (no folder is deleted).
     RemoveWorkspace {
         project: String,
-        workspace_id: String,
+        /// The workspace as registered: its path (or its id).
         #[arg(long)]
-        revision: u64,
+        workspace: String,
+        /// The machine it was registered for (default: this one).
+        #[arg(long, default_value = "")]
+        machine: String,
+        #[arg(long, default_value = "", requires = "machine")]
+        platform: String,
+        /// The revision you read (default: the project's revision now).
+        #[arg(long)]
+        revision: Option<u64>,
     },
 }
 
@@ -95,7 +106,13 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
             worker_cap,
             reviewer,
         } => {
-            let workspace = std::path::absolute(&workspace)?.display().to_string();
+            // Another machine's path is sent as spelled: the mailbox
+            // normalizes it for its platform and never resolves it here.
+            let workspace = if machine.is_empty() {
+                std::path::absolute(&workspace)?.display().to_string()
+            } else {
+                workspace
+            };
             let p = c
                 .add_project(mailbox_pb::AddProjectRequest {
                     name,
@@ -174,14 +191,42 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
         }
         ProjectCommand::RemoveWorkspace {
             project,
-            workspace_id,
+            workspace,
+            machine,
+            platform,
             revision,
         } => {
+            let all = c
+                .list_projects(mailbox_pb::ListProjectsRequest {})
+                .await
+                .map_err(refused)?
+                .into_inner()
+                .projects;
+            let p = all
+                .iter()
+                .find(|p| p.name == project || p.project_id == project)
+                .ok_or_else(|| anyhow::anyhow!("no project {project}"))?;
+            // The exact registration: this machine's path made absolute
+            // (never resolved: its folder may be gone), or another
+            // machine's spelling normalized as it was when added.
+            let spelling = if machine.is_empty() {
+                std::path::absolute(&workspace)?.display().to_string()
+            } else {
+                clankie_types::workspace::normalized(&workspace, &platform)
+                    .map_err(|why| anyhow::anyhow!(why))?
+            };
+            let ws = p
+                .workspaces
+                .iter()
+                .find(|w| {
+                    w.workspace_id == workspace || (w.path == spelling && w.machine == machine)
+                })
+                .ok_or_else(|| anyhow::anyhow!("project {} has no workspace {spelling}", p.name))?;
             let p = c
                 .remove_workspace(mailbox_pb::RemoveWorkspaceRequest {
-                    project_id: project,
-                    workspace_id,
-                    expected_revision: revision,
+                    project_id: p.project_id.clone(),
+                    workspace_id: ws.workspace_id.clone(),
+                    expected_revision: revision.unwrap_or(p.revision),
                 })
                 .await
                 .map_err(refused)?

@@ -268,16 +268,35 @@ impl MailboxService {
         if let Some(autonomy) = autonomy {
             staffing(&autonomy, &project)?;
         }
+        // A local hire opens in a workspace of this machine; one approved
+        // for another machine is never opened here.
         let workspace = if req.workspace_id.is_empty() {
-            project.workspaces.first()
+            project
+                .workspaces
+                .iter()
+                .find(|w| w.machine.is_empty())
+                .ok_or_else(|| {
+                    ErrorCode::InvalidArgument.err(format!(
+                        "project {} has no workspace on this machine",
+                        project.name
+                    ))
+                })?
         } else {
             project
                 .workspaces
                 .iter()
                 .find(|w| w.workspace_id == req.workspace_id)
+                .ok_or_else(|| {
+                    ErrorCode::InvalidArgument.err("the project has no such workspace")
+                })?
         }
-        .cloned()
-        .ok_or_else(|| ErrorCode::InvalidArgument.err("the project has no such workspace"))?;
+        .clone();
+        if !workspace.machine.is_empty() {
+            return Err(ErrorCode::InvalidArgument.err(format!(
+                "workspace {} is on machine {}; a hire here opens in a workspace of this machine",
+                workspace.path, workspace.machine
+            )));
+        }
         // A conversation has one lead seat; a project one reviewer and its
         // worker cap.
         let working = store

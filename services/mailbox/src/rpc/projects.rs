@@ -109,12 +109,23 @@ impl MailboxService {
                 "a project name is 1-64 letters, digits, '-', '_' or '.', and not '.' or '..'",
             ));
         }
-        let path = std::path::Path::new(&req.workspace);
-        if !path.is_absolute() || !path.is_dir() {
-            return Err(
-                ErrorCode::InvalidArgument.err("the workspace must be an existing absolute folder")
-            );
-        }
+        // A workspace here must exist; one on another machine is kept as the
+        // owner spelled it, normalized for its platform, never resolved here.
+        let path = if req.machine.is_empty() {
+            let path = std::path::Path::new(&req.workspace);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(ErrorCode::InvalidArgument
+                    .err("the workspace must be an existing absolute folder"));
+            }
+            req.workspace.clone()
+        } else {
+            if !store::valid_project_name(&req.machine) {
+                return Err(ErrorCode::InvalidArgument
+                    .err("a machine name is 1-64 letters, digits, '-', '_' or '.'"));
+            }
+            clankie_types::workspace::normalized(&req.workspace, &req.platform)
+                .map_err(|why| ErrorCode::InvalidArgument.err(why))?
+        };
         let mut store = self.inner.store.lock().await;
         Self::writable(&store)?;
         if !req.lead_conversation_id.is_empty() && !present(&store.state, &req.lead_conversation_id)
@@ -124,7 +135,7 @@ impl MailboxService {
         }
         let workspace = WorkspaceRec {
             workspace_id: short_id("ws"),
-            path: req.workspace.clone(),
+            path,
             machine: req.machine,
             platform: req.platform,
             convention: TrackerBinding::Unbound,
@@ -133,7 +144,10 @@ impl MailboxService {
             Ok(match s.projects.iter_mut().find(|p| p.name == name) {
                 // Adding to an existing project adds a workspace.
                 Some(p) => {
-                    if p.workspaces.iter().any(|w| w.path == workspace.path) {
+                    if p.workspaces
+                        .iter()
+                        .any(|w| w.path == workspace.path && w.machine == workspace.machine)
+                    {
                         return Err(ErrorCode::ProjectExists.err(format!(
                             "{name} already has the workspace {}",
                             req.workspace
@@ -304,9 +318,16 @@ impl MailboxService {
                     ErrorCode::InvalidArgument
                         .err(format!("the project has no workspace {}", req.workspace_id))
                 })?;
-            if open_hires.contains(&project.workspaces[index].path) {
+            let ws = &project.workspaces[index];
+            if open_hires.contains(&ws.path) {
                 return Err(ErrorCode::StaleRevision
                     .err("an open hire works in that workspace; close it first"));
+            }
+            if ws.convention != TrackerBinding::Unbound {
+                return Err(ErrorCode::TrackerConflict.err(format!(
+                    "the project's tracker references {} (its saved {} convention); move the binding first: clankie project set {} --revision {} --convention {}=none",
+                    ws.path, ws.convention, project.name, project.revision, ws.path
+                )));
             }
             // The record goes; the folder on disk is never touched.
             project.workspaces.remove(index);
