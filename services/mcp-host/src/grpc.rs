@@ -35,12 +35,28 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         let req = request.into_inner();
         let transport = Transport::from_pb(req.transport).map_err(refuse)?;
         let wait = Duration::from_millis(u64::from(req.wait_verified_ms.min(60_000)));
-        let account = self
+        let mut account = self
             .inner
             .accounts
             .connect(&req.name, transport, wait)
             .await
             .map_err(refuse)?;
+        // A server that offers an identity is verified as it connects, on
+        // the generation just verified; a failed read records nothing.
+        if self
+            .inner
+            .accounts
+            .offers(&req.name, &crate::verify::IDENTITY_TOOLS)
+        {
+            match self.verify_account(&req.name).await {
+                Ok(v) => account.provider_identity = v.identity,
+                Err(e) => tracing::warn!(
+                    account = %req.name,
+                    reason = e.code.as_str(),
+                    "account.identity_unverified"
+                ),
+            }
+        }
         Ok(Response::new(mcphost_pb::ConnectResponse {
             account: Some(account),
         }))

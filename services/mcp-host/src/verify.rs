@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 use crate::McpHost;
 use crate::identity::{Change, Identity};
 
+/// The tools a server offers its identity through.
+pub(crate) const IDENTITY_TOOLS: [&str; 2] = ["get_user", "get_workspace"];
+
 /// How long each identity read may take.
 const READ: Duration = Duration::from_secs(10);
 

@@ -326,6 +326,19 @@ impl Registry {
             .then_some(slot.config.generation)
     }
 
+    /// Whether `account` is verified now and its server lists every one of
+    /// `tools`.
+    pub fn offers(&self, account: &str, tools: &[&str]) -> bool {
+        let Some(slot) = lock(&self.inner.slots).get(account).cloned() else {
+            return false;
+        };
+        let live = slot.live.borrow();
+        live.state == mcphost_pb::AccountState::Verified
+            && tools
+                .iter()
+                .all(|t| live.tools.iter().any(|have| have.name == *t))
+    }
+
     /// The connection for `account` at `generation`, held open while the
     /// guard lives. Refuses when the account changed or is not verified.
     pub fn dispatch_handle(

@@ -59,6 +59,9 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
         hear_every_level(&peer).await;
         match list_tools(&peer).await {
             Ok(tools) => {
+                // The connection is in place before anyone hears it is
+                // verified, so whoever hears can use it at once.
+                *lock(&slot.peer) = Some(peer.clone());
                 slot.live.send_modify(|l| {
                     l.state = mcphost_pb::AccountState::Verified;
                     l.tools = Arc::new(tools);
@@ -72,7 +75,6 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
                         }
                     }
                 });
-                *lock(&slot.peer) = Some(peer.clone());
                 registry.rebuild();
                 registry.first_verdict(&name);
                 tracing::info!(account = %name, tools = slot.live.borrow().tools.len(), "account verified");
