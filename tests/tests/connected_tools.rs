@@ -114,6 +114,19 @@ async fn search_describe_call_across_stdio_and_http_upstreams() {
     let described = structured(&r)["tools"].as_array().cloned().expect("tools");
     assert_eq!(described.len(), 1);
     assert_eq!(described[0]["inputSchema"]["required"], json!(["timezone"]));
+    // At most 10 full schemas: ten distinct names are all described, and
+    // asking for more is refused (the schema's bound), never cut silently.
+    let names: Vec<serde_json::Value> = page.iter().map(|t| t["name"].clone()).collect();
+    assert!(names.len() >= 12, "{page:?}");
+    let r = call(&client, "clankie_tools", json!({ "names": names[..10] }))
+        .await
+        .expect("describe ten");
+    let described = structured(&r)["tools"].as_array().map(Vec::len);
+    assert_eq!(described, Some(10), "{r:?}");
+    let r = call(&client, "clankie_tools", json!({ "names": names[..12] }))
+        .await
+        .expect("describe twelve");
+    assert_eq!(error_code(&r), "invalid_argument", "{r:?}");
 
     // Calls over stdio and over streamable HTTP.
     let r = call(
