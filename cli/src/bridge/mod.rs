@@ -289,6 +289,18 @@ impl FleetServer {
                         receipt_id.as_deref(),
                     );
                 }
+                Err(e) if refusal::never_sent(&e) => {
+                    self.up.drop_connection().await;
+                    return keep_receipt(
+                        refusal_result(
+                            ErrorCode::FleetAdmissionUnavailable,
+                            format!(
+                                "the gateway is unreachable ({e}); nothing was forwarded, retry shortly"
+                            ),
+                        ),
+                        receipt_id.as_deref(),
+                    );
+                }
                 Err(e) => refusal::status_refusal(&e).unwrap_or_else(|| e.to_string()),
             };
             if let Some(code) = pre_forward(&err) {

@@ -70,6 +70,31 @@ pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<St
     None
 }
 
+/// Whether an error is a connection that was never made (refused, or the
+/// socket is gone): then not a byte of the request left, and the answer is
+/// a refusal, never "may have applied".
+pub(crate) fn never_sent(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(err) = at {
+        if err
+            .downcast_ref::<reqwest::Error>()
+            .is_some_and(reqwest::Error::is_connect)
+        {
+            return true;
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+            )
+        {
+            return true;
+        }
+        at = err.source();
+    }
+    false
+}
+
 /// The text as written, then with a Debug form's escaped quotes undone.
 fn unescaped(text: &str) -> impl Iterator<Item = String> {
     [text.to_string(), text.replace("\\\"", "\"")].into_iter()
@@ -120,6 +145,29 @@ mod tests {
         assert_eq!(retry_after(final_), None);
         let unknown = r#"HTTP 503: {"error":{"code":"not_a_code","message":"m","retryable":true}}"#;
         assert_eq!(retry_after(unknown), None);
+    }
+
+    #[test]
+    fn only_a_connection_never_made_is_never_sent() {
+        #[derive(Debug)]
+        struct Wrapped(std::io::Error);
+        impl std::fmt::Display for Wrapped {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("send failed")
+            }
+        }
+        impl std::error::Error for Wrapped {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let refused = Wrapped(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(never_sent(&refused));
+        let gone = Wrapped(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert!(never_sent(&gone));
+        // A connection that broke under a request may have carried it.
+        let reset = Wrapped(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(!never_sent(&reset));
     }
 
     #[test]
