@@ -241,15 +241,7 @@ impl FleetServer {
                             receipt_id.as_deref(),
                         );
                     }
-                    return keep_receipt(
-                        refusal_result(
-                            ErrorCode::FleetAdmissionUnavailable,
-                            format!(
-                                "the gateway is unreachable ({e}); nothing was forwarded, retry shortly"
-                            ),
-                        ),
-                        receipt_id.as_deref(),
-                    );
+                    return keep_receipt(unreachable(&e), receipt_id.as_deref());
                 }
             };
             let answer = self
@@ -291,15 +283,7 @@ impl FleetServer {
                 }
                 Err(e) if refusal::never_sent(&e) => {
                     self.up.drop_connection().await;
-                    return keep_receipt(
-                        refusal_result(
-                            ErrorCode::FleetAdmissionUnavailable,
-                            format!(
-                                "the gateway is unreachable ({e}); nothing was forwarded, retry shortly"
-                            ),
-                        ),
-                        receipt_id.as_deref(),
-                    );
+                    return keep_receipt(unreachable(&e), receipt_id.as_deref());
                 }
                 Err(e) => refusal::status_refusal(&e).unwrap_or_else(|| e.to_string()),
             };
@@ -327,6 +311,14 @@ impl FleetServer {
             };
         }
     }
+}
+
+/// The refusal for a request that never reached the gateway.
+fn unreachable(e: &dyn std::fmt::Display) -> CallToolResult {
+    refusal_result(
+        ErrorCode::FleetAdmissionUnavailable,
+        format!("the gateway is unreachable ({e}); nothing was forwarded, retry shortly"),
+    )
 }
 
 /// The wait before the one retry a refusal earns: only one that says
