@@ -168,6 +168,19 @@ async fn python_sdk_through_the_stdio_fleet_bridge() {
     assert_eq!(seen["unknown"]["code"], "unknown_tool");
 }
 
+/// `clankie_call` of mcp-server-time's clock through `bridge`: the
+/// structured answer.
+async fn time_call(bridge: &rmcp::service::RunningService<rmcp::RoleClient, ()>) -> Value {
+    let r = clankie_tests::call(
+        bridge,
+        "clankie_call",
+        serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
+    )
+    .await
+    .expect("call");
+    clankie_tests::structured(&r)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
     let stack = Stack::start().await.expect("stack");
@@ -188,16 +201,7 @@ async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
     // it may be uncertain. Once that connection is dropped, a call while the
     // gateway is down cannot be sent: a refusal, never "may have applied"
     // (unless the gateway is already back and answers it).
-    let call = async || {
-        let r = clankie_tests::call(
-            &bridge,
-            "clankie_call",
-            serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-        )
-        .await
-        .expect("call while down");
-        clankie_tests::structured(&r)
-    };
+    let call = async || time_call(&bridge).await;
     let _stale = call().await;
     let body = call().await;
     assert!(
@@ -213,14 +217,7 @@ async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
     // Calls work again through the restarted gateway, at the same address.
     let mut ok = false;
     for _ in 0..50 {
-        let r = clankie_tests::call(
-            &bridge,
-            "clankie_call",
-            serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-        )
-        .await
-        .expect("call");
-        let body = clankie_tests::structured(&r);
+        let body = time_call(&bridge).await;
         if body["outcome"] == "ok" {
             assert!(
                 body["receiptId"]
@@ -268,16 +265,7 @@ async fn a_call_refused_before_forwarding_is_retried_once_after_the_named_wait()
     let before = refusals();
     let admission = Pid::from_raw(stack.service_pid("admission").expect("admission pid"));
     kill(admission, Signal::SIGSTOP).expect("stop admission");
-    let call = tokio::spawn(async move {
-        let r = clankie_tests::call(
-            &bridge,
-            "clankie_call",
-            serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}}),
-        )
-        .await
-        .expect("call");
-        clankie_tests::structured(&r)
-    });
+    let call = tokio::spawn(async move { time_call(&bridge).await });
     let refused = clankie_tests::eventually(Duration::from_secs(20), async || {
         (refusals() > before).then_some(())
     })

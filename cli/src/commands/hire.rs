@@ -185,19 +185,19 @@ async fn codex_pane(paths: &StatePaths, args: &HireArgs) -> anyhow::Result<Pane>
     })
 }
 
-/// The workspace folders a hire into `project` may open in (every
-/// project's, when none is named).
+/// The workspace folders of this machine a hire into `project` may open in
+/// (every project's, when none is named); another machine's are not here.
 async fn workspaces(paths: &StatePaths, project: &str) -> anyhow::Result<Vec<String>> {
-    let projects = clients::mailbox(paths)?
-        .list_projects(mailbox_pb::ListProjectsRequest {})
-        .await
-        .map_err(refused)?
-        .into_inner()
-        .projects;
+    let projects = clients::projects(&mut clients::mailbox(paths)?).await?;
     Ok(projects
         .into_iter()
         .filter(|p| project.is_empty() || p.name == project || p.project_id == project)
-        .flat_map(|p| p.workspaces.into_iter().map(|w| w.path))
+        .flat_map(|p| {
+            p.workspaces
+                .into_iter()
+                .filter(|w| w.machine.is_empty())
+                .map(|w| w.path)
+        })
         .collect())
 }
 

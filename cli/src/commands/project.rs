@@ -129,12 +129,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
             print_json(&clankie_types::views::project(&p));
         }
         ProjectCommand::List { json } => {
-            let all = c
-                .list_projects(mailbox_pb::ListProjectsRequest {})
-                .await
-                .map_err(refused)?
-                .into_inner()
-                .projects;
+            let all = clients::projects(&mut c).await?;
             if json {
                 print_json(
                     &json!({ "projects": all.iter().map(clankie_types::views::project).collect::<Vec<_>>() }),
@@ -196,12 +191,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
             platform,
             revision,
         } => {
-            let all = c
-                .list_projects(mailbox_pb::ListProjectsRequest {})
-                .await
-                .map_err(refused)?
-                .into_inner()
-                .projects;
+            let all = clients::projects(&mut c).await?;
             let p = all
                 .iter()
                 .find(|p| p.name == project || p.project_id == project)

@@ -47,6 +47,19 @@ pub fn mailbox(paths: &StatePaths) -> anyhow::Result<MailboxClient<Client>> {
     Ok(clankie_runtime::clients::mailbox(paths, owner_meta(paths)?))
 }
 
+/// Every registered project, as the mailbox holds it now.
+pub async fn projects(
+    c: &mut MailboxClient<Client>,
+) -> anyhow::Result<Vec<clankie_proto::mailbox::v1::Project>> {
+    Ok(
+        c.list_projects(clankie_proto::mailbox::v1::ListProjectsRequest {})
+            .await
+            .map_err(refused)?
+            .into_inner()
+            .projects,
+    )
+}
+
 pub fn tracker(paths: &StatePaths) -> anyhow::Result<TrackerClient<Client>> {
     Ok(clankie_runtime::clients::tracker(paths, owner_meta(paths)?))
 }
