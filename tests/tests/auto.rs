@@ -418,6 +418,13 @@ async fn a_corrupt_cadence_stops_auto_checks_with_a_diagnostic() {
     wait_wakes(&stack, "global", 1, Duration::from_secs(10)).await;
     let path = stack.state.path().join("auto-rounds/cadence.json");
     let pid = auto_pid(&stack);
+    // Stopped first: a running scheduler may rename its own cadence over
+    // the corrupt bytes between the write and the kill.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .expect("stop");
     std::fs::write(&path, b"{\"version\": 1, \"nextDead").expect("corrupt");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
