@@ -461,3 +461,86 @@ async fn a_local_flood_of_keep_alive_connections_never_locks_a_member_out() {
     }
     drop(tmux);
 }
+
+/// Sends a POST's head, gives a server that answers from the head alone the
+/// chance to answer and close (it has, if anything arrives within half a
+/// second), then sends the body and reads the answer: (body written,
+/// status, answer).
+fn head_then_body<S: std::io::Read + std::io::Write + std::os::fd::AsFd>(
+    s: &mut S,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (bool, u16, String) {
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).expect("head");
+    let mut fds = [nix::poll::PollFd::new(
+        s.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(500u16));
+    let written = s.write_all(body.as_bytes()).is_ok();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (written, status, text)
+}
+
+/// A request refused from its head alone (an unproven local process, a
+/// missing bearer, a foreign origin) is still answered to a client that
+/// writes its body after its head, as Python's `http.client` does: the
+/// connection is not closed under the body, and the client reads why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_from_the_head_alone_reaches_a_client_that_sends_its_body_after() {
+    let stack = Stack::start().await.expect("stack");
+    let unix = stack.state.path().join("run/fleet/mcp.sock");
+    let addr = stack.url.trim_start_matches("http://").to_string();
+    let body = init_body();
+    let cases: Vec<(&str, Box<dyn Fn() -> (bool, u16, String)>, u16, &str)> = vec![
+        (
+            "a local process in no pane",
+            Box::new(|| {
+                let mut s = std::os::unix::net::UnixStream::connect(&unix).expect("unix");
+                head_then_body(&mut s, &[JSON, ACCEPT], &body)
+            }),
+            403,
+            "local_process_membership_required",
+        ),
+        (
+            "no bearer on TCP",
+            Box::new(|| {
+                let mut s = std::net::TcpStream::connect(&addr).expect("tcp");
+                head_then_body(&mut s, &[JSON, ACCEPT], &body)
+            }),
+            401,
+            "fleet_credential_required",
+        ),
+        (
+            "a foreign origin",
+            Box::new(|| {
+                let mut s = std::net::TcpStream::connect(&addr).expect("tcp");
+                let origin = ("Origin", "https://evil.example");
+                head_then_body(&mut s, &[JSON, ACCEPT, origin], &body)
+            }),
+            403,
+            "origin_not_allowed",
+        ),
+    ];
+    for (what, send, status, code) in cases {
+        let (written, got, text) = send();
+        assert!(written, "{what}: the body was written");
+        assert_eq!(got, status, "{what}: {text}");
+        assert!(text.contains(code), "{what}: {text}");
+    }
+}

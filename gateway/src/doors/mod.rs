@@ -24,7 +24,7 @@ use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
 use clankie_runtime::{ClankieError, ErrorCode};
 
-use crate::refusal::refusal;
+use crate::refusal::{refusal, refuse_unread};
 use crate::{Shared, intake, serve, sessions};
 
 /// What a door proved for one HTTP request.
@@ -129,7 +129,7 @@ impl Door {
 async fn admit_inner(state: AdmitState, req: Request, next: Next) -> Response {
     let AdmitState { shared, sessions } = state;
     if let Err(e) = intake::check_head(&req) {
-        return refusal(&e);
+        return refuse_unread(req, &e).await;
     }
     let limit = intake::body_limit(req.uri().path());
     let too_big = req
@@ -155,7 +155,7 @@ async fn admit_inner(state: AdmitState, req: Request, next: Next) -> Response {
     };
     match admitted {
         Ok(admitted) => enter(&shared, &sessions, req, admitted, &door, next).await,
-        Err(e) => refusal(&e),
+        Err(e) => refuse_unread(req, &e).await,
     }
 }
 
