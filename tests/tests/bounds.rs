@@ -507,7 +507,8 @@ async fn a_refusal_from_the_head_alone_reaches_a_client_that_sends_its_body_afte
     let unix = stack.state.path().join("run/fleet/mcp.sock");
     let addr = stack.url.trim_start_matches("http://").to_string();
     let body = init_body();
-    let cases: Vec<(&str, Box<dyn Fn() -> (bool, u16, String)>, u16, &str)> = vec![
+    type Send<'a> = Box<dyn Fn() -> (bool, u16, String) + 'a>;
+    let cases: Vec<(&str, Send, u16, &str)> = vec![
         (
             "a local process in no pane",
             Box::new(|| {
