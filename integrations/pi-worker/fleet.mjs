@@ -17,14 +17,23 @@ export const META = Object.freeze({
 
 export const OUTCOMES = Object.freeze(["ok", "error", "uncertain"]);
 
-// Who a delivery is from, and whether a busy harness takes it into the
-// running turn (the lead's word steers) or after it.
+// Whether a busy harness takes a delivery into the running turn (the
+// lead's word steers) or after it, and who it is framed as from (a
+// worker's report is the worker's word, never the owner's).
 export const DELIVERY_KINDS = Object.freeze({
-  lead: { steers: true },
-  peer: { steers: false },
-  review: { steers: false },
-  wake: { steers: false },
+  lead: { steers: true, source: "lead" },
+  peer: { steers: false, source: "peer" },
+  review: { steers: false, source: "lead" },
+  wake: { steers: false, source: "wake" },
+  message: { steers: false, source: "worker" },
+  watch: { steers: false, source: "watch" },
 });
+
+// Who a delivery of `kind` is framed as from; one of a kind this build does
+// not know is the lead's.
+export function deliverySource(kind) {
+  return DELIVERY_KINDS[kind]?.source ?? "lead";
+}
 
 // Whether a delivery of `kind` steers a busy run; one of a kind this build
 // does not know is the lead's.

@@ -11,7 +11,7 @@
 // settled, the delivery is settled too; a run the user stopped is reported
 // as interrupted.
 
-import { steers } from "./fleet.mjs";
+import { deliverySource, steers } from "./fleet.mjs";
 
 /** How long a poll waits for a delivery. */
 const POLL_WAIT_MS = 25_000;
@@ -22,7 +22,7 @@ const RETRY_MS = 2_000;
 
 /** The marker that ties a session message to its delivery. */
 export function envelope(d) {
-  const source = d.kind === "peer" ? "peer" : d.kind === "wake" ? "wake" : "lead";
+  const source = deliverySource(d.kind);
   const from = String(d.from ?? "").replace(/[^\w.:@-]/g, "_");
   return `<clankie-delivery id="${d.deliveryId}" source="${source}" from="${from}">\n${d.text ?? ""}\n</clankie-delivery>`;
 }

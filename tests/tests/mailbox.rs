@@ -529,3 +529,209 @@ async fn a_changed_catalog_waits_while_the_herdr_agent_is_mid_turn() {
     let _ = client.wait();
     drop(herdr);
 }
+
+/// The watch reports in a conversation's transcript.
+fn watches(stack: &Stack, conversation: &str) -> Vec<Value> {
+    transcript(stack, conversation)
+        .into_iter()
+        .filter(|e| e["kind"] == "watch")
+        .collect()
+}
+
+/// A stack whose completion sweep runs on a short clock.
+async fn harvesting_stack() -> Stack {
+    Stack::start_with(clankie_tests::StackOptions {
+        env: vec![("CLANKIE_HARVEST_MS".into(), "200".into())],
+        ..Default::default()
+    })
+    .await
+    .expect("stack")
+}
+
+/// A lead driven by a native seat hears its worker's report as a message,
+/// framed as the worker's own words, once per receipt; and when the
+/// worker's agent exits, the sweep alone tells the lead once, as a watch
+/// with an idempotent receipt, and ends the hire.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lead_seat_hears_reports_as_messages_and_a_workers_exit_as_one_watch() {
+    use clankie_tests::seat::{Harness, Seat};
+    let stack = harvesting_stack().await;
+    let tmux = stack.link_tmux("work");
+    let _ws = stack.add_project("alpha", &[]);
+    let conv = stack.add_lead("Lead");
+    let dir = tempfile::tempdir().expect("dir");
+    let lead = Seat::start(
+        &stack,
+        dir.path(),
+        "lead",
+        Harness::Peer,
+        &[
+            "--role",
+            "lead",
+            "--conversation",
+            &conv,
+            "--project",
+            "alpha",
+        ],
+    )
+    .await;
+    let worker = Seat::hire(&stack, dir.path(), "w", &conv).await;
+    let report = json!({ "text": "tests pass on main", "receiptId": "rpt_harvest_case_1" });
+    let first = worker.call("message_clankie", report.clone()).await;
+    let again = worker.call("message_clankie", report).await;
+    assert!(first.to_string().contains("rpt_harvest_case_1"), "{first}");
+    assert!(
+        again.to_string().contains("\\\"replayed\\\":true")
+            || again.to_string().contains("\"replayed\":true"),
+        "{again}"
+    );
+    lead.wait_inbox_containing("tests pass on main").await;
+    // A repeat never queues a second delivery: the watch below arrives
+    // after it would have.
+    let hire_id = worker.hire["hireId"].as_str().expect("hire id").to_string();
+    let pane = worker.hire["paneId"].as_str().expect("pane").to_string();
+    let panes = tmux.run(&["list-panes", "-a", "-F", "#{pane_id} #{pane_pid}"]);
+    let pid: i32 = panes
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{pane} ")))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{pane} in {panes}"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("the worker's agent exits");
+    lead.wait_inbox_containing("[watch] hire").await;
+    let inbox = lead.inbox();
+    let reports: Vec<&Value> = inbox
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("tests pass on main"))
+        })
+        .collect();
+    assert_eq!(reports.len(), 1, "{inbox:?}");
+    assert_eq!(reports[0]["meta"]["source"], "worker", "{inbox:?}");
+    assert!(
+        reports[0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("untrusted agent output")),
+        "{inbox:?}"
+    );
+    let watch: Vec<&Value> = inbox
+        .iter()
+        .filter(|m| m["meta"]["source"] == "watch")
+        .collect();
+    assert_eq!(watch.len(), 1, "{inbox:?}");
+    assert!(
+        watch[0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains(&hire_id)),
+        "{inbox:?}"
+    );
+    // The transcript holds one watch under the hire's first receipt; the
+    // roster (which observes too) adds none and shows the hire gone.
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    let hire = roster["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["hireId"] == hire_id.as_str()))
+        .cloned()
+        .unwrap_or_else(|| panic!("{roster}"));
+    assert_eq!(hire["ended"], "gone", "{roster}");
+    let seen = watches(&stack, &conv);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["receiptId"], format!("watch:{hire_id}:1"));
+    assert_eq!(seen[0]["untrusted"], false);
+    let messages: Vec<Value> = transcript(&stack, &conv)
+        .into_iter()
+        .filter(|e| e["receiptId"] == "rpt_harvest_case_1")
+        .collect();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["kind"], "message");
+}
+
+/// Herdr's `done` is a completion each time the agent becomes done: the
+/// sweep hears the first, an observation between turns sees it working
+/// again, and the next `done` is the second; one already heard is never
+/// heard twice, across a mailbox crash too.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_time_herdr_says_a_hires_agent_is_done_its_lead_hears_one_watch() {
+    let stack = harvesting_stack().await;
+    let dir = tempfile::Builder::new()
+        .prefix("hv")
+        .tempdir_in("/tmp")
+        .expect("tmp");
+    let status = dir.path().join("status");
+    std::fs::write(&status, "working").expect("status");
+    let herdr = clankie_tests::HerdrFixture::start(
+        &format!(r#"{{"w1:p1": {}}}"#, std::process::id()),
+        Some(&status),
+    )
+    .await;
+    let socket = herdr.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--herdr", "--socket", &socket]);
+    let workspace = tempfile::tempdir().expect("workspace");
+    let ws = workspace.path().display().to_string();
+    stack.clankie_ok(&["project", "add", "gamma", "--workspace", &ws]);
+    let conv = stack.add_lead("Lead");
+    let hire = json_of(&stack.clankie_ok(&[
+        "hire",
+        "--project",
+        "gamma",
+        "--conversation",
+        &conv,
+        "--",
+        "claude",
+    ]));
+    let id = hire["hireId"].as_str().expect("id").to_string();
+    // Working: nothing to hear.
+    stack.clankie_ok(&["roster", "--json"]);
+    assert!(watches(&stack, &conv).is_empty());
+    // Done: the sweep alone hears it.
+    std::fs::write(&status, "done").expect("status");
+    let first = clankie_tests::eventually(Duration::from_secs(30), async || {
+        let w = watches(&stack, &conv);
+        (!w.is_empty()).then_some(w)
+    })
+    .await
+    .expect("the sweep heard the first completion");
+    assert_eq!(first[0]["receiptId"], format!("watch:{id}:1"), "{first:?}");
+    // Still done, seen again (the roster observes before it answers), and
+    // after a mailbox crash: not a second completion.
+    stack.clankie_ok(&["roster", "--json"]);
+    let mailbox = stack.service_pid("mailbox").expect("mailbox pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(mailbox),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    assert!(
+        stack
+            .wait_line("mailbox restarted", Duration::from_secs(30))
+            .await
+    );
+    stack.clankie_ok(&["roster", "--json"]);
+    assert_eq!(watches(&stack, &conv).len(), 1);
+    // Working again, then done: the second completion.
+    std::fs::write(&status, "working").expect("status");
+    stack.clankie_ok(&["roster", "--json"]);
+    std::fs::write(&status, "done").expect("status");
+    stack.clankie_ok(&["roster", "--json"]);
+    let seen = watches(&stack, &conv);
+    let receipts: Vec<&str> = seen
+        .iter()
+        .filter_map(|e| e["receiptId"].as_str())
+        .collect();
+    assert_eq!(
+        receipts,
+        [format!("watch:{id}:1"), format!("watch:{id}:2")],
+        "{seen:?}"
+    );
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    assert_eq!(
+        roster["hires"][0]["ended"], "",
+        "done is not gone: {roster}"
+    );
+    drop(herdr);
+}

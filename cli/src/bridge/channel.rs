@@ -19,8 +19,8 @@
 //!   harness itself is admitted again; a process that is not its pane's
 //!   foreground agent (not a native seat) stops polling for 5 minutes.
 
+use clankie_types::fleet::ErrorBody;
 use clankie_types::fleet::seat::{Claim, Claimed, Delivery, DeliveryRef, PollAnswer, SeatRoute};
-use clankie_types::fleet::{DeliveryKind, ErrorBody};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -208,14 +208,7 @@ async fn handoff(up: &Gateway, codex: Option<&CodexThreads>, d: &Delivery) -> Ha
         return Handoff::NotYet;
     };
     let mut meta = serde_json::Map::new();
-    meta.insert(
-        "source".into(),
-        json!(match d.kind {
-            DeliveryKind::Peer => "peer",
-            DeliveryKind::Wake => "wake",
-            DeliveryKind::Lead | DeliveryKind::Review => "lead",
-        }),
-    );
+    meta.insert("source".into(), json!(d.kind.source()));
     meta.insert("from".into(), json!(d.from));
     meta.insert("delivery_id".into(), json!(d.delivery_id));
     for (value, key) in [

@@ -145,6 +145,8 @@ pub(crate) fn framed(d: &Delivery) -> String {
         DeliveryKind::Wake => "a scheduled wake",
         DeliveryKind::Review => "the landing review",
         DeliveryKind::Lead => "your lead",
+        DeliveryKind::Message => "a worker you hired (its own words, not the owner's)",
+        DeliveryKind::Watch => "the fleet's watch on a hire",
     };
     format!(
         "[clankie: a message from {source} ({}), delivery {}]\n{}",

@@ -4,6 +4,7 @@ import { test } from "node:test";
 
 import {
   DELIVERY_KINDS,
+  deliverySource,
   META,
   OUTCOMES,
   SEAT_ROUTES,
@@ -41,8 +42,12 @@ test("the call's account reads from the golden _meta", () => {
 
 test("delivery kinds and which steers are the golden ones", () => {
   assert.deepEqual(DELIVERY_KINDS, golden("delivery_kinds.json"));
-  for (const [kind, { steers: s }] of Object.entries(DELIVERY_KINDS)) assert.equal(steers(kind), s);
+  for (const [kind, { steers: s, source }] of Object.entries(DELIVERY_KINDS)) {
+    assert.equal(steers(kind), s);
+    assert.equal(deliverySource(kind), source);
+  }
   assert.equal(steers("unknown"), true);
+  assert.equal(deliverySource("unknown"), "lead");
 });
 
 test("the _meta keys are the golden ones", () => {

@@ -136,22 +136,33 @@ pub(crate) fn short_id(prefix: &str) -> String {
     )
 }
 
+/// How often the open hires are observed for completions and closed panes.
+pub const HARVEST_EVERY: Duration = Duration::from_secs(5);
+
 /// How to build the mailbox.
 pub struct Options {
     pub paths: StatePaths,
+    /// The completion sweep's clock ([`HARVEST_EVERY`]; shorter in tests).
+    pub harvest_every: Duration,
 }
 
 impl Options {
     pub fn new(paths: StatePaths) -> Self {
-        Options { paths }
+        Options {
+            paths,
+            harvest_every: HARVEST_EVERY,
+        }
     }
 
-    /// Opens the state under `$CLANKIE_STATE/mailbox` and the owner credential.
+    /// Opens the state under `$CLANKIE_STATE/mailbox` and the owner
+    /// credential, and starts the completion sweep.
     pub async fn build(
         self,
-        _shutdown: tokio_util::sync::CancellationToken,
+        shutdown: tokio_util::sync::CancellationToken,
     ) -> anyhow::Result<MailboxService> {
-        MailboxService::open(self.paths)
+        let mailbox = MailboxService::open(self.paths)?;
+        tokio::spawn(mailbox.clone().harvest(self.harvest_every, shutdown));
+        Ok(mailbox)
     }
 }
 

@@ -2,7 +2,7 @@
 //! open a hired pane, close it, list the live ones. A link that is not
 //! local (a bearer) has no panes to act on.
 
-use clankie_panes::ActError;
+use clankie_panes::{ActError, Listed};
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_types::LinkKind;
 
@@ -42,7 +42,7 @@ pub(crate) async fn close(link: &admission_pb::FleetLink, pane: &str) -> Result<
 }
 
 /// Live panes of a linked session.
-pub(crate) async fn live(link: &admission_pb::FleetLink) -> Result<Vec<String>, ActError> {
+pub(crate) async fn live(link: &admission_pb::FleetLink) -> Result<Vec<Listed>, ActError> {
     match LinkKind::from_wire(link.kind) {
         Some(LinkKind::Tmux) => clankie_panes::tmux::live(&link.socket).await,
         Some(LinkKind::Herdr) => {
@@ -56,7 +56,7 @@ pub(crate) async fn live(link: &admission_pb::FleetLink) -> Result<Vec<String>, 
 /// and when the listing began.
 pub(crate) struct Listing {
     began_ms: i64,
-    live: std::collections::HashMap<String, Vec<String>>,
+    live: std::collections::HashMap<String, Vec<Listed>>,
 }
 
 impl Listing {
@@ -67,8 +67,18 @@ impl Listing {
         }
     }
 
-    pub(crate) fn listed(&mut self, link_id: String, panes: Vec<String>) {
+    pub(crate) fn listed(&mut self, link_id: String, panes: Vec<Listed>) {
         self.live.insert(link_id, panes);
+    }
+
+    /// Whether the host says the agent in a live pane is done: None when
+    /// the host did not answer or did not list the pane.
+    pub(crate) fn agent_done(&self, link_id: &str, pane_id: &str) -> Option<bool> {
+        self.live
+            .get(link_id)?
+            .iter()
+            .find(|p| p.pane_id == pane_id)
+            .map(|p| p.agent_done)
     }
 
     /// Whether the pane of a record made at `recorded_ms` is closed. Only
@@ -82,7 +92,7 @@ impl Listing {
             && self
                 .live
                 .get(link_id)
-                .is_some_and(|panes| !panes.iter().any(|p| p == pane_id))
+                .is_some_and(|panes| !panes.iter().any(|p| p.pane_id == pane_id))
     }
 }
 
@@ -93,7 +103,13 @@ mod tests {
     #[test]
     fn only_an_older_record_whose_host_answered_without_its_pane_is_closed() {
         let mut l = Listing::new(1_000);
-        l.listed("tmux".into(), vec!["%1".into()]);
+        l.listed(
+            "tmux".into(),
+            vec![Listed {
+                pane_id: "%1".into(),
+                agent_done: false,
+            }],
+        );
         assert!(!l.closed("tmux", "%1", 10), "listed: live");
         assert!(l.closed("tmux", "%2", 10), "older and absent: closed");
         assert!(
@@ -108,5 +124,7 @@ mod tests {
             !l.closed("herdr", "%2", 10),
             "a host that did not answer knows nothing"
         );
+        assert_eq!(l.agent_done("tmux", "%1"), Some(false));
+        assert_eq!(l.agent_done("tmux", "%2"), None, "not listed: unknown");
     }
 }

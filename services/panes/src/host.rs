@@ -39,6 +39,15 @@ pub trait PaneHost: Send + Sync {
     fn panes(&self) -> impl std::future::Future<Output = Result<Vec<Pane>, PaneError>> + Send;
 }
 
+/// A live pane as its host lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub pane_id: String,
+    /// The host says the agent in it finished its work (Herdr's `done`).
+    /// tmux has no such word: its hired panes close when the agent exits.
+    pub agent_done: bool,
+}
+
 /// Why a pane host could not act (open, close or list a hire's pane): the
 /// host's own words, for the hire's refusal.
 #[derive(Debug)]

@@ -15,5 +15,5 @@ pub mod host;
 pub mod tmux;
 
 pub use herdr::Herdr;
-pub use host::{ActError, Pane, PaneError, PaneHost, READ_TIMEOUT};
+pub use host::{ActError, Listed, Pane, PaneError, PaneHost, READ_TIMEOUT};
 pub use tmux::Tmux;

@@ -13,6 +13,11 @@ crate::closed_set! {
         Review = "review" => Review,
         /// A wake the auto-scheduler or the lead's own schedule sent.
         Wake = "wake" => Wake,
+        /// To a lead's seat: a worker's report (`message_clankie`),
+        /// untrusted agent output.
+        Message = "message" => Message,
+        /// To a lead's seat: a hire's agent finished (a completion harvest).
+        Watch = "watch" => Watch,
     }
 }
 
@@ -22,6 +27,18 @@ impl DeliveryKind {
     pub fn steers(self) -> bool {
         self == DeliveryKind::Lead
     }
+
+    /// Who a harness is told it is from: a landing review speaks for the
+    /// lead; a worker's report is the worker's word, not the owner's.
+    pub fn source(self) -> &'static str {
+        match self {
+            DeliveryKind::Lead | DeliveryKind::Review => "lead",
+            DeliveryKind::Peer => "peer",
+            DeliveryKind::Wake => "wake",
+            DeliveryKind::Message => "worker",
+            DeliveryKind::Watch => "watch",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -29,7 +46,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_golden_kinds_are_ours_and_only_the_lead_steers() {
+    fn the_golden_kinds_are_ours_only_the_lead_steers_and_each_names_its_source() {
         let f = super::super::fixture("delivery_kinds.json");
         let golden = f.as_object().expect("object");
         assert_eq!(golden.len(), DeliveryKind::ALL.len());
@@ -38,6 +55,7 @@ mod tests {
             assert_eq!(DeliveryKind::from_wire(k.wire()), Some(k));
             assert_eq!(serde_json::to_value(k).expect("json"), k.as_str());
             assert_eq!(golden[k.as_str()]["steers"], k.steers(), "{k:?}");
+            assert_eq!(golden[k.as_str()]["source"], k.source(), "{k:?}");
         }
     }
 }

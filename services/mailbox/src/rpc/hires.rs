@@ -371,6 +371,8 @@ impl MailboxService {
             created_at_ms: now_ms(),
             ended: None,
             hand_started: false,
+            harvests: 0,
+            agent_done: false,
             occupant_pid: 0,
             occupant_pidfs_id: 0,
             occupant_start_time: 0,
@@ -461,30 +463,11 @@ impl MailboxService {
         request: Request<mailbox_pb::RosterRequest>,
     ) -> Result<Response<mailbox_pb::RosterResponse>, ClankieError> {
         self.owner(&request)?;
-        // Mark hires whose pane is gone, one pane listing per linked server.
+        // Hires whose pane is gone end, and completions are heard, from one
+        // pane listing per linked server.
         let live = self.live_panes().await;
-        let mut store = self.inner.store.lock().await;
-        let gone =
-            |h: &HireRec| h.is_open() && live.closed(&h.link_id, &h.pane_id, h.created_at_ms);
-        let changed = store.state.hires.iter().any(gone) && !store.unreadable();
-        if changed {
-            store.change(|s| {
-                for h in s.hires.iter_mut().filter(|h| gone(h)) {
-                    h.ended = Some(HireEnd::Gone);
-                }
-                Ok(())
-            })?;
-        }
-        if changed {
-            let ended: std::collections::HashSet<String> = store
-                .state
-                .hires
-                .iter()
-                .filter(|h| !h.is_open())
-                .map(|h| h.hire_id.clone())
-                .collect();
-            self.forget_codex_seats(|h| ended.contains(h)).await;
-        }
+        self.observe(&live).await?;
+        let store = self.inner.store.lock().await;
         let hires = store
             .state
             .hires

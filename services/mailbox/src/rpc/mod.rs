@@ -3,7 +3,9 @@
 
 pub(crate) mod callers;
 pub(crate) mod conversations;
+pub(crate) mod harvests;
 pub(crate) mod hires;
+pub(crate) mod lead_seat;
 pub(crate) mod projects;
 pub(crate) mod readiness;
 pub(crate) mod reports;

@@ -4,10 +4,12 @@
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::ErrorCode;
+use clankie_types::fleet::DeliveryKind;
 use clankie_types::transcript::{EntryKind, EntryRole};
 use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
+use crate::rpc::lead_seat::{framed_report, lead_seat};
 use crate::store::{EntryRec, HEAD, now_ms};
 use crate::{MailboxService, internal};
 
@@ -58,20 +60,29 @@ impl MailboxService {
                 format!("pane:{}:{}", principal.link_id, principal.pane_id),
             ),
         };
+        let at_ms = now_ms();
         let entry = EntryRec {
             seq: 0,
             kind,
             role: EntryRole::Agent,
-            text: req.text,
-            source,
+            text: req.text.clone(),
+            source: source.clone(),
             untrusted: true,
-            at_ms: now_ms(),
+            at_ms,
             receipt_id: req.receipt_id.clone(),
             hire_id: hire_id.clone(),
         };
         let seq = store.append(&conversation_id, entry).map_err(internal)?;
+        // A native seat driving the lead conversation hears the report as a
+        // message; its receipt above already settles any repeat.
+        let seat = lead_seat(&store.state, &conversation_id);
         drop(store);
         self.inner.appended.send_modify(|n| *n += 1);
+        if let Some(lead) = seat {
+            let text = framed_report(&source, &req.text);
+            self.queue_to_lead(&lead, DeliveryKind::Message, source, text, at_ms)
+                .await;
+        }
         Ok(Response::new(mailbox_pb::ReportResponse {
             receipt_id: req.receipt_id,
             conversation_id,

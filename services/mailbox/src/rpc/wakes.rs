@@ -2,15 +2,14 @@
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_runtime::ClankieError;
-use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
 use clankie_types::transcript::{EntryKind, EntryRole, WakeSource};
 use tonic::{Request, Response};
 
 use crate::rpc::conversations::*;
-use crate::seats;
+use crate::rpc::lead_seat::lead_seat;
 use crate::store::{EntryRec, HEAD, now_ms};
-use crate::{MailboxService, internal, short_id};
+use crate::{MailboxService, internal};
 
 impl MailboxService {
     pub(crate) async fn wake(
@@ -54,31 +53,14 @@ impl MailboxService {
         };
         let seq = store.append(&conversation_id, entry).map_err(internal)?;
         // A native seat holding the conversation hears it like any message.
-        let seat = store
-            .state
-            .hires
-            .iter()
-            .find(|h| h.is_open() && h.role == Role::Lead && h.conversation_id == conversation_id)
-            .cloned();
+        let seat = lead_seat(&store.state, &conversation_id);
         drop(store);
         self.inner.appended.send_modify(|n| *n += 1);
         let queued_to_seat = match seat {
             Some(h) => {
-                let mut book = self.inner.book.lock().await;
-                let saved = self.change_book(&mut book, |b| {
-                    b.deliveries.push(seats::DeliveryRec::new(
-                        short_id("dlv"),
-                        (&h.link_id, &h.pane_id, ""),
-                        DeliveryKind::Wake,
-                        format!("wake:{}", req.wake_id),
-                        req.text,
-                        at_ms,
-                    ));
-                    Ok(())
-                });
-                drop(book);
-                self.inner.queued.send_modify(|n| *n += 1);
-                saved.is_ok()
+                let from = format!("wake:{}", req.wake_id);
+                self.queue_to_lead(&h, DeliveryKind::Wake, from, req.text, at_ms)
+                    .await
             }
             None => false,
         };

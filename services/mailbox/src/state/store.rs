@@ -107,6 +107,12 @@ pub struct HireRec {
     pub ended: Option<HireEnd>,
     #[serde(default)]
     pub hand_started: bool,
+    /// Completions its lead has heard (`watch:<hire>:<n>` receipts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub harvests: u32,
+    /// Its host last said its agent is done (heard once per time).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_done: bool,
     /// The occupant's identity, recorded when its seat is first proven.
     #[serde(default)]
     pub occupant_pid: i32,
@@ -136,6 +142,10 @@ pub struct HireRec {
     /// hash meant what `harness_only_control` means now. Read, never written.
     #[serde(default, rename = "launchTokenSha256", skip_serializing)]
     pub legacy_launch_token: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `ended` as the file has always spelled it: `""` while open, else the

@@ -19,7 +19,7 @@ fn failed(e: HerdrError) -> ActError {
     })
 }
 
-async fn pane_ids(socket: &Path, workspace: &str) -> Result<Vec<String>, ActError> {
+async fn panes(socket: &Path, workspace: &str) -> Result<Vec<crate::Listed>, ActError> {
     let params = if workspace.is_empty() {
         json!({})
     } else {
@@ -32,7 +32,12 @@ async fn pane_ids(socket: &Path, workspace: &str) -> Result<Vec<String>, ActErro
         .as_array()
         .map(|p| {
             p.iter()
-                .filter_map(|x| x["pane_id"].as_str().map(str::to_string))
+                .filter_map(|x| {
+                    Some(crate::Listed {
+                        pane_id: x["pane_id"].as_str()?.to_string(),
+                        agent_done: x["agent_status"] == "done",
+                    })
+                })
                 .collect()
         })
         .unwrap_or_default())
@@ -47,10 +52,11 @@ pub async fn open(
     env: &[(&str, String)],
     command: &[String],
 ) -> Result<String, ActError> {
-    let target = pane_ids(socket, workspace)
+    let target = panes(socket, workspace)
         .await?
         .into_iter()
         .next()
+        .map(|p| p.pane_id)
         .ok_or_else(|| ActError("the linked Herdr workspace has no pane to split".into()))?;
     let env: serde_json::Map<String, Value> =
         env.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
@@ -92,7 +98,7 @@ pub async fn close(socket: &Path, pane: &str) -> Result<(), ActError> {
     }
 }
 
-/// Every live pane id.
-pub async fn live(socket: &Path) -> Result<Vec<String>, ActError> {
-    pane_ids(socket, "").await
+/// Every live pane, with whether Herdr says its agent is done.
+pub async fn live(socket: &Path) -> Result<Vec<crate::Listed>, ActError> {
+    panes(socket, "").await
 }

@@ -86,8 +86,8 @@ pub async fn close(socket: &str, pane: &str) -> Result<(), ActError> {
     }
 }
 
-/// Every live pane id of the server.
-pub async fn live(socket: &str) -> Result<Vec<String>, ActError> {
+/// Every live pane of the server.
+pub async fn live(socket: &str) -> Result<Vec<crate::Listed>, ActError> {
     let out = tmux(
         socket,
         &[
@@ -98,5 +98,11 @@ pub async fn live(socket: &str) -> Result<Vec<String>, ActError> {
         ],
     )
     .await?;
-    Ok(out.lines().map(str::to_string).collect())
+    Ok(out
+        .lines()
+        .map(|id| crate::Listed {
+            pane_id: id.to_string(),
+            agent_done: false,
+        })
+        .collect())
 }
