@@ -95,6 +95,39 @@ impl Seat {
         }
     }
 
+    /// A seat started by hand: the harness run in a new window of `tmux`
+    /// (a linked session), told only where the gateway's discovery file
+    /// is, with no hire behind it.
+    pub async fn by_hand(
+        stack: &Stack,
+        tmux: &TmuxServer,
+        dir: &std::path::Path,
+        name: &str,
+    ) -> Seat {
+        let script = crate::repo_root().join("tests/clients/peer_seat.py");
+        let line = format!(
+            "exec env CLANKIE_GATEWAY_DISCOVERY={} {} {} {} {} {name}",
+            stack.state.path().join("run/fleet/gateway.json").display(),
+            crate::python().display(),
+            script.display(),
+            crate::bin_dir().join("clankie").display(),
+            dir.display(),
+        );
+        tmux.run(&["new-window", "-d", &line]);
+        let ready = dir.join(format!("{name}.seat"));
+        let Some(ready) = try_wait_json(&ready, Duration::from_secs(60)).await else {
+            let logs = stack.log_tails(&["gateway", "mailbox", "admission"], 20);
+            panic!("seat {name} never came up\n{logs}");
+        };
+        Seat {
+            dir: dir.to_path_buf(),
+            name: name.into(),
+            hire: Value::Null,
+            ready,
+            next: AtomicUsize::new(0),
+        }
+    }
+
     /// A worker of project `alpha` under conversation `lead`.
     pub async fn hire(stack: &Stack, dir: &std::path::Path, name: &str, lead: &str) -> Seat {
         Self::hire_as(stack, dir, name, lead, "worker").await

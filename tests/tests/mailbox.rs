@@ -735,3 +735,62 @@ async fn each_time_herdr_says_a_hires_agent_is_done_its_lead_hears_one_watch() {
     );
     drop(herdr);
 }
+
+/// A seat Clankie did not hire is listed unowned and its reports go to the
+/// global head, until the first conversation that messages it adopts it:
+/// its reports then go to that lead, and the roster names it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_seat_started_by_hand_is_unowned_until_a_conversation_messages_it() {
+    use clankie_tests::seat::Seat;
+    let stack = Stack::start().await.expect("stack");
+    let tmux = stack.link_tmux("work");
+    let conv = stack.add_lead("Lead");
+    let other = stack.add_lead("Other");
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = Seat::by_hand(&stack, &tmux, dir.path(), "hand").await;
+    let row = |stack: &Stack| {
+        let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+        roster["hires"]
+            .as_array()
+            .and_then(|h| h.iter().find(|h| h["handStarted"] == true).cloned())
+            .unwrap_or_else(|| panic!("no hand-started seat: {roster}"))
+    };
+    let before = row(&stack);
+    assert_eq!(before["lead"], "unowned", "{before}");
+    assert_eq!(before["ended"], "", "{before}");
+    let hire_id = before["hireId"].as_str().expect("id").to_string();
+    let head_before = transcript(&stack, "global").len();
+    seat.call("message_clankie", json!({ "text": "started by hand" }))
+        .await;
+    let head = transcript(&stack, "global");
+    assert_eq!(head.len(), head_before + 1, "{head:?}");
+    assert_eq!(head[head_before]["text"], "started by hand");
+    // The first conversation to message it adopts it; a later one does not.
+    let first = json_of(&stack.clankie_ok(&[
+        "message",
+        &hire_id,
+        "take the parser",
+        "--conversation",
+        &conv,
+    ]));
+    assert_eq!(first["adopted"], true, "{first}");
+    assert_eq!(first["ownerConversationId"], conv.as_str(), "{first}");
+    let second = json_of(&stack.clankie_ok(&[
+        "message",
+        &hire_id,
+        "and the lexer",
+        "--conversation",
+        &other,
+    ]));
+    assert_eq!(second["adopted"], false, "{second}");
+    assert_eq!(second["ownerConversationId"], conv.as_str(), "{second}");
+    seat.wait_inbox_containing("take the parser").await;
+    seat.call("message_clankie", json!({ "text": "parser taken" }))
+        .await;
+    let lead = transcript(&stack, &conv);
+    assert!(lead.iter().any(|e| e["text"] == "parser taken"), "{lead:?}");
+    assert_eq!(transcript(&stack, "global").len(), head_before + 1);
+    let after = row(&stack);
+    assert_eq!(after["lead"], conv.as_str(), "{after}");
+    assert_eq!(after["hireId"], hire_id.as_str(), "one record: {after}");
+}

@@ -15,6 +15,7 @@ pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
         "hireId": h.hire_id,
         "conversationId": h.conversation_id,
         "lead": if h.owner_present { h.conversation_id.as_str() } else { "unowned" },
+        "handStarted": h.hand_started,
         "sandboxed": h.sandboxed,
         "harness": h.harness,
         "occupantPid": h.occupant_pid,

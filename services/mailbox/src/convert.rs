@@ -85,6 +85,7 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> mailbox_pb::HireRecor
         }
         .wire(),
         readiness_reason: h.not_ready.clone(),
+        hand_started: h.hand_started,
     }
 }
 pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> mailbox_pb::PeerReceipt {

@@ -172,7 +172,9 @@ impl MailboxService {
     }
 
     /// Records an observed seat in the seat book, and as its pane's hire's
-    /// occupant when that is not recorded yet.
+    /// occupant when that is not recorded yet. A seat in a pane Clankie
+    /// did not hire into becomes a hand-started hire: listed unowned, and
+    /// adopted by the first conversation that messages it.
     async fn record_seat(&self, rec: &seats::SeatRec) -> Result<(), ClankieError> {
         {
             let mut book = self.inner.book.lock().await;
@@ -180,20 +182,33 @@ impl MailboxService {
                 self.change_book(&mut book, |b| Ok(b.upsert_seat(rec.clone(), now_ms())))?;
             }
         }
+        // A hire records its pane under this lock before any seat in that
+        // pane is recorded here, so a hired pane never reads as by hand.
         let mut store = self.inner.store.lock().await;
-        let unrecorded = store
-            .state
-            .hire_in(&rec.link_id, &rec.pane_id)
-            .is_some_and(|h| h.occupant_pidfs_id == 0);
-        if unrecorded && !store.unreadable() {
-            store.change(|s| {
-                if let Some(h) = s.hire_in_mut(&rec.link_id, &rec.pane_id) {
-                    h.occupant_pid = rec.agent_pid;
-                    h.occupant_pidfs_id = rec.agent_pidfs_id;
-                    h.occupant_start_time = rec.agent_start_time;
-                }
-                Ok(())
-            })?;
+        if store.unreadable() {
+            return Ok(());
+        }
+        match store.state.hire_in(&rec.link_id, &rec.pane_id) {
+            Some(h) if h.occupant_pidfs_id == 0 => {
+                store.change(|s| {
+                    if let Some(h) = s.hire_in_mut(&rec.link_id, &rec.pane_id) {
+                        h.occupant_pid = rec.agent_pid;
+                        h.occupant_pidfs_id = rec.agent_pidfs_id;
+                        h.occupant_start_time = rec.agent_start_time;
+                    }
+                    Ok(())
+                })?;
+            }
+            Some(_) => {}
+            None => {
+                let hire =
+                    crate::store::HireRec::hand_started(crate::short_id("hire"), rec, now_ms());
+                store.change(|s| {
+                    s.hires.push(hire.clone());
+                    Ok(())
+                })?;
+                tracing::info!(hire = %hire.hire_id, "mailbox.hire.hand_started");
+            }
         }
         Ok(())
     }

@@ -105,6 +105,9 @@ impl MailboxService {
             }
             let conversation = if present(&store.state, &h.conversation_id) {
                 h.conversation_id.clone()
+            } else if h.hand_started {
+                // No one hired it and no one adopted it: no lead to tell.
+                continue;
             } else {
                 HEAD.to_string()
             };

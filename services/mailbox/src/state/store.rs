@@ -170,6 +170,38 @@ mod ended_word {
 }
 
 impl HireRec {
+    /// The record of a seat Clankie did not hire: a worker of no project
+    /// and no lead (unowned) until a conversation messages it, ready as it
+    /// is seen (it is already polling).
+    pub fn hand_started(hire_id: String, seat: &crate::seats::SeatRec, now: i64) -> HireRec {
+        HireRec {
+            hire_id,
+            conversation_id: String::new(),
+            project_id: String::new(),
+            role: Role::Worker,
+            link_id: seat.link_id.clone(),
+            fleet: seat.fleet.clone(),
+            pane_id: seat.pane_id.clone(),
+            workspace: String::new(),
+            command: Vec::new(),
+            created_at_ms: now,
+            ended: None,
+            hand_started: true,
+            harvests: 0,
+            agent_done: false,
+            occupant_pid: seat.agent_pid,
+            occupant_pidfs_id: seat.agent_pidfs_id,
+            occupant_start_time: seat.agent_start_time,
+            sandboxed: false,
+            harness_only_control: false,
+            harness: String::new(),
+            harness_executable: String::new(),
+            ready_at_ms: now,
+            not_ready: String::new(),
+            legacy_launch_token: String::new(),
+        }
+    }
+
     /// Whether an observed seat is this hire's harness as it was launched.
     /// A Claude hire's seat must be the exact launcher's chain: the
     /// launcher running exactly the recorded command (as the kernel
