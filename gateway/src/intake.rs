@@ -212,6 +212,20 @@ pub(crate) async fn jsonrpc_errors(resp: Response) -> Response {
     jsonrpc_error(status, -32600, format!("invalid request: {text}"))
 }
 
+/// How long a refused request's body may take to arrive.
+const REFUSED_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A refusal decided from the request's head alone. The body (within its
+/// route's limit) is read first, briefly: a client that writes its head and
+/// its body apart would otherwise find the connection closed under its
+/// body and never see why it was refused.
+pub(crate) async fn refuse_unread(req: Request, e: &ClankieError) -> Response {
+    let limit = body_limit(req.uri().path());
+    let body = axum::body::to_bytes(req.into_body(), limit);
+    let _ = tokio::time::timeout(REFUSED_BODY_WAIT, body).await;
+    refusal(e)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

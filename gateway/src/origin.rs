@@ -95,7 +95,7 @@ pub(crate) async fn guard(State(hosts): State<Arc<Hosts>>, req: Request, next: N
         Ok(()) => next.run(req).await,
         Err(e) => {
             tracing::info!(reason = e.code.as_str(), "gateway.request.refused");
-            crate::refusal::refuse_unread(req, &e).await
+            crate::intake::refuse_unread(req, &e).await
         }
     }
 }

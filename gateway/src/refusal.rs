@@ -38,17 +38,3 @@ pub fn refusal(e: &ClankieError) -> Response {
     }
     resp
 }
-
-/// How long a refused request's body may take to arrive.
-const REFUSED_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A refusal decided from the request's head alone. The body (within its
-/// route's limit) is read first, briefly: a client that writes its head and
-/// its body apart would otherwise find the connection closed under its
-/// body and never see why it was refused.
-pub async fn refuse_unread(req: axum::extract::Request, e: &ClankieError) -> Response {
-    let limit = crate::intake::body_limit(req.uri().path());
-    let body = axum::body::to_bytes(req.into_body(), limit);
-    let _ = tokio::time::timeout(REFUSED_BODY_WAIT, body).await;
-    refusal(e)
-}

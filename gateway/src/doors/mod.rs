@@ -24,7 +24,8 @@ use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
 use clankie_runtime::{ClankieError, ErrorCode};
 
-use crate::refusal::{refusal, refuse_unread};
+use crate::intake::refuse_unread;
+use crate::refusal::refusal;
 use crate::{Shared, intake, serve, sessions};
 
 /// What a door proved for one HTTP request.
