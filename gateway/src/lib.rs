@@ -211,6 +211,7 @@ impl Gateway {
             .route(&seat(SeatRoute::Peers), get(seats::peers))
             .route(&seat(SeatRoute::PeerMessages), post(seats::peer_message))
             .route(&seat(SeatRoute::PeerMessage), get(seats::peer_receipt))
+            .route(&seat(SeatRoute::Report), get(seats::report_receipt))
             .route(
                 &seat(SeatRoute::ReviewCandidates),
                 post(seats::submit_review),

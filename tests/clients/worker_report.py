@@ -1,6 +1,6 @@
 """A hired worker's harness: runs `clankie mcp --fleet` (no token; the pane
-proves itself), reports to its lead with `message_clankie` twice under one
-receipt id, records what it saw and its environment, then stays open.
+proves itself), reports to its lead with `message_clankie`, then repeats it under its
+receipt id (a lookup), records what it saw and its environment, then stays open.
 
 Usage: python worker_report.py CLANKIE_BIN OUT TEXT [GO_FILE]
 With GO_FILE, waits for that file to exist before reporting.
@@ -29,17 +29,19 @@ async def main() -> None:
     }
     while go and not os.path.exists(go):
         await anyio.sleep(0.1)
-    receipt = "rpt-test-" + os.environ.get("TMUX_PANE", "%0").lstrip("%")
     params = bridge.fleet(clankie)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as s:
             await s.initialize()
             tools = await s.list_tools()
             seen["tools"] = sorted(t.name for t in tools.tools)
-            for key in ("first", "second"):
-                r = await s.call_tool("message_clankie", {"text": text, "receiptId": receipt})
-                seen[key] = r.structured_content
-                seen[key + "_error"] = r.is_error
+            # The bridge chooses the send's receipt id; repeating it is a
+            # lookup that never sends again.
+            r = await s.call_tool("message_clankie", {"text": text})
+            seen["first"], seen["first_error"] = r.structured_content, r.is_error
+            receipt = (r.structured_content or {}).get("receiptId", "")
+            r = await s.call_tool("message_clankie", {"text": text, "receiptId": receipt})
+            seen["second"], seen["second_error"] = r.structured_content, r.is_error
     write_json(out, seen)
 
 

@@ -106,8 +106,8 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
     assert_eq!(seen["first"]["delivered"], true, "{seen}");
     assert_eq!(seen["first"]["replayed"], false, "{seen}");
     assert_eq!(
-        seen["second"]["replayed"], true,
-        "the same receipt is not sent twice: {seen}"
+        seen["second"]["state"], "accepted",
+        "the same receipt is looked up, not sent twice: {seen}"
     );
     assert_eq!(seen["second"]["receiptId"], seen["first"]["receiptId"]);
     assert_eq!(seen["env"]["CLANKIE_WORKER_PANE"], "1");
@@ -170,7 +170,7 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
         .await
         .expect("worker two reported");
     assert_eq!(seen["first"]["replayed"], false, "{seen}");
-    assert_eq!(seen["second"]["replayed"], true, "{seen}");
+    assert_eq!(seen["second"]["state"], "accepted", "{seen}");
     let head = transcript(&stack, "global");
     assert_eq!(head.len(), 1, "{head:?}");
     assert_eq!(head[0]["text"], "w2 done");
@@ -576,15 +576,20 @@ async fn a_lead_seat_hears_reports_as_messages_and_a_workers_exit_as_one_watch()
     )
     .await;
     let worker = Seat::hire(&stack, dir.path(), "w", &conv).await;
-    let report = json!({ "text": "tests pass on main", "receiptId": "rpt_harvest_case_1" });
-    let first = worker.call("message_clankie", report.clone()).await;
-    let again = worker.call("message_clankie", report).await;
-    assert!(first.to_string().contains("rpt_harvest_case_1"), "{first}");
-    assert!(
-        again.to_string().contains("\\\"replayed\\\":true")
-            || again.to_string().contains("\"replayed\":true"),
-        "{again}"
-    );
+    let first = worker
+        .call("message_clankie", json!({ "text": "tests pass on main" }))
+        .await;
+    let receipt = first["result"]["receiptId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let again = worker
+        .call(
+            "message_clankie",
+            json!({ "text": "tests pass on main", "receiptId": receipt }),
+        )
+        .await;
+    assert_eq!(again["result"]["state"], "accepted", "{again}");
     lead.wait_inbox_containing("tests pass on main").await;
     // A repeat never queues a second delivery: the watch below arrives
     // after it would have.
@@ -645,7 +650,7 @@ async fn a_lead_seat_hears_reports_as_messages_and_a_workers_exit_as_one_watch()
     assert_eq!(seen[0]["untrusted"], false);
     let messages: Vec<Value> = transcript(&stack, &conv)
         .into_iter()
-        .filter(|e| e["receiptId"] == "rpt_harvest_case_1")
+        .filter(|e| e["receiptId"] == receipt.as_str())
         .collect();
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0]["kind"], "message");
@@ -793,4 +798,158 @@ async fn a_seat_started_by_hand_is_unowned_until_a_conversation_messages_it() {
     let after = row(&stack);
     assert_eq!(after["lead"], conv.as_str(), "{after}");
     assert_eq!(after["hireId"], hire_id.as_str(), "one record: {after}");
+}
+
+/// The receipt id (`rpt_…`) anywhere in a tool's answer.
+fn report_id(answer: &Value) -> String {
+    let text = answer.to_string();
+    let start = text
+        .find("rpt_")
+        .unwrap_or_else(|| panic!("no receipt id: {text}"));
+    text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || "._:-".contains(*c) || *c == '_')
+        .collect()
+}
+
+/// The mailbox's report fences as the file holds them.
+fn fences(stack: &Stack) -> Value {
+    let path = stack.state.path().join("mailbox/report-fences.json");
+    serde_json::from_slice(&std::fs::read(path).expect("fences")).expect("json")
+}
+
+/// Kills the mailbox at `step` of the next report (its test crash point)
+/// and returns once the supervisor restarted it.
+async fn crash_mailbox_at(
+    stack: &Stack,
+    step: &str,
+    send: impl std::future::Future<Output = Value>,
+) -> Value {
+    let marker = stack
+        .state
+        .path()
+        .join(format!("mailbox/crash-once-{step}"));
+    std::fs::write(&marker, b"").expect("marker");
+    let answer = send.await;
+    assert!(!marker.exists(), "{step}: the crash point was reached");
+    assert!(
+        stack
+            .wait_line("mailbox restarted", Duration::from_secs(30))
+            .await,
+        "{step}"
+    );
+    let serving = clankie_tests::eventually(Duration::from_secs(30), async || {
+        stack
+            .clankie(&["roster", "--json"])
+            .status
+            .success()
+            .then_some(())
+    })
+    .await;
+    assert!(serving.is_some(), "{step}: the mailbox serves again");
+    answer
+}
+
+/// A worker's report lands at most once whatever breaks around it. A crash
+/// after its fence and before its acceptance: the pane's next report
+/// settles it as not delivered, and its lookup (the repeat of its id)
+/// never sends it. A crash after its acceptance: its lookup finds it
+/// accepted and the pane's next report goes. A lookup of an id never sent
+/// seals it. A second mailbox on the same state is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_report_lands_at_most_once_across_crashes_and_lookups() {
+    use clankie_tests::seat::Seat;
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _ws = stack.add_project("alpha", &[]);
+    let conv = stack.add_lead("Lead");
+    let dir = tempfile::tempdir().expect("dir");
+    let worker = Seat::hire(&stack, dir.path(), "w", &conv).await;
+    let texts = |stack: &Stack| -> Vec<String> {
+        transcript(stack, &conv)
+            .iter()
+            .filter_map(|e| e["text"].as_str().map(str::to_string))
+            .collect()
+    };
+    let look_up = |id: String| {
+        let w = &worker;
+        async move {
+            w.call(
+                "message_clankie",
+                json!({ "text": "again", "receiptId": id }),
+            )
+            .await
+        }
+    };
+
+    // Fenced, then the mailbox dies before accepting it.
+    let lost = crash_mailbox_at(
+        &stack,
+        "report-fenced",
+        worker.call("message_clankie", json!({ "text": "first try" })),
+    )
+    .await;
+    let first = report_id(&lost);
+    let left = fences(&stack);
+    assert_eq!(left["pending"][0]["receiptId"], first.as_str(), "{left}");
+    // The pane's next report settles the dead attempt: sealed, before any
+    // lookup asked.
+    let next = worker
+        .call("message_clankie", json!({ "text": "second try" }))
+        .await;
+    assert_eq!(next["result"]["delivered"], true, "{next}");
+    let settled = fences(&stack);
+    assert_eq!(settled["pending"], json!([]), "{settled}");
+    assert_eq!(
+        settled["sealed"][0]["receiptId"],
+        first.as_str(),
+        "{settled}"
+    );
+    let seen = look_up(first.clone()).await;
+    assert_eq!(seen["result"]["state"], "not_delivered", "{seen}");
+    assert_eq!(texts(&stack), ["second try"], "never sent: {lost}");
+
+    // Accepted, then the mailbox dies before clearing its fence.
+    let cut = crash_mailbox_at(
+        &stack,
+        "report-appended",
+        worker.call("message_clankie", json!({ "text": "third" })),
+    )
+    .await;
+    let third = report_id(&cut);
+    let seen = look_up(third).await;
+    assert_eq!(seen["result"]["state"], "accepted", "{seen}");
+    let fourth = worker
+        .call("message_clankie", json!({ "text": "fourth" }))
+        .await;
+    assert_eq!(fourth["result"]["delivered"], true, "{fourth}");
+    assert_eq!(texts(&stack), ["second try", "third", "fourth"]);
+
+    // An id never sent: its lookup seals it, and says so again.
+    let never = "rpt_never_sent_0001".to_string();
+    for _ in 0..2 {
+        let seen = look_up(never.clone()).await;
+        assert_eq!(seen["result"]["state"], "not_delivered", "{seen}");
+    }
+    let fences = fences(&stack);
+    let sealed: Vec<&str> = fences["sealed"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|f| f["receiptId"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        sealed.contains(&first.as_str()) && sealed.contains(&never.as_str()),
+        "{fences}"
+    );
+    assert_eq!(fences["pending"], json!([]), "{fences}");
+    assert_eq!(texts(&stack), ["second try", "third", "fourth"]);
+
+    // One mailbox per state folder.
+    let second = std::process::Command::new(bin_dir().join("clankie-mailbox"))
+        .env("CLANKIE_STATE", stack.state.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("second mailbox");
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("another instance"), "{err}");
 }

@@ -33,6 +33,18 @@ impl EntryKind {
 }
 
 crate::closed_set! {
+    /// Where a worker's report stands, as its lookup answers.
+    pub enum ReportState as clankie_proto::mailbox::v1::ReportState {
+        /// In its lead's transcript.
+        Accepted = "accepted" => Accepted,
+        /// Never accepted, and it never will be: its id is sealed.
+        NotDelivered = "not_delivered" => NotDelivered,
+        /// An attempt may still be live, or the evidence cannot be read.
+        Unresolved = "unresolved" => Unresolved,
+    }
+}
+
+crate::closed_set! {
     /// Whose words a transcript entry holds.
     pub enum EntryRole as clankie_proto::mailbox::v1::EntryRole {
         /// Anything a worker wrote: never an instruction to the lead.

@@ -42,6 +42,7 @@ mod era;
 pub(crate) mod gateway;
 mod grant;
 mod refusal;
+mod report;
 pub(crate) mod submit;
 
 use gateway::*;
@@ -184,6 +185,21 @@ impl FleetServer {
                 );
             };
             return match submit::submit(socket, &pane, &args).await {
+                Ok(v) => CallToolResult::structured(v),
+                Err(v) => CallToolResult::structured_error(v),
+            };
+        }
+        // A report's receipt id the model gives asks where that report
+        // stands: on a seat, it is looked up and never sent again.
+        if FleetTool::parse(&params.name) == Some(FleetTool::Report)
+            && let (Route::Local { socket }, Some(pane)) = (&self.up.route, pane_id())
+            && let Some(id) = params
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("receiptId"))
+                .and_then(Value::as_str)
+        {
+            return match report::look_up(socket, &pane, id).await {
                 Ok(v) => CallToolResult::structured(v),
                 Err(v) => CallToolResult::structured_error(v),
             };

@@ -153,6 +153,10 @@ pub(crate) async fn peer_receipt(seat: Seat) -> Response {
     json_or_refusal(seat.op().peer_receipt(seat.id.clone()).await)
 }
 
+pub(crate) async fn report_receipt(seat: Seat) -> Response {
+    json_or_refusal(seat.op().report_receipt(seat.id.clone()).await)
+}
+
 pub(crate) async fn submit_review(seat: Seat, body: Bytes) -> Response {
     let op = seat.op();
     posted(&body, |s: Submission| op.submit(s)).await

@@ -9,12 +9,7 @@ use clankie_types::transcript::WakeSource;
 
 /// Aborts at a test crash point when its marker exists.
 pub(super) fn crash_point(root: &std::path::Path, step: &str) {
-    let marker = files::rounds_dir(root).join(format!("crash-once-{step}"));
-    if marker.exists() && std::fs::remove_file(&marker).is_ok() {
-        let _ = clankie_runtime::state::sync_dir(&files::rounds_dir(root));
-        tracing::warn!(step, "auto.crash_point");
-        std::process::abort();
-    }
+    clankie_runtime::instance::crash_once(&files::rounds_dir(root), step);
 }
 
 /// This process's CPU time (user + system), in microseconds.

@@ -137,6 +137,15 @@ impl mailbox_pb::mailbox_server::Mailbox for MailboxService {
         MailboxService::report(self, request).await.map_err(refuse)
     }
 
+    async fn report_receipt(
+        &self,
+        request: Request<mailbox_pb::ReportReceiptRequest>,
+    ) -> Result<Response<mailbox_pb::ReportReceiptResponse>, Status> {
+        MailboxService::report_receipt(self, request)
+            .await
+            .map_err(refuse)
+    }
+
     async fn message_seat(
         &self,
         request: Request<mailbox_pb::MessageSeatRequest>,

@@ -27,7 +27,7 @@ mod panes;
 mod rpc;
 pub mod state;
 
-pub use state::{codex_seats, reviews, seats, store};
+pub use state::{codex_seats, report_fences, reviews, seats, store};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +64,13 @@ struct Inner {
     /// Seats, deliveries and peer receipts (`mailbox/seats.json`), never
     /// saved over while unreadable.
     book: Mutex<Guarded<seats::SeatBook>>,
+    /// Inbound report fences and seals (`mailbox/report-fences.json`),
+    /// never saved over while unreadable. Locked after `store`.
+    fences: Mutex<Guarded<report_fences::ReportFences>>,
+    /// This instance: it holds `mailbox/instance.lock` for its life, so a
+    /// fence another instance left is no live request's.
+    instance: String,
+    _instance_lock: clankie_runtime::instance::Instance,
     /// Landing review candidates (`mailbox/reviews.json`) and their patches.
     reviews: Mutex<Guarded<reviews::ReviewBook>>,
     patches_dir: std::path::PathBuf,
@@ -170,7 +177,18 @@ impl MailboxService {
     fn open(paths: StatePaths) -> anyhow::Result<Self> {
         let owner = OwnerCheck::load(&paths.owner_credential())?;
         let token = owner::read_owner_token(&paths.owner_credential())?;
-        let store = Store::open(paths.service_dir("mailbox"))?;
+        let dir = paths.service_dir("mailbox");
+        clankie_runtime::state::private_dir(&dir)?;
+        let instance = clankie_runtime::instance::hold(&dir.join("instance.lock"))?;
+        let store = Store::open(dir.clone())?;
+        let fences = Guarded::load(
+            dir.join("report-fences.json"),
+            report_fences::ReportFences::default,
+            report_fences::ReportFences::default,
+        );
+        if let Some(e) = fences.unreadable() {
+            tracing::error!(error = %e, "report fences unreadable; reports stay uncertain until the owner inspects them");
+        }
         let book_path = paths.service_dir("mailbox").join("seats.json");
         let book = Guarded::load(
             book_path,
@@ -207,6 +225,9 @@ impl MailboxService {
                 owner,
                 store: Mutex::new(store),
                 book: Mutex::new(book),
+                fences: Mutex::new(fences),
+                instance: instance.id.clone(),
+                _instance_lock: instance,
                 reviews: Mutex::new(review_book),
                 patches_dir,
                 codex_seats: Mutex::new(codex_seats),
@@ -263,6 +284,11 @@ impl MailboxService {
 
     pub(crate) fn owner<T>(&self, req: &Request<T>) -> Result<(), ClankieError> {
         self.inner.owner.verify(req.metadata())
+    }
+
+    /// A test crash point (`mailbox/crash-once-STEP`): aborts there.
+    pub(crate) fn crash_point(&self, step: &str) {
+        clankie_runtime::instance::crash_once(&self.inner.paths.service_dir("mailbox"), step);
     }
 
     pub(crate) fn writable(store: &Store) -> Result<(), ClankieError> {

@@ -14,6 +14,7 @@
 pub mod clients;
 pub mod code;
 pub mod grpc;
+pub mod instance;
 pub mod limits;
 pub mod listener;
 pub mod main_kit;

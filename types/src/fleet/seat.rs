@@ -38,6 +38,9 @@ pub enum SeatRoute {
     PeerMessages,
     /// `GET`: one peer message's receipt (`{id}`).
     PeerMessage,
+    /// `GET`: the seat's own report (`message_clankie`) by receipt id
+    /// (`{id}`): a lookup that never sends.
+    Report,
     /// `POST`: hand a change to the landing review.
     ReviewCandidates,
     /// `GET`: one review candidate (`{id}`).
@@ -47,7 +50,7 @@ pub enum SeatRoute {
 }
 
 impl SeatRoute {
-    pub const ALL: [SeatRoute; 11] = [
+    pub const ALL: [SeatRoute; 12] = [
         SeatRoute::Mailbox,
         SeatRoute::Claim,
         SeatRoute::Ack,
@@ -56,6 +59,7 @@ impl SeatRoute {
         SeatRoute::Peers,
         SeatRoute::PeerMessages,
         SeatRoute::PeerMessage,
+        SeatRoute::Report,
         SeatRoute::ReviewCandidates,
         SeatRoute::ReviewCandidate,
         SeatRoute::ReviewVerdicts,
@@ -72,6 +76,7 @@ impl SeatRoute {
             SeatRoute::Peers => "/peers",
             SeatRoute::PeerMessages => "/peer-messages",
             SeatRoute::PeerMessage => "/peer-messages/{id}",
+            SeatRoute::Report => "/reports/{id}",
             SeatRoute::ReviewCandidates => "/review-candidates",
             SeatRoute::ReviewCandidate => "/review-candidates/{id}",
             SeatRoute::ReviewVerdicts => "/review-verdicts",

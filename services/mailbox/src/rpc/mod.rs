@@ -5,6 +5,7 @@ pub(crate) mod callers;
 pub(crate) mod conversations;
 pub(crate) mod harvests;
 pub(crate) mod hires;
+pub(crate) mod inbound;
 pub(crate) mod lead_seat;
 pub(crate) mod projects;
 pub(crate) mod readiness;

@@ -37,6 +37,12 @@ impl MailboxService {
                 hire_id: a.hire_id,
             }));
         }
+        Self::writable(&store)?;
+        // Fenced: a sealed id never sends, and one attempt per pane at a
+        // time (see `report_fences`).
+        let pane = (principal.link_id.as_str(), principal.pane_id.as_str());
+        let mut fences = self.inner.fences.lock().await;
+        self.gate_report(&store, &mut fences, pane, &req.receipt_id)?;
         let hire = store
             .state
             .hire_in(&principal.link_id, &principal.pane_id)
@@ -72,7 +78,27 @@ impl MailboxService {
             receipt_id: req.receipt_id.clone(),
             hire_id: hire_id.clone(),
         };
-        let seq = store.append(&conversation_id, entry).map_err(internal)?;
+        self.begin_report(&mut fences, pane, &req.receipt_id)?;
+        self.crash_point("report-fenced");
+        let seq = match store.append(&conversation_id, entry) {
+            Ok(seq) => seq,
+            Err(e) => {
+                // Not accepted, and this attempt is over: it can never be.
+                let now = now_ms();
+                let _ = self.change_fences(&mut fences, |b| {
+                    b.seal(pane, &req.receipt_id, now);
+                    Ok(())
+                });
+                return Err(internal(e));
+            }
+        };
+        self.crash_point("report-appended");
+        // Accepted; a fence left by a failed write is cleared by the pane's
+        // next request.
+        if let Err(e) = self.change_fences(&mut fences, |b| Ok(b.clear(pane, &req.receipt_id))) {
+            tracing::warn!(reason = e.code.as_str(), "mailbox.report.fence_kept");
+        }
+        drop(fences);
         // A native seat driving the lead conversation hears the report as a
         // message; its receipt above already settles any repeat.
         let seat = lead_seat(&store.state, &conversation_id);

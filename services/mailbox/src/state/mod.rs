@@ -1,11 +1,13 @@
 //! The pure books behind the mailbox, each unit-tested on its own:
 //! [`store`] (projects, conversations, hires, transcripts: `state.json`),
 //! [`seats`] (seats, deliveries, peer messages: `seats.json`),
-//! [`reviews`] (landing review candidates: `reviews.json`) and
+//! [`reviews`] (landing review candidates: `reviews.json`),
+//! [`report_fences`] (inbound report fences: `report-fences.json`) and
 //! [`codex_seats`] (hired Codex seats' registrations:
 //! `local-codex-seats.json` in the state folder).
 
 pub mod codex_seats;
+pub mod report_fences;
 pub mod reviews;
 pub mod seats;
 pub mod store;
