@@ -521,13 +521,14 @@ async fn rounds_and_hires_follow_explicit_ownership_and_staffing_asks_full_auton
         "research",
         "--",
         "sleep",
-        "60",
+        "600",
     ]);
     assert!(
         String::from_utf8_lossy(&cross.stderr).contains("not_owner"),
         "{cross:?}"
     );
-    let own = json_of(&stack.clankie_ok(&["hire", "--conversation", &c_work, "--", "sleep", "60"]));
+    let own =
+        json_of(&stack.clankie_ok(&["hire", "--conversation", &c_work, "--", "sleep", "600"]));
     let work_id = json_of(&stack.clankie_ok(&["project", "list", "--json"]))["projects"]
         .as_array()
         .expect("projects")
@@ -537,7 +538,7 @@ async fn rounds_and_hires_follow_explicit_ownership_and_staffing_asks_full_auton
         .expect("work");
     assert_eq!(own["projectId"], work_id);
     let two = lead(&stack, "Both", &["--project", "WORK", "--project", "RES"]);
-    let ambiguous = stack.clankie(&["hire", "--conversation", &two, "--", "sleep", "60"]);
+    let ambiguous = stack.clankie(&["hire", "--conversation", &two, "--", "sleep", "600"]);
     assert!(
         String::from_utf8_lossy(&ambiguous.stderr).contains("several"),
         "{ambiguous:?}"
@@ -553,7 +554,7 @@ async fn rounds_and_hires_follow_explicit_ownership_and_staffing_asks_full_auton
             project,
             "--",
             "sleep",
-            "60",
+            "600",
         ])
     };
     let refusal = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).to_string();

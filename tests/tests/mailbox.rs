@@ -953,3 +953,49 @@ async fn a_report_lands_at_most_once_across_crashes_and_lookups() {
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("another instance"), "{err}");
 }
+
+/// A hire made while a roster or the completion sweep is listing the panes
+/// is never marked gone by that older listing: under a stream of rosters
+/// and a fast sweep, every hire stays open. (A listing that began before a
+/// pane was opened cannot say it closed.)
+#[tokio::test(flavor = "multi_thread")]
+async fn hires_made_while_panes_are_listed_are_never_marked_gone_by_the_listing() {
+    let stack = harvesting_stack().await;
+    let _tmux = stack.link_tmux("work");
+    let _ws = stack.add_project("alpha", &["--worker-cap", "12"]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let ids: Vec<String> = std::thread::scope(|s| {
+        let rosters = s.spawn(|| {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                stack.clankie(&["roster", "--json"]);
+                n += 1;
+            }
+            n
+        });
+        let ids = (0..10)
+            .map(|_| {
+                let h = json_of(&stack.clankie_ok(&[
+                    "hire",
+                    "--project",
+                    "alpha",
+                    "--",
+                    "sleep",
+                    "600",
+                ]));
+                h["hireId"].as_str().expect("id").to_string()
+            })
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(rosters.join().expect("rosters") > 0);
+        ids
+    });
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    for id in &ids {
+        let h = roster["hires"]
+            .as_array()
+            .and_then(|hs| hs.iter().find(|h| h["hireId"] == id.as_str()))
+            .unwrap_or_else(|| panic!("{id}: {roster}"));
+        assert_eq!(h["ended"], "", "{id} is live: {roster}");
+    }
+}
