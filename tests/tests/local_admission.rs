@@ -433,31 +433,56 @@ mod proof {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn two_hundred_connections_at_once_are_refused_cleanly_and_nothing_is_forwarded() {
-        let stack = Stack::start().await.expect("stack");
+        // Few may wait at once, so the burst is partly turned away (503)
+        // and its clients retry after the wait the answer names.
+        let stack = Stack::start_with(clankie_tests::StackOptions {
+            env: vec![("CLANKIE_MAX_WAITING".into(), "8".into())],
+            ..Default::default()
+        })
+        .await
+        .expect("stack");
         stack.connect_stdio("time", &["mcp-server-time"], &[]);
         let tmux = TmuxServer::start("work");
         let socket = tmux.socket.display().to_string();
         stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
         let path = stack.state.path().join("run/fleet/mcp.sock");
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"burst","version":"0"}}}"#;
+        // One exchange: the status and the Retry-After seconds, if any.
+        let exchange = move |path: std::path::PathBuf| async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::UnixStream::connect(&path).await.ok()?;
+            let req = format!(
+                "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            s.write_all(req.as_bytes()).await.ok()?;
+            let mut out = Vec::new();
+            s.read_to_end(&mut out).await.ok()?;
+            let text = String::from_utf8_lossy(&out).to_string();
+            let status = text.split_whitespace().nth(1)?.parse::<u16>().ok()?;
+            let wait = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Retry-After: "))
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            Some((status, wait))
+        };
         let mut tasks = Vec::new();
         for _ in 0..200 {
             let path = path.clone();
             tasks.push(tokio::spawn(async move {
-                use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                let mut s = tokio::net::UnixStream::connect(&path).await.ok()?;
-                let req = format!(
-                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                s.write_all(req.as_bytes()).await.ok()?;
-                let mut out = Vec::new();
-                s.read_to_end(&mut out).await.ok()?;
-                let text = String::from_utf8_lossy(&out).to_string();
-                text.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok())
+                let (first, wait) = exchange(path.clone()).await?;
+                // A 503 names its wait; the client asks once more after it.
+                let last = match (first, wait) {
+                    (503, Some(secs)) => {
+                        tokio::time::sleep(Duration::from_secs(secs)).await;
+                        exchange(path).await.map(|(s, _)| s)
+                    }
+                    _ => None,
+                };
+                Some((first, last))
             }));
         }
-        let all = tokio::time::timeout(Duration::from_secs(60), async {
+        let all = tokio::time::timeout(Duration::from_secs(90), async {
             let mut codes = Vec::new();
             for t in tasks {
                 codes.push(t.await.expect("join"));
@@ -466,10 +491,26 @@ mod proof {
         })
         .await
         .expect("no hang");
-        let forbidden = all.iter().filter(|c| **c == Some(403)).count();
-        let unavailable = all.iter().filter(|c| **c == Some(503)).count();
-        eprintln!("burst: {forbidden} x 403, {unavailable} x 503");
+        let firsts: Vec<u16> = all.iter().flatten().map(|(f, _)| *f).collect();
+        let forbidden = firsts.iter().filter(|c| **c == 403).count();
+        let unavailable = firsts.iter().filter(|c| **c == 503).count();
+        let answered_on_retry = all
+            .iter()
+            .flatten()
+            .filter(|(f, l)| *f == 503 && *l == Some(403))
+            .count();
+        eprintln!(
+            "burst: {forbidden} x 403, {unavailable} x 503, {answered_on_retry} answered on retry"
+        );
         assert_eq!(forbidden + unavailable, 200, "{all:?}");
+        assert!(
+            unavailable >= 1,
+            "the burst was partly turned away: {all:?}"
+        );
+        assert!(
+            answered_on_retry >= 1,
+            "a turned-away client was answered after the named wait: {all:?}"
+        );
         assert!(
             file_lines(&stack.state.path().join("audit/connected-calls.jsonl")).is_empty(),
             "nothing was forwarded"
