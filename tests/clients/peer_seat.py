@@ -69,7 +69,7 @@ async def main() -> None:
             async def answer(_n: int, c: dict) -> dict:
                 if c.get("list"):
                     tools = await s.list_tools()
-                    return {"tools": sorted(t.name for t in tools.tools)}
+                    return {"tools": sorted(t.name for t in tools.tools), "meta": tools.meta}
                 if "http" in c:
                     method, target, body = c["http"]
                     headers = c.get("headers")

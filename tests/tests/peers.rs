@@ -253,6 +253,9 @@ async fn seats_message_each_other_with_honest_receipts() {
         "{listed}"
     );
     assert!(tools.contains(&json!("message_clankie")), "{listed}");
+    let settings = &listed["meta"]["clankie/settings"];
+    assert_eq!(settings["peerMessages"], "off", "{listed}");
+    assert_eq!(settings["reviews"], "off", "no reviewer: {listed}");
     let off = a
         .call(
             "message_peer",

@@ -47,6 +47,11 @@ async fn landing_review_routes_the_exact_change_to_the_reviewer() {
             "{tools}"
         );
     }
+    // The catalog says why: it was served with reviews on.
+    assert_eq!(
+        tools["meta"]["clankie/settings"]["reviews"], "on",
+        "{tools}"
+    );
 
     // Refused with nothing stored: relative, missing and non-git checkouts.
     let not_git = tempfile::tempdir().expect("plain");

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clankie_runtime::ErrorCode;
+use clankie_types::fleet::catalog::CatalogSettings;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use rmcp::ServiceExt;
@@ -13,6 +14,27 @@ use rmcp::model::Tool;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use serde_json::Value;
 use tokio::sync::{Mutex, Notify, RwLock};
+
+/// Every page of the gateway's tools, and the settings its first page says
+/// they were served under.
+async fn list_with_settings(
+    peer: &Peer<RoleClient>,
+) -> Result<(Vec<Tool>, Option<CatalogSettings>), rmcp::ServiceError> {
+    let first = peer.list_tools(None).await?;
+    let settings = first
+        .meta
+        .as_ref()
+        .and_then(|m| CatalogSettings::read(&m.0));
+    let mut tools = first.tools;
+    let mut cursor = first.next_cursor;
+    while let Some(c) = cursor {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c));
+        let page = peer.list_tools(Some(params)).await?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+    }
+    Ok((tools, settings))
+}
 
 /// How long initial discovery keeps trying.
 pub(crate) const DISCOVERY_WINDOW: Duration = Duration::from_secs(20);
@@ -33,6 +55,8 @@ pub(crate) struct Gateway {
     pub(crate) conn: Mutex<Option<RunningService<RoleClient, super::echo::GatewayHandler>>>,
     /// The last verified tool list.
     pub(crate) tools: RwLock<Option<Vec<Tool>>>,
+    /// The settings that list was served under, when the gateway said.
+    pub(crate) settings: RwLock<Option<CatalogSettings>>,
     pub(crate) last_error: RwLock<String>,
     pub(crate) relist: Arc<Notify>,
     /// The harness's side: list changes, progress and log lines.
@@ -152,8 +176,8 @@ impl Gateway {
 
     pub(crate) async fn refresh_inner(&self) -> Result<bool, String> {
         let peer = self.peer().await?;
-        let listed = tokio::time::timeout(REQUEST_BUDGET, peer.list_all_tools()).await;
-        let tools = match listed {
+        let listed = tokio::time::timeout(REQUEST_BUDGET, list_with_settings(&peer)).await;
+        let (mut tools, settings) = match listed {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 let msg = e.to_string();
@@ -167,6 +191,11 @@ impl Gateway {
                 return Err("tools/list timed out".into());
             }
         };
+        // A family the settings switch off never stays in the catalog.
+        if let Some(s) = settings {
+            tools.retain(|t| s.keeps(&t.name));
+        }
+        *self.settings.write().await = settings;
         let mut cache = self.tools.write().await;
         let changed = cache.as_ref().map(|c| !same(c, &tools)).unwrap_or(true);
         *cache = Some(tools);

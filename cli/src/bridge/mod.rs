@@ -425,7 +425,17 @@ impl ServerHandler for FleetServer {
         // A verified list outlives any later failure, an admission refusal
         // included: the schemas do not change because a list failed.
         match self.up.tools.read().await.clone() {
-            Some(tools) => Ok(ListToolsResult::with_all_items(tools)),
+            Some(tools) => {
+                // The settings the gateway served it under go on to the
+                // harness.
+                let mut listed = ListToolsResult::with_all_items(tools);
+                if let Some(s) = *self.up.settings.read().await {
+                    let mut meta = serde_json::Map::new();
+                    s.write(&mut meta);
+                    listed.meta = Some(rmcp::model::MetaObject(meta));
+                }
+                Ok(listed)
+            }
             None if self.up.is_quiet() => Err(ErrorData::invalid_request(
                 format!(
                     "{}: this process is not admitted to the fleet; {}",
@@ -503,6 +513,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         route,
         conn: Mutex::new(None),
         tools: RwLock::new(None),
+        settings: RwLock::new(None),
         last_error: RwLock::new(String::new()),
         relist: Arc::new(Notify::new()),
         echo: Default::default(),

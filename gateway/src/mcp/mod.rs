@@ -14,6 +14,7 @@ mod watch;
 
 pub(crate) use watch::announce;
 
+use clankie_types::fleet::catalog::{CatalogSettings, Switch};
 use std::sync::Arc;
 
 use clankie_runtime::clients::{Call, INTERNAL};
@@ -116,11 +117,19 @@ impl ServerHandler for Bridge {
             } else {
                 Vec::new()
             };
+            // The settings it is served under go with it, so a bridge can
+            // drop a family they switch off (`fleet::catalog`).
+            let mut settings = CatalogSettings {
+                tools: a.tools_on.into(),
+                peer_messages: Switch::Off,
+                reviews: Switch::Off,
+            };
             // Reports are the seat's own channel, apart from fleet.tools.
             if a.is_seat() {
                 tools.push(report_definition());
                 if self.shared.settings.borrow().peer_messages {
                     tools.extend(peer_definitions());
+                    settings.peer_messages = Switch::On;
                 }
                 // Review tools only when the seat's project has a standing
                 // reviewer (and the mailbox answers).
@@ -132,13 +141,16 @@ impl ServerHandler for Bridge {
                     let seat = seat.into_inner();
                     if seat.reviews {
                         tools.extend(review_definitions());
+                        settings.reviews = Switch::On;
                     }
                     if seat.lead {
                         tools.extend(lead_definitions());
                     }
                 }
             }
-            serde_json::from_value(json!({ "tools": tools }))
+            let mut meta = serde_json::Map::new();
+            settings.write(&mut meta);
+            serde_json::from_value(json!({ "tools": tools, "_meta": meta }))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
         }
         .instrument(span)

@@ -93,10 +93,11 @@ mod tests {
             ("trimmed", TRIMMED),
             ("envelope", ENVELOPE),
             ("catalogRevision", CATALOG_REVISION),
+            ("settings", super::super::catalog::SETTINGS),
         ] {
             assert_eq!(f[field], key, "{field}");
         }
-        assert_eq!(f.as_object().expect("object").len(), 9);
+        assert_eq!(f.as_object().expect("object").len(), 10);
     }
 
     #[test]

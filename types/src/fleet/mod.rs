@@ -10,13 +10,14 @@
 //! - [`seat`]: the seat routes, their bodies and their answers.
 //! - [`error`]: a refusal's body, read by its fields, never its text.
 //! - [`meta`]: the call's account in a result's `_meta`, one writer and one
-//!   reader.
+//!   reader; [`catalog`]: the settings a tool catalog was served under.
 //!
 //! `types/fixtures/fleet/` holds a golden JSON file per type; the Rust
 //! tests here and the Pi extension's node tests load the same files, so the
 //! languages cannot drift apart.
 
 pub mod args;
+pub mod catalog;
 pub mod delivery;
 pub mod error;
 pub mod limits;
