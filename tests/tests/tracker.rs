@@ -826,3 +826,61 @@ async fn a_retired_hire_releases_its_leases_and_leaves_the_state_alone() {
     let after = owner_call(&w.stack, "get_issue", json!({ "id": id }));
     assert_eq!(after["issue"]["state"], "Todo");
 }
+
+/// A retirement that finds the tracker down is owed, not lost: the mailbox
+/// retries it until the tracker answers, under the same receipts, so the
+/// lease is released once and the issue gets one `released` event.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retirement_the_tracker_missed_is_retried_with_its_same_receipts() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let w = world().await;
+    let issue = owner_call(
+        &w.stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "interrupted", "state": "Todo" }),
+    );
+    let id = issue["issue"]["identifier"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let worker = tracker_seat(&w.stack, w.dir.path(), "worker", "alpha", "worker").await;
+    worker
+        .linear_ok("save_lease", json!({ "issueId": id, "ttlMs": 3600000 }))
+        .await;
+    let hire_id = worker.hire["hireId"].as_str().expect("hire id");
+    // The tracker stops answering; the close's own attempt times out, and
+    // the request it sent dies unread with the tracker.
+    let tracker = w.stack.service_pid("tracker").expect("tracker pid");
+    kill(Pid::from_raw(tracker), Signal::SIGSTOP).expect("stop");
+    w.stack.clankie_ok(&["close", hire_id]);
+    let owed = json_of(
+        &std::fs::read_to_string(w.stack.state.path().join("mailbox/state.json")).expect("state"),
+    );
+    let pending = owed["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["hireId"] == hire_id))
+        .map(|h| h["retirePending"].clone());
+    assert_eq!(pending, Some(json!(true)), "owed after the failed attempt");
+    kill(Pid::from_raw(tracker), Signal::SIGKILL).expect("kill");
+    assert!(
+        w.stack
+            .wait_line("tracker restarted", Duration::from_secs(30))
+            .await
+    );
+    // The sweep settles it once the tracker is back.
+    let ready = clankie_tests::eventually(Duration::from_secs(60), async || {
+        let ready = owner_call(&w.stack, "list_ready_issues", json!({ "team": "ENG" }));
+        ready.to_string().contains(&id).then_some(ready)
+    })
+    .await;
+    assert!(ready.is_some(), "released after the retry");
+    let events = owner_call(&w.stack, "list_issue_events", json!({ "issueId": id }));
+    let released = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["stage"] == "released")
+        .count();
+    assert_eq!(released, 1, "{events}");
+}

@@ -163,7 +163,8 @@ impl MailboxService {
         Ok(())
     }
 
-    /// Observes the open hires every `every` until `shutdown`.
+    /// Observes the open hires, and retries owed retirements, every `every`
+    /// until `shutdown`.
     pub(crate) async fn harvest(self, every: Duration, shutdown: CancellationToken) {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -171,6 +172,10 @@ impl MailboxService {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {}
+            }
+            // Closed hires' tracker bookkeeping still owed is retried here.
+            if self.retirements_owed().await {
+                self.retry_retirements().await;
             }
             let open = self
                 .inner

@@ -5,7 +5,6 @@ use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::Role;
 use std::path::Path;
-use std::time::Duration;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::auto::v1 as auto_pb;
@@ -18,7 +17,6 @@ use tonic::{Request, Response};
 use crate::convert::*;
 use crate::rpc::{conversations::*, projects::*};
 use crate::store;
-use crate::store::TrackerBinding;
 use crate::store::{HireEnd, HireRec, ProjectRec, now_ms};
 use crate::{MailboxService, panes, short_id};
 use clankie_types::LinkKind;
@@ -91,49 +89,6 @@ pub(crate) struct Launch {
     sockets: Vec<std::path::PathBuf>,
 }
 impl MailboxService {
-    /// Settles a retired hire's tracker bookkeeping: its live leases in the
-    /// project's built-in team are released, each issue gets a `released`
-    /// event, under receipts of their own. A project whose tracker is not
-    /// built in here, or is gone, gets no issue effects (logged).
-    pub(crate) async fn retire(&self, hire: &HireRec, project: Option<&ProjectRec>) {
-        let team = match project {
-            Some(p) if p.tracker == TrackerBinding::Builtin && !p.tracker_team.is_empty() => {
-                p.tracker_team.clone()
-            }
-            Some(p) => {
-                tracing::info!(
-                    hire = %hire.hire_id,
-                    tracker = %p.tracker,
-                    "hire.retired: no built-in tracker binding; no issue effects"
-                );
-                return;
-            }
-            None => {
-                tracing::info!(hire = %hire.hire_id, "hire.retired: project gone; no issue effects");
-                return;
-            }
-        };
-        let req = Call::new(clankie_proto::tracker::v1::RetireHireRequest {
-            actor: format!("hire:{}", hire.hire_id),
-            hire_id: hire.hire_id.clone(),
-            scope_team: team,
-        })
-        .timeout(Duration::from_secs(10))
-        .request();
-        match self.inner.tracker.clone().retire_hire(req).await.answer() {
-            Ok(r) => tracing::info!(
-                hire = %hire.hire_id,
-                released = r.released.len(),
-                "hire.retired"
-            ),
-            Err(e) => tracing::warn!(
-                hire = %hire.hire_id,
-                reason = %e.code,
-                "hire.retire_failed"
-            ),
-        }
-    }
-
     /// The switch and the saved level, read fresh; unreachable reads as
     /// off.
     pub(crate) async fn autonomy(&self) -> auto_pb::Autonomy {
@@ -373,6 +328,7 @@ impl MailboxService {
             hand_started: false,
             harvests: 0,
             agent_done: false,
+            retire_pending: false,
             occupant_pid: 0,
             occupant_pidfs_id: 0,
             occupant_start_time: 0,
@@ -439,6 +395,9 @@ impl MailboxService {
             h.conversation_id = caller_id;
             if retiring {
                 h.ended = Some(HireEnd::Closed);
+                // Its tracker bookkeeping is owed until settled
+                // (`retirement.rs`).
+                h.retire_pending = h.occupant_pidfs_id != 0;
             }
             Ok(h.clone())
         })?;
@@ -452,8 +411,8 @@ impl MailboxService {
             .cloned();
         drop(store);
         self.forget_codex_seats(|h| h == out.hire_id).await;
-        if retiring && out.occupant_pidfs_id != 0 {
-            self.retire(&out, project.as_ref()).await;
+        if out.retire_pending {
+            self.retire(&out, project.as_ref(), true).await;
         }
         Ok(Response::new(hire_pb(&out, true)))
     }

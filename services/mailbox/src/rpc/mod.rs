@@ -10,6 +10,7 @@ pub(crate) mod lead_seat;
 pub(crate) mod projects;
 pub(crate) mod readiness;
 pub(crate) mod reports;
+pub(crate) mod retirement;
 pub(crate) mod reviews;
 pub(crate) mod seats;
 pub(crate) mod wakes;

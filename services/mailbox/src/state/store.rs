@@ -113,6 +113,10 @@ pub struct HireRec {
     /// Its host last said its agent is done (heard once per time).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub agent_done: bool,
+    /// Closed, and its tracker bookkeeping not yet settled: retried until
+    /// it is, under the same receipts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retire_pending: bool,
     /// The occupant's identity, recorded when its seat is first proven.
     #[serde(default)]
     pub occupant_pid: i32,
@@ -189,6 +193,7 @@ impl HireRec {
             hand_started: true,
             harvests: 0,
             agent_done: false,
+            retire_pending: false,
             occupant_pid: seat.agent_pid,
             occupant_pidfs_id: seat.agent_pidfs_id,
             occupant_start_time: seat.agent_start_time,
