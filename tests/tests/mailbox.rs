@@ -51,6 +51,23 @@ fn hire_worker(
     json_of(&stack.clankie_ok(&args))
 }
 
+/// `kill -9` of the mailbox; returns once its supervisor restarted it.
+async fn kill_mailbox(stack: &Stack) {
+    let mailbox = stack.service_pid("mailbox").expect("mailbox pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(mailbox),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    assert!(
+        stack
+            .wait_line("mailbox restarted", Duration::from_secs(30))
+            .await,
+        "{:?}",
+        stack.lines()
+    );
+}
+
 fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
     json_of(&stack.clankie_ok(&["transcript", conversation]))["entries"]
         .as_array()
@@ -148,19 +165,7 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
     );
 
     // The mailbox crashes; its receipts come back from the transcripts.
-    let mailbox = stack.service_pid("mailbox").expect("mailbox pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(mailbox),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("kill");
-    assert!(
-        stack
-            .wait_line("mailbox restarted", Duration::from_secs(30))
-            .await,
-        "{:?}",
-        stack.lines()
-    );
+    kill_mailbox(&stack).await;
 
     // Lead A goes away: worker two's report falls back to the global head,
     // and the roster shows it unowned.
@@ -705,17 +710,7 @@ async fn each_time_herdr_says_a_hires_agent_is_done_its_lead_hears_one_watch() {
     // Still done, seen again (the roster observes before it answers), and
     // after a mailbox crash: not a second completion.
     stack.clankie_ok(&["roster", "--json"]);
-    let mailbox = stack.service_pid("mailbox").expect("mailbox pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(mailbox),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("kill");
-    assert!(
-        stack
-            .wait_line("mailbox restarted", Duration::from_secs(30))
-            .await
-    );
+    kill_mailbox(&stack).await;
     stack.clankie_ok(&["roster", "--json"]);
     assert_eq!(watches(&stack, &conv).len(), 1);
     // Working again, then done: the second completion.

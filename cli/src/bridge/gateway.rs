@@ -317,6 +317,31 @@ impl Http {
     }
 }
 
+/// One seat-route request on a fresh connection, as a tool's answer: the
+/// JSON body of a 200, else the gateway's refusal body, else a refusal
+/// that says what was not done (`nothing`: "nothing was sent", ...).
+pub(crate) async fn seat_answer(
+    socket: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    nothing: &str,
+) -> Result<Value, Value> {
+    let refused = |code: ErrorCode, message: String| serde_json::json!({ "error": { "code": code.as_str(), "message": message } });
+    match Http::new(socket.to_string()).call(method, path, body).await {
+        Ok((200, v)) => Ok(v),
+        Ok((_, v)) if v.get("error").is_some() => Err(v),
+        Ok((status, v)) => Err(refused(
+            ErrorCode::ServiceUnavailable,
+            format!("HTTP {status}: {v}"),
+        )),
+        Err(e) => Err(refused(
+            ErrorCode::FleetAdmissionUnavailable,
+            format!("the gateway is unreachable ({e}); {nothing}"),
+        )),
+    }
+}
+
 pub(crate) fn encode(pane: &str) -> String {
     pane.replace('%', "%25")
 }

@@ -10,7 +10,7 @@ use clankie_types::fleet::ReceiptId;
 use clankie_types::fleet::seat::SeatRoute;
 use serde_json::{Value, json};
 
-use super::gateway::Http;
+use super::gateway::{encode, seat_answer};
 
 /// Looks the report up: its state (`accepted`, `not_delivered`,
 /// `unresolved`), or the refusal. A lookup never sends, so a refusal that
@@ -36,24 +36,11 @@ pub async fn look_up(socket: &str, pane: &str, receipt_id: &str) -> Result<Value
 }
 
 async fn look_up_once(socket: &str, pane: &str, receipt_id: &str) -> Result<Value, Value> {
-    let refused =
-        |code: &str, message: String| json!({ "error": { "code": code, "message": message } });
-    let id = ReceiptId::parse(receipt_id)
-        .map_err(|e| refused(ErrorCode::ArgumentsInvalid.as_str(), e.to_string()))?;
+    let id = ReceiptId::parse(receipt_id).map_err(|e| {
+        json!({ "error": { "code": ErrorCode::ArgumentsInvalid.as_str(), "message": e.to_string() } })
+    })?;
     let path = SeatRoute::Report
-        .path(&pane.replace('%', "%25"))
+        .path(&encode(pane))
         .replace("{id}", id.as_str());
-    let mut http = Http::new(socket.to_string());
-    match http.call("GET", &path, None).await {
-        Ok((200, v)) => Ok(v),
-        Ok((_, v)) if v.get("error").is_some() => Err(v),
-        Ok((status, v)) => Err(refused(
-            ErrorCode::ServiceUnavailable.as_str(),
-            format!("HTTP {status}: {v}"),
-        )),
-        Err(e) => Err(refused(
-            ErrorCode::FleetAdmissionUnavailable.as_str(),
-            format!("the gateway is unreachable ({e}); nothing was sent"),
-        )),
-    }
+    seat_answer(socket, "GET", &path, None, "nothing was sent").await
 }

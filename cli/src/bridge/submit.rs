@@ -15,7 +15,7 @@ use clankie_types::fleet::args::{Submission, SubmitArgs};
 use clankie_types::fleet::seat::SeatRoute;
 use serde_json::{Value, json};
 
-use super::gateway::Http;
+use super::gateway::{encode, seat_answer};
 
 /// A change read from a checkout.
 pub struct Change {
@@ -184,18 +184,6 @@ pub async fn submit(socket: &str, pane: &str, args: &Value) -> Result<Value, Val
         issue: args.issue.unwrap_or_default(),
         evidence: args.evidence.unwrap_or_default(),
     });
-    let mut http = Http::new(socket.to_string());
-    let path = SeatRoute::ReviewCandidates.path(&pane.replace('%', "%25"));
-    match http.call("POST", &path, Some(body)).await {
-        Ok((200, v)) => Ok(v),
-        Ok((_, v)) if v.get("error").is_some() => Err(v),
-        Ok((status, v)) => Err(refused(
-            ErrorCode::ServiceUnavailable.as_str(),
-            format!("HTTP {status}: {v}"),
-        )),
-        Err(e) => Err(refused(
-            ErrorCode::FleetAdmissionUnavailable.as_str(),
-            format!("the gateway is unreachable ({e}); nothing was submitted"),
-        )),
-    }
+    let path = SeatRoute::ReviewCandidates.path(&encode(pane));
+    seat_answer(socket, "POST", &path, Some(body), "nothing was submitted").await
 }
