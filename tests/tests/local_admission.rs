@@ -414,8 +414,9 @@ mod proof {
                 script.display()
             ),
         ]);
+        // The probe creates the file before it writes: wait for the word.
         let seen = clankie_tests::eventually(Duration::from_secs(30), async || {
-            std::fs::read_to_string(&out).ok()
+            std::fs::read_to_string(&out).ok().filter(|s| !s.is_empty())
         })
         .await
         .unwrap_or_default();
