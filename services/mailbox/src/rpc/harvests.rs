@@ -174,9 +174,7 @@ impl MailboxService {
                 _ = tick.tick() => {}
             }
             // Closed hires' tracker bookkeeping still owed is retried here.
-            if self.retirements_owed().await {
-                self.retry_retirements().await;
-            }
+            self.retry_retirements().await;
             let open = self
                 .inner
                 .store

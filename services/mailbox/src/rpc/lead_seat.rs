@@ -6,8 +6,8 @@
 use clankie_types::Role;
 use clankie_types::fleet::DeliveryKind;
 
+use crate::MailboxService;
 use crate::store::{HireRec, StateFile};
-use crate::{MailboxService, seats, short_id};
 
 /// The open lead hire whose seat holds `conversation_id`, if any.
 pub(crate) fn lead_seat(state: &StateFile, conversation_id: &str) -> Option<HireRec> {
@@ -36,24 +36,9 @@ impl MailboxService {
         text: String,
         at_ms: i64,
     ) -> bool {
-        let mut book = self.inner.book.lock().await;
-        let saved = self.change_book(&mut book, |b| {
-            b.deliveries.push(seats::DeliveryRec::new(
-                short_id("dlv"),
-                (&lead.link_id, &lead.pane_id, ""),
-                kind,
-                from,
-                text,
-                at_ms,
-            ));
-            Ok(())
-        });
-        drop(book);
-        match saved {
-            Ok(()) => {
-                self.inner.queued.send_modify(|n| *n += 1);
-                true
-            }
+        let to = (lead.link_id.as_str(), lead.pane_id.as_str(), "");
+        match self.queue(to, kind, from, text, at_ms).await {
+            Ok(_) => true,
             Err(e) => {
                 tracing::warn!(kind = %kind, reason = e.code.as_str(), "mailbox.lead_seat.not_queued");
                 false

@@ -89,12 +89,6 @@ impl MailboxService {
         }
     }
 
-    /// Whether any hire owes its bookkeeping.
-    pub(crate) async fn retirements_owed(&self) -> bool {
-        let store = self.inner.store.lock().await;
-        store.state.hires.iter().any(|h| h.retire_pending)
-    }
-
     /// Tries once more every retirement still owed.
     pub(crate) async fn retry_retirements(&self) {
         let owed: Vec<(HireRec, Option<ProjectRec>)> = {

@@ -156,7 +156,7 @@ impl MailboxService {
         }
     }
 
-    /// Queues a mailbox delivery to whoever holds a seat's pane now.
+    /// Queues a mailbox delivery to this exact seat (in its pane).
     pub(crate) async fn deliver(
         &self,
         seat: &seats::SeatRec,
@@ -164,21 +164,41 @@ impl MailboxService {
         from: String,
         text: String,
     ) -> Result<(), ClankieError> {
+        let to = (
+            seat.link_id.as_str(),
+            seat.pane_id.as_str(),
+            seat.seat_id.as_str(),
+        );
+        self.queue(to, kind, from, text, now_ms()).await.map(|_| ())
+    }
+
+    /// Queues one delivery to a pane (`to`: link, pane, and the exact seat
+    /// or "" for whoever holds the pane) and wakes the waiting polls;
+    /// returns its id once saved.
+    pub(crate) async fn queue(
+        &self,
+        to: (&str, &str, &str),
+        kind: DeliveryKind,
+        from: String,
+        text: String,
+        at_ms: i64,
+    ) -> Result<String, ClankieError> {
+        let delivery_id = short_id("dlv");
         let mut book = self.inner.book.lock().await;
         self.change_book(&mut book, |b| {
             b.deliveries.push(seats::DeliveryRec::new(
-                short_id("dlv"),
-                (&seat.link_id, &seat.pane_id, &seat.seat_id),
+                delivery_id.clone(),
+                to,
                 kind,
                 from,
                 text,
-                now_ms(),
+                at_ms,
             ));
             Ok(())
         })?;
         drop(book);
         self.inner.queued.send_modify(|n| *n += 1);
-        Ok(())
+        Ok(delivery_id)
     }
 
     pub(crate) async fn message_seat(
@@ -210,22 +230,15 @@ impl MailboxService {
         }
         let owner_conversation_id = store.state.hires[index].conversation_id.clone();
         drop(store);
-        let delivery_id = short_id("dlv");
-        {
-            let mut book = self.inner.book.lock().await;
-            self.change_book(&mut book, |b| {
-                b.deliveries.push(seats::DeliveryRec::new(
-                    delivery_id.clone(),
-                    (&hire.link_id, &hire.pane_id, ""),
-                    DeliveryKind::Lead,
-                    format!("conversation:{caller_id}"),
-                    req.text,
-                    now_ms(),
-                ));
-                Ok(())
-            })?;
-        }
-        self.inner.queued.send_modify(|n| *n += 1);
+        let delivery_id = self
+            .queue(
+                (&hire.link_id, &hire.pane_id, ""),
+                DeliveryKind::Lead,
+                format!("conversation:{caller_id}"),
+                req.text,
+                now_ms(),
+            )
+            .await?;
         Ok(Response::new(mailbox_pb::MessageSeatResponse {
             delivery_id,
             owner_conversation_id,
