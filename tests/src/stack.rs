@@ -332,6 +332,18 @@ impl Stack {
             .unwrap_or_else(|e| panic!("signalling {service}: {e}"));
     }
 
+    /// `kill -9` of one of this stack's services; returns once its
+    /// supervisor restarted it.
+    pub async fn kill_restarted(&self, service: &str) {
+        self.signal(service, nix::sys::signal::Signal::SIGKILL);
+        let restarted = format!("{service} restarted");
+        assert!(
+            self.wait_line(&restarted, Duration::from_secs(30)).await,
+            "{:?}",
+            self.lines()
+        );
+    }
+
     /// The parent pid of a process, from `/proc/PID/stat`.
     pub(crate) fn ppid(proc_dir: &Path) -> i32 {
         let stat = std::fs::read_to_string(proc_dir.join("stat")).unwrap_or_default();

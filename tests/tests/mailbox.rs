@@ -53,19 +53,7 @@ fn hire_worker(
 
 /// `kill -9` of the mailbox; returns once its supervisor restarted it.
 async fn kill_mailbox(stack: &Stack) {
-    let mailbox = stack.service_pid("mailbox").expect("mailbox pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(mailbox),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("kill");
-    assert!(
-        stack
-            .wait_line("mailbox restarted", Duration::from_secs(30))
-            .await,
-        "{:?}",
-        stack.lines()
-    );
+    stack.kill_restarted("mailbox").await;
 }
 
 fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {

@@ -32,6 +32,7 @@
 pub mod autonomy;
 pub mod binding;
 mod closed_set;
+pub mod diagnostics;
 pub mod discovery;
 pub mod fleet;
 pub mod helper;

@@ -1,8 +1,10 @@
-//! `clankie doctor`: every service's health, the receipt store, the worker
-//! sandbox and the tracker budgets, with a verdict.
+//! `clankie doctor`: every service's health, the receipt store, each
+//! account's state, each live seat's diagnostics, the census helper's queue,
+//! the worker sandbox and the tracker budgets, with a verdict.
 
 use std::process::ExitCode;
 
+use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::Service;
 use clankie_runtime::paths::StatePaths;
@@ -11,6 +13,7 @@ use serde_json::json;
 use crate::support::clients;
 use crate::support::output::print_json;
 
+use super::diagnostics;
 use super::tracker::{budgets, budgets_json, print_budgets};
 
 /// `clankie doctor`: every service's health, the receipt store, and the
@@ -24,6 +27,7 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         healthy &= state == "serving";
         services.insert(service.name().into(), json!(state));
     }
+    let mut stalled = Vec::new();
     let receipts = match clients::mcp_host(&paths)?
         .receipt_stats(mcphost_pb::ReceiptStatsRequest {})
         .await
@@ -31,6 +35,7 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         Ok(r) => {
             let r = r.into_inner();
             healthy &= r.healthy;
+            stalled = r.stalled;
             json!({ "healthy": r.healthy, "problem": r.problem, "records": r.records, "uncertain": r.uncertain })
         }
         Err(s) => {
@@ -39,12 +44,20 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         }
     };
     let budgets = budgets(&paths).await.ok();
-    let sandbox = worker_sandbox(&paths).await;
+    let fleet = fleet_status(&paths).await;
+    let sandbox = worker_sandbox(fleet.as_ref()).await;
+    let (accounts_healthy, accounts) = diagnostics::accounts(&paths).await;
+    healthy &= accounts_healthy;
+    let seats = diagnostics::seats(&paths, &stalled).await;
+    let proofs = diagnostics::proofs(fleet.as_ref().and_then(|f| f.local_proofs.as_ref()));
     if json {
         print_json(&json!({
             "healthy": healthy,
             "services": services,
             "receipts": receipts,
+            "accounts": accounts,
+            "seats": seats,
+            "localProofs": proofs,
             "trackerBudgets": budgets.as_ref().map(budgets_json),
             "workerSandbox": sandbox,
         }));
@@ -68,6 +81,12 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
             Some(b) => print_budgets(b, false),
             None => println!("tracker budgets: unavailable (is the mcp-host running?)"),
         }
+        println!("accounts   {accounts}");
+        println!("proofs     {proofs}");
+        match &seats {
+            Some(seats) => diagnostics::print_seats(seats),
+            None => println!("seats: unavailable (is the mailbox running?)"),
+        }
     }
     Ok(if healthy {
         ExitCode::SUCCESS
@@ -76,22 +95,23 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The fleet's status from admission, if it answers.
+async fn fleet_status(paths: &StatePaths) -> Option<admission_pb::FleetStatusResponse> {
+    clients::admission(paths)
+        .ok()?
+        .fleet_status(admission_pb::FleetStatusRequest {})
+        .await
+        .ok()
+        .map(tonic::Response::into_inner)
+}
+
 /// The worker sandbox: the owner's setting, and whether bubblewrap can
 /// confine a hire on this machine right now.
-async fn worker_sandbox(paths: &StatePaths) -> serde_json::Value {
-    let setting = match clients::admission(paths) {
-        Ok(mut c) => match c
-            .fleet_status(clankie_proto::admission::v1::FleetStatusRequest {})
-            .await
-        {
-            Ok(s) => match s.into_inner().settings {
-                Some(s) if s.worker_sandbox => "on",
-                Some(_) => "off",
-                None => "unknown",
-            },
-            Err(_) => "unknown",
-        },
-        Err(_) => "unknown",
+async fn worker_sandbox(fleet: Option<&admission_pb::FleetStatusResponse>) -> serde_json::Value {
+    let setting = match fleet.and_then(|f| f.settings.as_ref()) {
+        Some(s) if s.worker_sandbox => "on",
+        Some(_) => "off",
+        None => "unknown",
     };
     match clankie_runtime::sandbox::Sandbox::probe().await {
         Ok(_) => json!({ "setting": setting, "available": true }),

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod auto;
 pub mod claude;
 pub mod connect;
+pub mod diagnostics;
 pub mod doctor;
 pub mod fleet;
 pub mod hire;

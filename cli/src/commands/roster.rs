@@ -29,6 +29,12 @@ pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
         "workspace": h.workspace,
         "command": h.command,
         "ended": HireEnd::wire_word(h.ended),
+        // Transport presence apart from freshness: older-than-runtime is a
+        // reload hint, never proof of an old build.
+        "bridge": {
+            "present": h.bridge_present,
+            "freshness": clankie_types::diagnostics::BridgeFreshness::wire_word(h.bridge_freshness),
+        },
     })
 }
 
@@ -60,6 +66,12 @@ pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCod
                 },
                 if h.sandboxed { "  sandboxed" } else { "" }
             );
+            if h.bridge_freshness
+                == clankie_types::diagnostics::BridgeFreshness::OlderThanRuntime.wire()
+                && HireEnd::open(h.ended)
+            {
+                println!("    bridge older-than-runtime: reload the seat");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

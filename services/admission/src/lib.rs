@@ -257,6 +257,8 @@ struct LocalStats {
     proofs: u64,
     reuses: u64,
     refusals: std::collections::BTreeMap<&'static str, u64>,
+    /// When the last proof succeeded (0: none yet).
+    last_proof_at_ms: i64,
 }
 
 struct Inner {
@@ -466,7 +468,11 @@ impl AdmissionService {
                 self.count_refusal(r.reason);
                 already_logged(r.error)
             })?;
-        lock(&self.inner.stats).proofs += 1;
+        {
+            let mut stats = lock(&self.inner.stats);
+            stats.proofs += 1;
+            stats.last_proof_at_ms = clankie_runtime::now_ms();
+        }
         let link = links
             .into_iter()
             .find(|l| l.link_id == proof.link_id)
@@ -503,6 +509,8 @@ impl AdmissionService {
                     .iter()
                     .map(|(k, v)| (k.to_string(), *v))
                     .collect(),
+                helper_queue_depth: u32::try_from(self.inner.helper.queued()).unwrap_or(u32::MAX),
+                last_proof_at_ms: stats.last_proof_at_ms,
             }),
         }
     }

@@ -86,6 +86,9 @@ pub(crate) fn hire_pb(h: &HireRec, owner_present: bool) -> mailbox_pb::HireRecor
         .wire(),
         readiness_reason: h.not_ready.clone(),
         hand_started: h.hand_started,
+        // The roster fills these from the seat's bridge observations.
+        bridge_present: false,
+        bridge_freshness: clankie_types::diagnostics::BridgeFreshness::Unknown.wire(),
     }
 }
 pub(crate) fn receipt_pb(m: &seats::PeerMessageRec, original: bool) -> mailbox_pb::PeerReceipt {

@@ -130,6 +130,15 @@ impl mailbox_pb::mailbox_server::Mailbox for MailboxService {
         MailboxService::roster(self, request).await.map_err(refuse)
     }
 
+    async fn seat_diagnostics(
+        &self,
+        request: Request<mailbox_pb::SeatDiagnosticsRequest>,
+    ) -> Result<Response<mailbox_pb::SeatDiagnosticsResponse>, Status> {
+        MailboxService::seat_diagnostics(self, request)
+            .await
+            .map_err(refuse)
+    }
+
     async fn report(
         &self,
         request: Request<mailbox_pb::ReportRequest>,

@@ -27,7 +27,7 @@ mod panes;
 mod rpc;
 pub mod state;
 
-pub use state::{codex_seats, report_fences, reviews, seats, store};
+pub use state::{bridges, codex_seats, report_fences, reviews, seats, store};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,8 +80,11 @@ struct Inner {
     queued: watch::Sender<u64>,
     /// `audit/peer-messages.jsonl`: one line per send (ids only, no text).
     audit_path: std::path::PathBuf,
-    /// When each seat last polled: a live delivery route.
-    polled: parking_lot::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// What each seat's bridge was seen doing: a live delivery route, and
+    /// the doctor's observations.
+    bridges: parking_lot::Mutex<bridges::Bridges>,
+    /// This process's kernel start, for a bridge's freshness (none: unknown).
+    started: Option<u64>,
     /// Bumped after every transcript append; long polls wait on it.
     appended: watch::Sender<u64>,
     admission: clients::AdmissionClient,
@@ -232,7 +235,8 @@ impl MailboxService {
                 patches_dir,
                 codex_seats: Mutex::new(codex_seats),
                 queued,
-                polled: parking_lot::Mutex::new(std::collections::HashMap::new()),
+                bridges: parking_lot::Mutex::new(bridges::Bridges::default()),
+                started: clankie_runtime::peer::own_start_time(),
                 audit_path: paths.audit_dir().join("peer-messages.jsonl"),
                 appended,
                 admission,

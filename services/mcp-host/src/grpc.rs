@@ -119,6 +119,18 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
             buckets: s.buckets,
             commits: s.commits,
             synced_writes: s.synced_writes,
+            stalled: s
+                .stalled
+                .into_iter()
+                .map(|r| mcphost_pb::StalledCall {
+                    owner: r.owner,
+                    receipt_id: r.receipt_id,
+                    name: r.name,
+                    settled: r.status == crate::receipts::Status::Settled,
+                    detail: r.detail.unwrap_or_default(),
+                    dispatched_at_ms: r.dispatched_at_ms,
+                })
+                .collect(),
         }))
     }
 

@@ -164,7 +164,15 @@ pub struct Stats {
     pub commits: u64,
     pub synced_writes: u64,
     pub problem: Option<String>,
+    /// Calls dispatched longer than [`STALLED_AFTER_MS`] without an answer,
+    /// or settled uncertain: newest first, at most [`MAX_STALLED`].
+    pub stalled: Vec<Record>,
 }
+
+/// A dispatched call older than this (the whole request budget) is stalled.
+pub const STALLED_AFTER_MS: i64 = 30_000;
+/// The most stalled calls a status names.
+pub const MAX_STALLED: usize = 64;
 
 /// What `begin` found.
 pub enum Begin {
@@ -376,17 +384,30 @@ impl ReceiptStore {
             problem: st.problem.clone(),
             ..Stats::default()
         };
+        let now = clankie_runtime::now_ms();
+        let mut stalled: Vec<&Record> = Vec::new();
         for r in st.buckets.values().flat_map(|b| b.records.iter()) {
             s.records += 1;
-            match (r.status, r.outcome) {
-                (Status::Dispatched, _) => s.pending += 1,
-                (_, Some(Outcome::Uncertain)) => s.uncertain += 1,
-                _ => {}
+            let stalled_now = match (r.status, r.outcome) {
+                (Status::Dispatched, _) => {
+                    s.pending += 1;
+                    now - r.dispatched_at_ms > STALLED_AFTER_MS
+                }
+                (_, Some(Outcome::Uncertain)) => {
+                    s.uncertain += 1;
+                    true
+                }
+                _ => false,
+            };
+            if stalled_now {
+                stalled.push(r);
             }
             if r.trimmed {
                 s.trimmed += 1;
             }
         }
+        stalled.sort_by_key(|r| std::cmp::Reverse(r.seq));
+        s.stalled = stalled.into_iter().take(MAX_STALLED).cloned().collect();
         s
     }
 }

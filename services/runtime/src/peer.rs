@@ -172,6 +172,20 @@ fn stat(pid: i32) -> Option<(i32, u64)> {
     Some((fields.get(1)?.parse().ok()?, fields.get(19)?.parse().ok()?))
 }
 
+/// This process's start time, in the census's unit (clock ticks since boot
+/// on Linux), so a service can tell a process that started before it. None
+/// where the fact is missing: unknown, never guessed.
+pub fn own_start_time() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        stat(i32::try_from(std::process::id()).ok()?).map(|(_, start)| start)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// The cgroup v2 path (`0::/path`) from a `/proc/PID/cgroup` text.
 fn unified_cgroup(text: &str) -> Option<String> {
     text.lines()

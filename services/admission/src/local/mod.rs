@@ -455,6 +455,7 @@ pub async fn observe_seat(
             .unwrap_or_default(),
         launcher: launcher.as_ref().map(|l| pb_identity(&identity(l))),
         owner_parent: proof.lineage.get(1).map(pb_identity),
+        owner: proof.lineage.first().map(pb_identity),
     })
 }
 

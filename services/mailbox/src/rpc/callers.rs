@@ -26,6 +26,9 @@ pub(crate) struct Observed {
     pub agent_argv: Vec<String>,
     /// The connection owner's parent (a Codex bridge's app-server).
     pub owner_parent: Option<codex_seats::Proc>,
+    /// The connection owner itself: the bridge (or the harness polling for
+    /// itself), a seat's observation cohort.
+    pub owner: Option<codex_seats::Proc>,
 }
 
 fn proc_of(p: &admission_pb::ProcessIdentity) -> codex_seats::Proc {
@@ -139,6 +142,7 @@ impl MailboxService {
             )));
         }
         let owner_parent = seat.owner_parent.as_ref().map(proc_of);
+        let owner = seat.owner.as_ref().map(proc_of);
         self.hold_codex_registration(&seat, owner_parent).await?;
         let agent_argv = seat.agent_argv.clone();
         let settings = seat.settings.unwrap_or_default();
@@ -168,6 +172,7 @@ impl MailboxService {
             owner_is_harness,
             agent_argv,
             owner_parent,
+            owner,
         })
     }
 

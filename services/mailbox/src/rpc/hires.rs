@@ -426,12 +426,32 @@ impl MailboxService {
         // pane listing per linked server.
         let live = self.live_panes().await;
         self.observe(&live).await?;
+        // Each open hire's current seat, for its bridge's presence and
+        // freshness.
+        let seats: std::collections::HashMap<(String, String), String> = {
+            let book = self.inner.book.lock().await;
+            book.seats
+                .iter()
+                .filter(|s| !s.gone)
+                .map(|s| ((s.link_id.clone(), s.pane_id.clone()), s.seat_id.clone()))
+                .collect()
+        };
         let store = self.inner.store.lock().await;
         let hires = store
             .state
             .hires
             .iter()
-            .map(|h| hire_pb(h, present(&store.state, &h.conversation_id)))
+            .map(|h| {
+                let mut pb = hire_pb(h, present(&store.state, &h.conversation_id));
+                let seat = seats.get(&(h.link_id.clone(), h.pane_id.clone()));
+                let (bridge_present, freshness) = match seat {
+                    Some(seat) if h.is_open() => self.bridge_view(seat),
+                    _ => (false, clankie_types::diagnostics::BridgeFreshness::Unknown),
+                };
+                pb.bridge_present = bridge_present;
+                pb.bridge_freshness = freshness.wire();
+                pb
+            })
             .collect();
         Ok(Response::new(mailbox_pb::RosterResponse { hires }))
     }

@@ -3,6 +3,7 @@
 
 pub(crate) mod callers;
 pub(crate) mod conversations;
+pub(crate) mod diagnostics;
 pub(crate) mod harvests;
 pub(crate) mod hires;
 pub(crate) mod inbound;

@@ -40,24 +40,53 @@ pub(crate) fn judge(
     if tools.is_empty() {
         return Ok(());
     }
-    let has = |name: &str| tools.iter().any(|t| t == name);
-    let connected = settings.tools == FleetTools::Connected as i32;
-    let served = |family: Family| {
-        FleetTool::ALL
-            .into_iter()
-            .filter(|t| t.family() == family)
-            .map(|t| has(t.name()))
-            .collect::<Vec<_>>()
-    };
-    let meta = served(Family::Meta);
-    let peers = served(Family::Peers);
-    if meta != [connected; 2]
-        || served(Family::Report) != [true]
-        || peers != [settings.peer_messages; 2]
-    {
+    // Readiness judges the families every seat's bridge decides alike; the
+    // review and lead tools depend on the project and hire, not the bridge.
+    let judged = [Family::Meta, Family::Report, Family::Peers];
+    let mismatch = FleetTool::ALL
+        .into_iter()
+        .filter(|t| judged.contains(&t.family()))
+        .any(|t| tools.iter().any(|n| n == t.name()) != serves(t.family(), settings, Extra::NONE));
+    if mismatch {
         return Err("bridge_tools_mismatch");
     }
     Ok(())
+}
+
+/// The seat-dependent families a seat is served beyond the settings.
+#[derive(Clone, Copy)]
+pub(crate) struct Extra {
+    /// Its project names a standing reviewer.
+    pub reviews: bool,
+    /// It holds a lead hire.
+    pub lead: bool,
+}
+
+impl Extra {
+    const NONE: Extra = Extra {
+        reviews: false,
+        lead: false,
+    };
+}
+
+/// Whether a seat is served a family's tools under these settings.
+fn serves(family: Family, settings: &admission_pb::FleetSettings, extra: Extra) -> bool {
+    match family {
+        Family::Meta => settings.tools == FleetTools::Connected as i32,
+        Family::Report => true,
+        Family::Peers => settings.peer_messages,
+        Family::Review => extra.reviews,
+        Family::Lead => extra.lead,
+    }
+}
+
+/// The fleet tools a seat's bridge is served now, by name.
+pub(crate) fn served(settings: &admission_pb::FleetSettings, extra: Extra) -> Vec<&'static str> {
+    FleetTool::ALL
+        .into_iter()
+        .filter(|t| serves(t.family(), settings, extra))
+        .map(FleetTool::name)
+        .collect()
 }
 
 impl MailboxService {

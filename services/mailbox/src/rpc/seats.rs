@@ -14,6 +14,7 @@ use clankie_runtime::{ClankieError, ErrorCode};
 use serde_json::json;
 use tonic::{Request, Response};
 
+use crate::codex_seats::Proc;
 use crate::convert::*;
 use crate::rpc::conversations::*;
 use crate::seats;
@@ -78,17 +79,17 @@ impl MailboxService {
 
     pub(crate) fn reachable(&self, seat_id: &str) -> bool {
         self.inner
-            .polled
+            .bridges
             .lock()
-            .get(seat_id)
-            .is_some_and(|t| t.elapsed() < ROUTE_FRESH)
+            .reachable(seat_id, ROUTE_FRESH, std::time::Instant::now())
     }
 
-    pub(crate) fn note_poll(&self, seat_id: &str) {
+    /// Notes a seat's poll by its bridge process, with the tools it offers.
+    pub(crate) fn note_poll(&self, seat_id: &str, owner: Option<Proc>, tools: &[String]) {
         self.inner
-            .polled
+            .bridges
             .lock()
-            .insert(seat_id.to_string(), std::time::Instant::now());
+            .note(seat_id, owner, tools, std::time::Instant::now(), now_ms());
     }
 
     /// Live panes per linked pane host, and when the listing began (hosts
@@ -256,9 +257,10 @@ impl MailboxService {
         let deadline = tokio::time::Instant::now() + wait;
         // A hire's deliveries wait until its seat is ready.
         let ready = self.ready(&observed, &req.tools).await?;
+        let owner = observed.owner;
         let seat = observed.seat;
         if !ready {
-            self.note_poll(&seat.seat_id);
+            self.note_poll(&seat.seat_id, owner, &req.tools);
             tokio::time::sleep_until(deadline).await;
             return Ok(Response::new(mailbox_pb::SeatPollResponse {
                 seat_id: seat.seat_id,
@@ -267,7 +269,7 @@ impl MailboxService {
         }
         let mut changes = self.inner.queued.subscribe();
         loop {
-            self.note_poll(&seat.seat_id);
+            self.note_poll(&seat.seat_id, owner, &req.tools);
             let pending = self.inner.book.lock().await.pending(&seat);
             if !pending.is_empty() || tokio::time::Instant::now() >= deadline {
                 return Ok(Response::new(mailbox_pb::SeatPollResponse {

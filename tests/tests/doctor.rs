@@ -1,0 +1,178 @@
+//! `clankie doctor` and the roster as diagnostics (seed 003, "Native
+//! discovery and diagnostics"), on a real stack with real bridges in real
+//! tmux panes: project eligibility apart from tools, native tools verified
+//! from what the current bridge process reported, a late report from an
+//! older process that cannot overwrite it, bridge presence apart from
+//! freshness (`older-than-runtime` after the service restarts), stalled
+//! calls with their real reason, and an upstream that cannot start.
+
+use std::time::Duration;
+
+use clankie_tests::seat::Seat;
+use clankie_tests::{Stack, eventually};
+use serde_json::{Value, json};
+
+fn json_of(out: &[u8]) -> Value {
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+/// `clankie doctor --json`, whatever its verdict.
+fn doctor(stack: &Stack) -> Value {
+    json_of(&stack.clankie(&["doctor", "--json"]).stdout)
+}
+
+fn seat_in<'a>(doctor: &'a Value, pane: &str) -> Option<&'a Value> {
+    doctor["seats"]
+        .as_array()?
+        .iter()
+        .find(|s| s["paneId"] == pane)
+}
+
+fn pane_of(seat: &Seat) -> String {
+    seat.ready["paneId"]
+        .as_str()
+        .or_else(|| seat.hire["paneId"].as_str())
+        .unwrap_or_else(|| panic!("no pane: {} {}", seat.ready, seat.hire))
+        .to_string()
+}
+
+/// Waits until doctor shows the seat in `pane` satisfying `ok`.
+async fn wait_seat(stack: &Stack, pane: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    let seen = eventually(Duration::from_secs(60), async || {
+        last = doctor(stack);
+        seat_in(&last, pane).filter(|s| ok(s)).cloned()
+    })
+    .await;
+    seen.unwrap_or_else(|| panic!("{what}: {last}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_tells_each_seats_eligibility_tools_bridge_and_stalled_calls_apart() {
+    let stack = Stack::start().await.expect("stack");
+    let tmux = stack.link_tmux("work");
+    let _ws = stack.add_project("alpha", &[]);
+    let conv = stack.add_lead("Lead");
+    let edge_log = stack.state.path().join("edge.log");
+    stack.connect_edge("edge", &edge_log, &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let worker = Seat::hire(&stack, dir.path(), "w", &conv).await;
+    let hand = Seat::by_hand(&stack, &tmux, dir.path(), "hand").await;
+    let (worker_pane, hand_pane) = (pane_of(&worker), pane_of(&hand));
+
+    // Both bridges reported what they serve: verified, present, current.
+    let verified = |s: &Value| {
+        s["nativeTools"] == "verified"
+            && s["bridge"]["present"] == true
+            && s["bridge"]["freshness"] == "current"
+    };
+    let w = wait_seat(&stack, &worker_pane, "the worker verified", verified).await;
+    assert_eq!(w["eligibility"]["state"], "project", "{w}");
+    assert_eq!(w["projectId"], worker.hire["projectId"], "{w}");
+    assert_eq!(w["workerTools"]["missing"], json!([]), "{w}");
+    assert_eq!(
+        w["workerTools"]["served"], w["workerTools"]["reported"],
+        "{w}"
+    );
+    assert!(
+        w["workerTools"]["served"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t == "message_clankie")),
+        "{w}"
+    );
+    // No project proof is no project eligibility, and never fewer tools.
+    let h = wait_seat(&stack, &hand_pane, "the hand seat verified", verified).await;
+    assert_eq!(h["eligibility"]["state"], "unproven", "{h}");
+    assert_eq!(h["eligibility"]["deniesFleetTools"], false, "{h}");
+    assert_eq!(h["hireId"], Value::Null, "{h}");
+
+    // A late report from an older process in the pane (the harness, which
+    // started its bridge) naming other tools never overwrites the bridge's
+    // cohort.
+    let late = worker
+        .run(json!({ "http": ["GET", "/v1/fleet/seats/{pane}/mailbox?wait=0&tools=message_clankie", null] }))
+        .await;
+    assert_eq!(late["status"], 200, "{late}");
+    let after = doctor(&stack);
+    let w = seat_in(&after, &worker_pane).expect("worker seat");
+    assert_eq!(w["nativeTools"], "verified", "{after}");
+    assert_eq!(w["bridge"]["cohorts"], 1, "{after}");
+    assert_eq!(w["workerTools"]["missing"], json!([]), "{after}");
+
+    // Proofs and the helper's queue are reported.
+    let proofs = &after["localProofs"];
+    assert_eq!(proofs["known"], true, "{after}");
+    assert!(proofs["helperQueueDepth"].is_u64(), "{after}");
+    assert!(proofs["msSinceLastGoodProof"].is_i64(), "{after}");
+    assert_eq!(after["healthy"], true, "{after}");
+
+    // A call whose upstream dies after dispatch is a stalled call of that
+    // seat, with its real reason.
+    let n = worker.send(json!({ "tool": "clankie_call", "args": {
+        "name": "edge_hang", "receiptId": "stall-000001", "arguments": { "tag": "stall" } } }));
+    eventually(Duration::from_secs(60), async || {
+        std::fs::read_to_string(&edge_log)
+            .ok()?
+            .contains("stall")
+            .then_some(())
+    })
+    .await
+    .expect("the hanging call reached its upstream");
+    let host = stack.service_pid("mcp-host").expect("mcp-host");
+    for pid in Stack::children_matching(host, "edge_server") {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let answer = worker.result(n).await;
+    assert!(answer.to_string().contains("uncertain"), "{answer}");
+    let w = wait_seat(&stack, &worker_pane, "a stalled call", |s| {
+        s["workerTools"]["stalledCalls"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+    })
+    .await;
+    let stalled = &w["workerTools"]["stalledCalls"][0];
+    assert_eq!(stalled["state"], "uncertain", "{w}");
+    assert!(
+        stalled["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("after dispatch")),
+        "{w}"
+    );
+    let h = seat_in(&doctor(&stack), &hand_pane).cloned().expect("hand");
+    assert_eq!(h["workerTools"]["stalledCalls"], json!([]), "{h}");
+
+    // Restarted, the mailbox sees the same bridges come back: present, and
+    // older than the running service (a reload hint), in doctor and roster.
+    stack.kill_restarted("mailbox").await;
+    wait_seat(&stack, &worker_pane, "older-than-runtime", |s| {
+        s["bridge"]["present"] == true && s["bridge"]["freshness"] == "older-than-runtime"
+    })
+    .await;
+    let roster: Value = json_of(stack.clankie_ok(&["roster", "--json"]).as_bytes());
+    let row = roster["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["paneId"] == worker_pane.as_str()))
+        .cloned()
+        .unwrap_or_else(|| panic!("{roster}"));
+    assert_eq!(row["bridge"]["freshness"], "older-than-runtime", "{row}");
+
+    // An upstream that cannot stay up is not healthy, with its last error.
+    stack.connect_edge("crashy", &edge_log, &[("EDGE_EXIT_AFTER_MS", "300")]);
+    let mut last = Value::Null;
+    eventually(Duration::from_secs(60), async || {
+        last = doctor(&stack);
+        last["accounts"].as_array()?.iter().find(|a| {
+            a["name"] == "crashy"
+                && a["state"] == "unavailable"
+                && a["lastError"].as_str().is_some_and(|e| !e.is_empty())
+        })?;
+        Some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("crashy never read unavailable: {last}"));
+    assert_eq!(last["healthy"], false, "{last}");
+}
