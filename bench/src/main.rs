@@ -198,6 +198,7 @@ fn record(id: String) -> Record {
         dispatched_at_ms: 0,
         settled_at_ms: None,
         trimmed: false,
+        journal: String::new(),
     }
 }
 

@@ -22,3 +22,4 @@ pub mod tracker;
 pub mod transcript;
 pub mod up;
 pub mod work;
+pub mod work_item;

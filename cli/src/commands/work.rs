@@ -1,4 +1,5 @@
-//! `clankie work`: the fleet's work: open hires and tracker budgets.
+//! `clankie work`: the fleet's work: open hires and tracker budgets, and
+//! the owner's work-item gestures ([`super::work_item`]).
 
 use std::process::ExitCode;
 
@@ -19,11 +20,23 @@ pub enum WorkCommand {
         #[arg(long)]
         json: bool,
     },
+    /// One work-item gesture on the repository's recorded tracker: assign
+    /// work metadata, add or remove a role label, or append a blocker.
+    /// Prints a requestId to keep.
+    Write(super::work_item::WriteArgs),
+    /// A work-item write's recorded result, by its requestId (never writes).
+    Receipt { request_id: String },
 }
 
 /// `clankie work status`.
 pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<ExitCode> {
-    let WorkCommand::Status { json } = command;
+    let json = match command {
+        WorkCommand::Status { json } => json,
+        WorkCommand::Write(args) => return super::work_item::write(paths, args).await,
+        WorkCommand::Receipt { request_id } => {
+            return super::work_item::receipt(paths, request_id).await;
+        }
+    };
     let mut mailbox = clients::mailbox(&paths)?;
     let roster = mailbox
         .roster(mailbox_pb::RosterRequest {})

@@ -134,6 +134,35 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         }))
     }
 
+    async fn work_item_write(
+        &self,
+        request: Request<mcphost_pb::WorkItemWriteRequest>,
+    ) -> Result<Response<mcphost_pb::WorkItemWriteResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let answer = McpHost::work_item_write(self, request.into_inner())
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(answer))
+    }
+
+    async fn work_item_receipt(
+        &self,
+        request: Request<mcphost_pb::WorkItemReceiptRequest>,
+    ) -> Result<Response<mcphost_pb::WorkItemWriteResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let id = request.into_inner().request_id;
+        let answer = McpHost::work_item_receipt(self, &id)
+            .await
+            .map_err(refuse)?;
+        Ok(Response::new(answer))
+    }
+
     async fn catalog(
         &self,
         request: Request<mcphost_pb::CatalogRequest>,

@@ -22,6 +22,7 @@ pub mod receipts;
 pub mod relay;
 pub mod tracker;
 mod verify;
+mod work_items;
 
 use crate::accounts::Registry;
 use crate::catalog::Catalog;
@@ -306,7 +307,7 @@ impl McpHost {
         who: &Requester,
         principal: &Principal,
         name: &str,
-        args_sha: &str,
+        ask: &crate::call::Ask,
     ) -> Result<mcphost_pb::CallResult, ClankieError> {
         // Another caller's id is taken, and that is all it learns.
         if existing.fleet != principal.fleet_id
@@ -314,7 +315,12 @@ impl McpHost {
         {
             return Err(ErrorCode::ReceiptConflict.err("this receipt id is taken; choose a new id"));
         }
-        if existing.name != name || existing.arguments_sha256 != args_sha {
+        if existing.journal != ask.journal {
+            return Err(ErrorCode::ReceiptConflict.err(
+                "this request id was written for another item, gesture, tracker or account scope; read it with `clankie work receipt` or choose a new id",
+            ));
+        }
+        if existing.name != name || existing.arguments_sha256 != ask.args_sha {
             return Err(ErrorCode::ReceiptConflict.err(
                 "this receipt id belongs to a different call; reconcile it with clankie_call({receiptId}) or choose a new id",
             ));

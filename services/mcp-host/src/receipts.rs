@@ -83,6 +83,12 @@ pub struct Record {
     pub settled_at_ms: Option<i64>,
     #[serde(default)]
     pub trimmed: bool,
+    /// A work-item write's journal key: the owner's gesture, its source
+    /// item, the saved tracker and the account scope, hashed. A repeated
+    /// request id returns the original only under the same key. Empty for
+    /// every other call.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub journal: String,
 }
 
 impl Record {
@@ -714,6 +720,7 @@ mod tests {
             dispatched_at_ms: 1,
             settled_at_ms: None,
             trimmed: false,
+            journal: String::new(),
         }
     }
 

@@ -20,6 +20,8 @@ pub enum ReceiptKind {
     Report,
     /// A peer message (`message_peer`).
     Peer,
+    /// An owner's work-item write (`clankie work write`).
+    Work,
 }
 
 impl ReceiptKind {
@@ -29,6 +31,7 @@ impl ReceiptKind {
             ReceiptKind::Call => "rcpt_",
             ReceiptKind::Report => "rpt_",
             ReceiptKind::Peer => "peer_",
+            ReceiptKind::Work => "work_",
         }
     }
 }

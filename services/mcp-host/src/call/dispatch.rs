@@ -57,6 +57,7 @@ impl McpHost {
             dispatched_at_ms: now_ms(),
             settled_at_ms: None,
             trimmed: false,
+            journal: ask.journal.clone(),
         }
     }
 

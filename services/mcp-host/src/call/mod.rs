@@ -27,6 +27,8 @@ pub(crate) struct Ask {
     pub args: Value,
     pub receipt_id: String,
     pub args_sha: String,
+    /// A work-item write's journal key (empty for every other call).
+    pub journal: String,
 }
 
 impl Ask {
@@ -50,6 +52,7 @@ impl Ask {
             args,
             receipt_id,
             args_sha,
+            journal: String::new(),
         })
     }
 }
@@ -103,21 +106,31 @@ impl McpHost {
         caller_gone: Option<tokio_util::sync::CancellationToken>,
         listen: crate::relay::Listen,
     ) -> Result<mcphost_pb::CallResult, ClankieError> {
+        self.call_journaled(who, req, String::new(), budget, caller_gone, listen)
+            .await
+    }
+
+    /// [`Self::call_as`] with a work-item write's journal key recorded on
+    /// its receipt (and required of any repeat).
+    pub(crate) async fn call_journaled(
+        &self,
+        who: &Requester,
+        req: mcphost_pb::CallToolRequest,
+        journal: String,
+        budget: Duration,
+        caller_gone: Option<tokio_util::sync::CancellationToken>,
+        listen: crate::relay::Listen,
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         let started = Instant::now();
         // What stops the call is taken before its first await, so a revoke
         // or a cancel at any point of the setup is seen at the boundary.
         let stops = self.stops(who, caller_gone);
-        let ask = Ask::parse(&req)?;
+        let mut ask = Ask::parse(&req)?;
+        ask.journal = journal;
         // 1. A repeated receipt id reads its original and never dispatches.
         if let Some(existing) = self.inner.receipts.get(&ask.receipt_id) {
             let principal = self.principal(who, false).await?;
-            return self.replay(
-                existing,
-                who,
-                &principal,
-                &qualified(who, &req.name),
-                &ask.args_sha,
-            );
+            return self.replay(existing, who, &principal, &qualified(who, &req.name), &ask);
         }
         self.inner.receipts.health()?;
         // 2. The name resolves to one entry; a tracker call gets its plan.
@@ -136,13 +149,7 @@ impl McpHost {
         // 7. The durable receipt (or the original, when the id raced).
         let record = self.record(who, &principal, &entry, &ask, req.background);
         if let Begin::Existing(existing) = self.begin(&record, counted).await? {
-            return self.replay(
-                *existing,
-                who,
-                &principal,
-                &qualified(who, &req.name),
-                &ask.args_sha,
-            );
+            return self.replay(*existing, who, &principal, &qualified(who, &req.name), &ask);
         }
         // 8. Dispatch in a task of its own, and answer with its outcome, or
         // uncertain once the budget is spent.
