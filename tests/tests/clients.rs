@@ -477,3 +477,65 @@ async fn a_channel_less_bridge_hears_a_catalog_change_after_the_gateway_restarts
     .await;
     assert!(changed.is_some(), "{:?}", listings());
 }
+
+/// Initial discovery abandons a listing that stalls and tries again within
+/// its 20 s window, then fails with the real reason: a gateway that accepts
+/// and never answers `tools/list` is asked more than once, and the bridge
+/// says it stalled (one stalled request is never allowed to spend the whole
+/// request budget past the window).
+#[tokio::test(flavor = "multi_thread")]
+async fn initial_discovery_abandons_a_stalled_listing_and_retries_within_its_window() {
+    let dir = tempfile::tempdir().expect("dir");
+    let socket = dir.path().join("gateway.sock");
+    let attempts = dir.path().join("attempts.log");
+    let mut gateway = Command::new(python())
+        .arg(repo_root().join("tests/peers/stalling_gateway.py"))
+        .arg(&socket)
+        .arg(&attempts)
+        .spawn()
+        .expect("stalling gateway");
+    clankie_tests::eventually(Duration::from_secs(20), async || {
+        socket.exists().then_some(())
+    })
+    .await
+    .expect("the stalling gateway listens");
+    let log = dir.path().join("bridge.log");
+    let mut bridge = Command::new(bin_dir().join("clankie"))
+        .args(["mcp", "--fleet"])
+        .env("CLANKIE_MCP_SOCKET", &socket)
+        .env("CLANKIE_STATE", dir.path().join("state"))
+        .env_remove("TMUX_PANE")
+        .env_remove("HERDR_PANE_ID")
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("bridge");
+    let failed = clankie_tests::eventually(Duration::from_secs(90), async || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        text.lines()
+            .find(|l| l.contains("initial fleet discovery failed"))
+            .map(str::to_string)
+    })
+    .await;
+    for child in [&mut bridge, &mut gateway] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let failed = failed.unwrap_or_else(|| {
+        panic!(
+            "discovery never ended: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        )
+    });
+    assert!(failed.contains("stalled"), "{failed}");
+    let asked = std::fs::read_to_string(&attempts)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(
+        asked >= 2,
+        "a stalled listing was never tried again ({asked})"
+    );
+}

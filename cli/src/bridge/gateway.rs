@@ -3,7 +3,7 @@
 //! (`Http`) for the seat channel and review submissions.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clankie_runtime::ErrorCode;
 use clankie_types::fleet::catalog::CatalogSettings;
@@ -38,6 +38,10 @@ async fn list_with_settings(
 
 /// How long initial discovery keeps trying.
 pub(crate) const DISCOVERY_WINDOW: Duration = Duration::from_secs(20);
+
+/// The longest one discovery attempt may stall before it is abandoned and
+/// tried again (never past the window).
+pub(crate) const DISCOVERY_ATTEMPT: Duration = Duration::from_secs(5);
 
 /// The total budget of one forwarded request.
 pub(crate) const REQUEST_BUDGET: Duration = Duration::from_secs(30);
@@ -158,6 +162,42 @@ impl Gateway {
             tracing::debug!(error = %e, "log level not set on the new session");
         }
         Ok(peer)
+    }
+
+    /// Initial discovery: lists with backoff for up to [`DISCOVERY_WINDOW`].
+    /// An attempt that stalls (a gateway that accepts and never answers) is
+    /// abandoned after [`DISCOVERY_ATTEMPT`], or at the window's end, and
+    /// counts as a failure like any other. A refusal other than admission
+    /// being unavailable ends it early. The last real reason is kept.
+    pub(crate) async fn discover(&self) {
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            let left = DISCOVERY_WINDOW.saturating_sub(started.elapsed());
+            let attempt = match tokio::time::timeout(left.min(DISCOVERY_ATTEMPT), self.refresh())
+                .await
+            {
+                Ok(result) => result,
+                Err(_) => {
+                    // The stalled request is abandoned with its connection.
+                    self.drop_connection().await;
+                    Err(format!(
+                        "discovery stalled: the gateway accepted but did not answer within {} s",
+                        left.min(DISCOVERY_ATTEMPT).as_secs()
+                    ))
+                }
+            };
+            let Err(e) = attempt else { return };
+            *self.last_error.write().await = e.clone();
+            if started.elapsed() + backoff >= DISCOVERY_WINDOW
+                || super::pre_forward(&e).is_some_and(|c| c != ErrorCode::FleetAdmissionUnavailable)
+            {
+                tracing::warn!(error = %e, "initial fleet discovery failed");
+                return;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
     }
 
     pub(crate) async fn drop_connection(&self) {

@@ -1,8 +1,9 @@
 //! `clankie mcp --fleet`: the stdio MCP server a worker pane registers in its
 //! harness. It proxies `tools/list` and `tools/call` to the gateway.
 //!
-//! - Discovery retries with backoff for up to 20 s while a pane settles; the
-//!   last verified catalog is kept through temporary failures.
+//! - Discovery retries with backoff for up to 20 s while a pane settles,
+//!   abandoning and retrying an attempt that stalls; the last verified
+//!   catalog is kept through temporary failures.
 //! - Every `clankie_call` dispatch gets its receipt id here, before it is
 //!   forwarded, so a lost reply can be reconciled by that id.
 //! - Only a refusal that says nothing was forwarded (`retryable`: admission
@@ -19,7 +20,7 @@
 use clankie_types::fleet::{FleetTool, Outcome, ReceiptId, ReceiptKind, meta};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clankie_runtime::ErrorCode;
@@ -519,25 +520,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         echo: Default::default(),
         quiet: std::sync::atomic::AtomicBool::new(false),
     });
-    // Initial discovery, with backoff, for up to 20 s.
-    let started = Instant::now();
-    let mut backoff = Duration::from_millis(200);
-    loop {
-        match up.refresh().await {
-            Ok(_) => break,
-            Err(e) => {
-                *up.last_error.write().await = e.clone();
-                if started.elapsed() + backoff > DISCOVERY_WINDOW
-                    || pre_forward(&e).is_some_and(|c| c != ErrorCode::FleetAdmissionUnavailable)
-                {
-                    tracing::warn!(error = %e, "initial fleet discovery failed");
-                    break;
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-            }
-        }
-    }
+    up.discover().await;
     // Relist on every upstream change; tell the harness only on a real change.
     {
         let up = up.clone();
