@@ -135,7 +135,7 @@ enum Command {
     },
     /// A conversation's transcript after a sequence number.
     Transcript {
-        #[arg(default_value = "global")]
+        #[arg(default_value = clankie_types::leads::HEAD)]
         conversation: String,
         #[arg(long, default_value_t = 0)]
         after: u64,

@@ -4,7 +4,10 @@ HTTP request a bridge's initial discovery must abandon and retry.
 It speaks just enough streamable HTTP on a Unix socket for a client to
 initialize (a JSON answer with a session id, 202 for notifications, 405 for
 the optional GET stream); every `tools/list` is held open forever, and its
-arrival is appended to LOG, one line per attempt.
+arrival is appended to LOG as a `list` line. Every other request appends
+`METHOD PATH` and is answered 404 (a seat route, say).
+
+With STALL_LISTS=0 a listing is answered at once with no tools instead.
 
 usage: python stalling_gateway.py SOCKET LOG
 """
@@ -14,9 +17,16 @@ import socketserver
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler
+from urllib.parse import urlsplit
 
 SOCKET, LOG = sys.argv[1], sys.argv[2]
 FOREVER = threading.Event()
+STALL = os.environ.get("STALL_LISTS", "1") != "0"
+
+
+def note(line: str) -> None:
+    with open(LOG, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -39,14 +49,27 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def is_mcp(self) -> bool:
+        # A client on a Unix socket may send the absolute URI.
+        return urlsplit(self.path).path.startswith("/mcp")
+
     def do_GET(self) -> None:
-        self.reply(405)
+        if self.is_mcp():
+            self.reply(405)
+        else:
+            note(f"GET {self.path}")
+            self.reply(404, {"error": {"code": "not_found"}})
 
     def do_DELETE(self) -> None:
         self.reply(200)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
+        if not self.is_mcp():
+            self.rfile.read(length)
+            note(f"POST {self.path}")
+            self.reply(404, {"error": {"code": "not_found"}})
+            return
         msg = json.loads(self.rfile.read(length) or b"{}")
         method = msg.get("method")
         if "id" not in msg:
@@ -60,9 +83,10 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result},
                        {"Mcp-Session-Id": "stalled"})
         elif method == "tools/list":
-            with open(LOG, "a", encoding="utf-8") as f:
-                f.write("list\n")
-            FOREVER.wait()
+            note("list")
+            if STALL:
+                FOREVER.wait()
+            self.reply(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}})
         else:
             self.reply(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {}})
 

@@ -212,7 +212,7 @@ async fn auto_projects_wake_their_leads_on_a_cadence_the_switch_stops() {
         "{b:?}"
     );
     assert!(
-        wakes(&stack, "global").is_empty(),
+        wakes(&stack, "global-default").is_empty(),
         "owned projects never reach the head"
     );
 
@@ -415,7 +415,7 @@ async fn a_corrupt_cadence_stops_auto_checks_with_a_diagnostic() {
     add_project(&stack, "alpha", ws.path());
     set(&stack, "alpha", &["--auto", "on"]);
     stack.clankie_ok(&["auto", "on"]);
-    wait_wakes(&stack, "global", 1, Duration::from_secs(10)).await;
+    wait_wakes(&stack, "global-default", 1, Duration::from_secs(10)).await;
     let path = stack.state.path().join("auto-rounds/cadence.json");
     let pid = auto_pid(&stack);
     // Stopped first: a running scheduler may rename its own cadence over
@@ -443,7 +443,7 @@ async fn a_corrupt_cadence_stops_auto_checks_with_a_diagnostic() {
         "a clear diagnostic: {s}"
     );
     assert_eq!(journal(&stack).len(), rounds, "no Auto checks");
-    assert_eq!(wakes(&stack, "global").len(), 1);
+    assert_eq!(wakes(&stack, "global-default").len(), 1);
     assert_eq!(
         std::fs::read(&path).expect("kept"),
         b"{\"version\": 1, \"nextDead",
@@ -453,7 +453,7 @@ async fn a_corrupt_cadence_stops_auto_checks_with_a_diagnostic() {
     assert!(String::from_utf8_lossy(&refused.stdout).contains("no Auto checks"));
     // Removing the file lets the scheduler start over from the journal.
     std::fs::remove_file(&path).expect("rm");
-    wait_wakes(&stack, "global", 2, Duration::from_secs(10)).await;
+    wait_wakes(&stack, "global-default", 2, Duration::from_secs(10)).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -497,7 +497,7 @@ async fn rounds_and_hires_follow_explicit_ownership_and_staffing_asks_full_auton
     let w = wait_wakes(&stack, &c_work, 1, Duration::from_secs(10)).await;
     let r = wait_wakes(&stack, &c_res, 1, Duration::from_secs(10)).await;
     let g = wait_wakes(&stack, &c_gamma, 1, Duration::from_secs(10)).await;
-    let h = wait_wakes(&stack, "global", 1, Duration::from_secs(10)).await;
+    let h = wait_wakes(&stack, "global-default", 1, Duration::from_secs(10)).await;
     assert!(
         w[0].1.contains("- work") && !w[0].1.contains("research"),
         "{w:?}"

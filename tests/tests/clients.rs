@@ -533,9 +533,83 @@ async fn initial_discovery_abandons_a_stalled_listing_and_retries_within_its_win
     let asked = std::fs::read_to_string(&attempts)
         .unwrap_or_default()
         .lines()
+        .filter(|l| *l == "list")
         .count();
     assert!(
         asked >= 2,
         "a stalled listing was never tried again ({asked})"
+    );
+}
+
+/// A Herdr worker whose pane Herdr answers `pane_not_found` for (a spare
+/// that inherited an obsolete pane id) stays unclaimed: its bridge opens no
+/// seat channel. One whose Herdr cannot be reached is unknown, not absent:
+/// its channel runs and the service's proof decides.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_herdr_says_has_no_pane_stays_unclaimed_and_an_unreachable_herdr_is_unknown() {
+    let dir = tempfile::tempdir().expect("dir");
+    let socket = dir.path().join("gateway.sock");
+    let requests = dir.path().join("requests.log");
+    let mut gateway = Command::new(python())
+        .arg(repo_root().join("tests/peers/stalling_gateway.py"))
+        .arg(&socket)
+        .arg(&requests)
+        .env("STALL_LISTS", "0")
+        .spawn()
+        .expect("gateway stand-in");
+    clankie_tests::eventually(Duration::from_secs(20), async || {
+        socket.exists().then_some(())
+    })
+    .await
+    .expect("the stand-in listens");
+    let herdr = clankie_tests::HerdrFixture::start("{}", None).await;
+    let spare_log = dir.path().join("spare.log");
+    let bridge = |pane: &str, herdr_socket: &std::path::Path, log: std::process::Stdio| {
+        Command::new(bin_dir().join("clankie"))
+            .args(["mcp", "--fleet"])
+            .env("CLANKIE_MCP_SOCKET", &socket)
+            .env("CLANKIE_STATE", dir.path().join("state"))
+            .env_remove("TMUX_PANE")
+            .env("HERDR_PANE_ID", pane)
+            .env("HERDR_SOCKET_PATH", herdr_socket)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("bridge")
+    };
+    let log = std::fs::File::create(&spare_log).expect("log");
+    let mut spare = bridge("ghost-91", &herdr.socket, log.into());
+    let no_herdr = dir.path().join("no-herdr.sock");
+    let mut unknown = bridge("ghost-92", &no_herdr, std::process::Stdio::null());
+    let polled = clankie_tests::eventually(Duration::from_secs(60), async || {
+        let text = std::fs::read_to_string(&requests).ok()?;
+        text.contains("/v1/fleet/seats/ghost-92/").then_some(text)
+    })
+    .await;
+    // The spare decided (it says so once, after discovery, where a claimed
+    // seat's channel would start).
+    let decided = clankie_tests::eventually(Duration::from_secs(60), async || {
+        let text = std::fs::read_to_string(&spare_log).ok()?;
+        text.contains("stays unclaimed").then_some(())
+    })
+    .await;
+    let seen = std::fs::read_to_string(&requests).unwrap_or_default();
+    for child in [&mut spare, &mut unknown, &mut gateway] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(
+        polled.is_some(),
+        "an unreachable Herdr kept the channel shut: {seen}"
+    );
+    assert!(
+        decided.is_some(),
+        "the spare never decided: {}",
+        std::fs::read_to_string(&spare_log).unwrap_or_default()
+    );
+    assert!(
+        !seen.contains("ghost-91"),
+        "a pane Herdr says is gone was claimed: {seen}"
     );
 }

@@ -136,7 +136,7 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
         format!("hire:{}", h1["hireId"].as_str().unwrap_or(""))
     );
     assert!(transcript(&stack, &lead_b).is_empty());
-    assert!(transcript(&stack, "global").is_empty());
+    assert!(transcript(&stack, "global-default").is_empty());
 
     // Only the owning lead may close a hire.
     let h1_id = h1["hireId"].as_str().expect("hire id").to_string();
@@ -164,7 +164,7 @@ async fn hired_workers_report_to_their_own_lead_exactly_once() {
         .expect("worker two reported");
     assert_eq!(seen["first"]["replayed"], false, "{seen}");
     assert_eq!(seen["second"]["state"], "accepted", "{seen}");
-    let head = transcript(&stack, "global");
+    let head = transcript(&stack, "global-default");
     assert_eq!(head.len(), 1, "{head:?}");
     assert_eq!(head[0]["text"], "w2 done");
     assert_eq!(
@@ -401,7 +401,7 @@ async fn workspaces_are_removed_only_at_the_revision_read_and_bearers_cannot_rep
         "local_process_membership_required"
     );
     assert!(
-        json_of(&stack.clankie_ok(&["transcript", "global"]))["entries"]
+        json_of(&stack.clankie_ok(&["transcript", "global-default"]))["entries"]
             .as_array()
             .is_some_and(Vec::is_empty)
     );
@@ -747,10 +747,10 @@ async fn a_seat_started_by_hand_is_unowned_until_a_conversation_messages_it() {
     assert_eq!(before["lead"], "unowned", "{before}");
     assert_eq!(before["ended"], "", "{before}");
     let hire_id = before["hireId"].as_str().expect("id").to_string();
-    let head_before = transcript(&stack, "global").len();
+    let head_before = transcript(&stack, "global-default").len();
     seat.call("message_clankie", json!({ "text": "started by hand" }))
         .await;
-    let head = transcript(&stack, "global");
+    let head = transcript(&stack, "global-default");
     assert_eq!(head.len(), head_before + 1, "{head:?}");
     assert_eq!(head[head_before]["text"], "started by hand");
     // The first conversation to message it adopts it; a later one does not.
@@ -777,7 +777,7 @@ async fn a_seat_started_by_hand_is_unowned_until_a_conversation_messages_it() {
         .await;
     let lead = transcript(&stack, &conv);
     assert!(lead.iter().any(|e| e["text"] == "parser taken"), "{lead:?}");
-    assert_eq!(transcript(&stack, "global").len(), head_before + 1);
+    assert_eq!(transcript(&stack, "global-default").len(), head_before + 1);
     let after = row(&stack);
     assert_eq!(after["lead"], conv.as_str(), "{after}");
     assert_eq!(after["hireId"], hire_id.as_str(), "one record: {after}");
@@ -937,6 +937,48 @@ async fn a_report_lands_at_most_once_across_crashes_and_lookups() {
     assert!(err.contains("another instance"), "{err}");
 }
 
+/// A report's receipt is its pane's: another pane that learns the id
+/// (through its bridge's lookup or the raw route) hears it was never
+/// delivered from there, learns nothing of where it went, and sending under
+/// it sends nothing; the reporting pane still reads it accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_panes_report_receipt_is_never_answered_as_its_own() {
+    use clankie_tests::seat::Seat;
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _ws = stack.add_project("alpha", &[]);
+    let conv = stack.add_lead("Lead");
+    let dir = tempfile::tempdir().expect("dir");
+    let a = Seat::hire(&stack, dir.path(), "a", &conv).await;
+    let b = Seat::hire(&stack, dir.path(), "b", &conv).await;
+    let sent = a
+        .call("message_clankie", json!({ "text": "from pane a" }))
+        .await;
+    let id = report_id(&sent);
+    let route = format!("/v1/fleet/seats/{{pane}}/reports/{id}");
+    let raw = b.run(json!({ "http": ["GET", route, null] })).await;
+    assert_eq!(raw["status"], 200, "{raw}");
+    assert_eq!(raw["body"]["state"], "not_delivered", "{raw}");
+    assert!(
+        !raw.to_string().contains(&conv),
+        "another pane learned where it went: {raw}"
+    );
+    let through = b
+        .call(
+            "message_clankie",
+            json!({ "text": "from pane b", "receiptId": id }),
+        )
+        .await;
+    assert_ne!(through["result"]["state"], "accepted", "{through}");
+    let own = a.run(json!({ "http": ["GET", route, null] })).await;
+    assert_eq!(own["body"]["state"], "accepted", "{own}");
+    let texts: Vec<Value> = transcript(&stack, &conv)
+        .into_iter()
+        .map(|e| e["text"].clone())
+        .collect();
+    assert_eq!(texts, [json!("from pane a")], "nothing sent from b");
+}
+
 /// A hire made while a roster or the completion sweep is listing the panes
 /// is never marked gone by that older listing: under a stream of rosters
 /// and a fast sweep, every hire stays open. (A listing that began before a
@@ -981,4 +1023,66 @@ async fn hires_made_while_panes_are_listed_are_never_marked_gone_by_the_listing(
             .unwrap_or_else(|| panic!("{id}: {roster}"));
         assert_eq!(h["ended"], "", "{id} is live: {roster}");
     }
+}
+
+/// The head is named as the seed names it, `global-default`. A state folder
+/// written when it was `global` (its conversation, its transcript and a
+/// hire's lead) comes back under the new name after a restart, with its
+/// report receipts; a request still naming `global` reaches it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_head_written_as_global_is_read_as_global_default_after_a_restart() {
+    let mut stack = Stack::start().await.expect("stack");
+    let dir = stack.state.path().join("mailbox");
+    let _tmux = stack.link_tmux("work");
+    let _ws = stack.add_project("alpha", &[]);
+    let out = tempfile::tempdir().expect("dir");
+    let report = out.path().join("report.json");
+    // A hire of the head itself (no --conversation): its report is the head's.
+    let py = python().display().to_string();
+    let script = repo_root().join("tests/clients/worker_report.py");
+    let clankie = bin_dir().join("clankie").display().to_string();
+    let hire = json_of(&stack.clankie_ok(&[
+        "hire",
+        "--project",
+        "alpha",
+        "--",
+        &py,
+        &script.display().to_string(),
+        &clankie,
+        &report.display().to_string(),
+        "head work done",
+    ]));
+    let seen = wait_file(&report, Duration::from_secs(60))
+        .await
+        .expect("reported");
+    assert_eq!(hire["conversationId"], "global-default", "{hire}");
+    let receipt = seen["first"]["receiptId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{seen}"))
+        .to_string();
+    assert!(stack.stop(), "stopped");
+    // Written back as an older build kept it.
+    let state_path = dir.join("state.json");
+    let state = std::fs::read_to_string(&state_path).expect("state");
+    std::fs::write(
+        &state_path,
+        state.replace("\"global-default\"", "\"global\""),
+    )
+    .expect("old state");
+    std::fs::rename(
+        dir.join("transcripts/global-default.jsonl"),
+        dir.join("transcripts/global.jsonl"),
+    )
+    .expect("old transcript");
+    stack.restart(Default::default()).await.expect("restart");
+    for name in ["global-default", "global"] {
+        let entries = transcript(&stack, name);
+        assert_eq!(entries.len(), 1, "{name}: {entries:?}");
+        assert_eq!(entries[0]["receiptId"], receipt.as_str());
+    }
+    let roster = json_of(&stack.clankie_ok(&["roster", "--json"]));
+    assert_eq!(roster["hires"][0]["lead"], "global-default", "{roster}");
+    assert!(!dir.join("transcripts/global.jsonl").exists());
+    let state = std::fs::read_to_string(&state_path).expect("state");
+    assert!(!state.contains("\"global\""), "{state}");
 }

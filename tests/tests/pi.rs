@@ -644,12 +644,15 @@ async fn a_process_pi_starts_cannot_take_the_seats_deliveries(sandboxed: bool) {
     // Adopted by the sandbox's init, the orphan sits where Pi sits, one
     // step under the agent, and is still not Pi. Outside the sandbox a
     // reaper outside the pane adopts it.
+    // A proof taken while the orphan's adoption settles can find no seat
+    // at all (native_seat_required): refused all the same.
     let orphan_codes: &[&str] = if sandboxed {
-        &["harness_process_required"]
+        &["harness_process_required", "native_seat_required"]
     } else {
         &[
             "harness_process_required",
             "local_process_membership_required",
+            "native_seat_required",
         ]
     };
     refused(&seen["orphan"], orphan_codes);

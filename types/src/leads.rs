@@ -13,8 +13,17 @@
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
 
-/// The global head's conversation id.
-pub const HEAD: &str = "global";
+/// The global head's conversation id, as the seed names it (books written
+/// before held `global`; the mailbox renames them on open).
+pub const HEAD: &str = "global-default";
+
+/// The head's id in files written before it was `global-default`.
+pub const LEGACY_HEAD: &str = "global";
+
+/// A lead conversation id as written: the legacy head's id is the head's.
+pub fn head_named(id: &str) -> &str {
+    if id == LEGACY_HEAD { HEAD } else { id }
+}
 
 /// A project's tracker references.
 pub fn tracker_refs(p: &mailbox_pb::Project) -> Vec<&str> {

@@ -42,6 +42,7 @@ mod echo;
 mod era;
 pub(crate) mod gateway;
 mod grant;
+mod presence;
 mod refusal;
 mod report;
 pub(crate) mod submit;
@@ -553,7 +554,11 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     if let Route::Local { socket } = &up.route
         && let Some(pane) = pane_id()
     {
-        if args.no_channel {
+        if presence::herdr_pane_missing().await {
+            tracing::warn!(
+                "herdr says this bridge's pane does not exist: the worker stays unclaimed (no seat channel)"
+            );
+        } else if args.no_channel {
             tokio::spawn(catalog::run(up.clone(), socket.clone(), pane));
         } else {
             tokio::spawn(channel::run(up.clone(), socket.clone(), pane));

@@ -143,7 +143,7 @@ pub async fn project(paths: StatePaths, command: ProjectCommand) -> anyhow::Resu
                         p.revision,
                         p.worker_cap,
                         if p.lead_conversation_id.is_empty() {
-                            "global".into()
+                            clankie_types::leads::HEAD.into()
                         } else {
                             field(&p.lead_conversation_id)
                         }

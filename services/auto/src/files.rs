@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use clankie_runtime::state::{self, Loaded};
 use clankie_types::autonomy::AutonomyLevel;
+use clankie_types::leads;
 use serde::{Deserialize, Serialize};
 
 /// One scheduled self-wake.
@@ -74,10 +75,16 @@ pub fn read_autonomy(root: &Path) -> Autonomy {
             },
             problem: None,
         },
-        Loaded::Ok(file) => Autonomy {
-            file,
-            problem: None,
-        },
+        Loaded::Ok(mut file) => {
+            // Self-wakes saved when the head was `global` still wake it.
+            for w in &mut file.scheduled {
+                w.conversation_id = leads::head_named(&w.conversation_id).to_string();
+            }
+            Autonomy {
+                file,
+                problem: None,
+            }
+        }
         Loaded::Unreadable(e) => Autonomy {
             file: AutonomyFile {
                 level: default_level(),
@@ -181,7 +188,11 @@ pub fn read_journal(root: &Path) -> Vec<JournalLine> {
     std::fs::read_to_string(journal_path(root))
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter_map(|l| serde_json::from_str::<JournalLine>(l).ok())
+        .map(|mut l| {
+            l.lead = leads::head_named(&l.lead).to_string();
+            l
+        })
         .collect()
 }
 
@@ -211,7 +222,14 @@ pub fn lock_cadence(root: &Path) -> anyhow::Result<CadenceLock> {
 /// with the reason, and nothing is written.
 pub fn load_cadence(root: &Path, now: i64, tick_ms: i64) -> Result<Cadence, String> {
     match state::load_json::<Cadence>(&cadence_path(root)) {
-        Loaded::Ok(c) => Ok(c),
+        // Fences kept when the head was `global` stay the head's: renamed
+        // in memory, written under the new name with the next save.
+        Loaded::Ok(mut c) => {
+            if let Some(fence) = c.leads.remove(leads::LEGACY_HEAD) {
+                c.leads.entry(leads::HEAD.to_string()).or_insert(fence);
+            }
+            Ok(c)
+        }
         Loaded::Unreadable(e) => Err(format!(
             "auto-rounds/cadence.json cannot be read ({e}); Auto checks are stopped until the owner repairs or removes it"
         )),

@@ -27,7 +27,7 @@ mod panes;
 mod rpc;
 pub mod state;
 
-pub use state::{bridges, codex_seats, report_fences, reviews, seats, store};
+pub use state::{bridges, codex_seats, legacy_head, report_fences, reviews, seats, store};
 
 use std::sync::Arc;
 use std::time::Duration;

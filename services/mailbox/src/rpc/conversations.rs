@@ -41,7 +41,7 @@ pub(crate) fn caller(
     let id = if conversation_id.is_empty() {
         HEAD
     } else {
-        conversation_id
+        crate::legacy_head::named(conversation_id)
     };
     if !present(state, id) {
         return Err(ErrorCode::ConversationNotFound.err(format!("no conversation {id}")));
@@ -102,7 +102,8 @@ impl MailboxService {
         request: Request<mailbox_pb::RemoveConversationRequest>,
     ) -> Result<Response<mailbox_pb::Conversation>, ClankieError> {
         self.owner(&request)?;
-        let req = request.into_inner();
+        let mut req = request.into_inner();
+        req.conversation_id = crate::legacy_head::named(&req.conversation_id).to_string();
         if req.conversation_id == HEAD {
             return Err(ErrorCode::InvalidArgument.err("the global head cannot be removed"));
         }
@@ -128,7 +129,8 @@ impl MailboxService {
         request: Request<mailbox_pb::ReadTranscriptRequest>,
     ) -> Result<Response<mailbox_pb::ReadTranscriptResponse>, ClankieError> {
         self.owner(&request)?;
-        let req = request.into_inner();
+        let mut req = request.into_inner();
+        req.conversation_id = crate::legacy_head::named(&req.conversation_id).to_string();
         let wait = Duration::from_millis(u64::from(req.wait_ms)).min(MAX_WAIT);
         let mut changes = self.inner.appended.subscribe();
         let deadline = tokio::time::Instant::now() + wait;

@@ -117,7 +117,13 @@ impl MailboxService {
         };
         let store = self.inner.store.lock().await;
         let mut fences = self.inner.fences.lock().await;
-        if let Some(a) = store.receipt(&receipt_id).cloned() {
+        // Another pane's accepted report is not this pane's: it reads as
+        // never delivered from here (and is sealed for this pane below).
+        let accepted = store
+            .receipt(&receipt_id)
+            .filter(|a| a.from_pane(&store.state, pane.0, pane.1))
+            .cloned();
+        if let Some(a) = accepted {
             // Accepted history is authoritative; a fence a crash left
             // behind is cleared on the way.
             let stale = fences.unreadable().is_none()

@@ -27,8 +27,13 @@ impl MailboxService {
         check_entry("report", &req.receipt_id, &req.text)?;
         let mut store = self.inner.store.lock().await;
         // An accepted receipt returns where it went: never rerouted, never
-        // written twice, whatever changed since.
+        // written twice, whatever changed since. Another pane's id is taken,
+        // and that is all this pane learns.
         if let Some(a) = store.receipt(&req.receipt_id).cloned() {
+            if !a.from_pane(&store.state, &principal.link_id, &principal.pane_id) {
+                return Err(ErrorCode::ReceiptConflict
+                    .err("this receipt id is taken; send the report anew without a receipt id"));
+            }
             return Ok(Response::new(mailbox_pb::ReportResponse {
                 receipt_id: req.receipt_id,
                 conversation_id: a.conversation_id,

@@ -9,6 +9,7 @@
 
 pub mod bridges;
 pub mod codex_seats;
+pub mod legacy_head;
 pub mod report_fences;
 pub mod reviews;
 pub mod seats;

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use clankie_types::TrackerBinding;
 
 /// The id of the global head conversation, which always exists.
-pub const HEAD: &str = "global";
+pub use clankie_types::leads::HEAD;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -320,6 +320,24 @@ pub struct Accepted {
     pub conversation_id: String,
     pub seq: u64,
     pub hire_id: String,
+    /// Who sent it (`hire:ID`, or `pane:LINK:PANE` for a pane with no hire).
+    pub source: String,
+}
+
+impl Accepted {
+    /// Whether the report was sent from this pane: by a hire recorded in it,
+    /// or by the pane itself when it held none. Another pane's receipt is
+    /// never answered as its own.
+    pub fn from_pane(&self, state: &StateFile, link_id: &str, pane_id: &str) -> bool {
+        if self.source == format!("pane:{link_id}:{pane_id}") {
+            return true;
+        }
+        !self.hire_id.is_empty()
+            && state
+                .hires
+                .iter()
+                .any(|h| h.hire_id == self.hire_id && h.link_id == link_id && h.pane_id == pane_id)
+    }
 }
 
 pub struct Store {
@@ -375,6 +393,7 @@ impl Store {
         state::private_dir(&dir)?;
         state::private_dir(&dir.join("transcripts"))?;
         let mut state = Guarded::load(dir.join("state.json"), with_head, with_head);
+        super::legacy_head::migrate(&dir, &mut state)?;
         if let Some(e) = state.unreadable() {
             tracing::error!(error = %e, "mailbox state is unreadable; changes are refused until the owner inspects it");
         } else if !state
@@ -425,6 +444,7 @@ impl Store {
                             conversation_id: conv.clone(),
                             seq: e.seq,
                             hire_id: e.hire_id.clone(),
+                            source: e.source.clone(),
                         },
                     );
                 }
@@ -495,6 +515,7 @@ impl Store {
                     conversation_id: conversation_id.to_string(),
                     seq,
                     hire_id: entry.hire_id.clone(),
+                    source: entry.source.clone(),
                 },
             );
         }
@@ -613,6 +634,31 @@ mod tests {
     }
 
     #[test]
+    fn a_report_is_its_panes_by_its_hire_or_by_the_pane_it_came_from() {
+        let hire: HireRec = serde_json::from_value(hire_on_disk("worker", "")).expect("hire");
+        let state = StateFile {
+            hires: vec![hire],
+            ..StateFile::default()
+        };
+        let by_hire = Accepted {
+            conversation_id: "c".into(),
+            seq: 1,
+            hire_id: "h1".into(),
+            source: "hire:h1".into(),
+        };
+        assert!(by_hire.from_pane(&state, "l", "%1"));
+        assert!(!by_hire.from_pane(&state, "l", "%2"));
+        assert!(!by_hire.from_pane(&state, "other", "%1"));
+        let by_pane = Accepted {
+            hire_id: String::new(),
+            source: "pane:l:%2".into(),
+            ..by_hire
+        };
+        assert!(by_pane.from_pane(&state, "l", "%2"));
+        assert!(!by_pane.from_pane(&state, "l", "%1"));
+    }
+
+    #[test]
     fn receipts_survive_reopen_and_a_torn_tail_is_sealed() {
         let dir = tempfile::tempdir().expect("tmp");
         let root = dir.path().join("mailbox");
@@ -620,7 +666,7 @@ mod tests {
         assert_eq!(s.append(HEAD, entry("r1")).expect("append"), 1);
         drop(s);
         // A crash mid-append leaves half a line.
-        let path = root.join("transcripts").join("global.jsonl");
+        let path = root.join("transcripts").join(format!("{HEAD}.jsonl"));
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
