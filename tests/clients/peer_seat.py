@@ -3,7 +3,8 @@
 Runs `clankie mcp --fleet` (no token), records every channel notification
 the bridge hands it (`notifications/claude/channel`) in DIR/NAME.inbox, one
 JSON object per line, and executes commands the test drops in
-DIR/NAME.cmd.N (JSON {"tool", "args"} for an MCP tool call, or {"http":
+DIR/NAME.cmd.N (JSON {"tool", "args"} for an MCP tool call through the bridge,
+with "raw": true straight to the gateway instead, or {"http":
 [METHOD, PATH, BODY], "headers": {...}} for a request on the gateway's
 local Unix socket),
 writing each answer to DIR/NAME.res.N. Its own seat id goes to DIR/NAME.seat.
@@ -43,6 +44,21 @@ def do_http(method: str, target: str, body, headers=None) -> dict:
     return request_json(conn, method, pane_target(target), body, headers)
 
 
+async def raw_tool(tool: str, args: dict) -> dict:
+    """One tool call straight to the gateway's MCP endpoint on its local
+    socket, from this process (no bridge: nothing chooses or looks up a
+    receipt id for it)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    transport = httpx2.AsyncHTTPTransport(uds=discovery.gateway()["unix"])
+    async with httpx2.AsyncClient(transport=transport, timeout=60) as http:
+        async with streamable_http_client("http://localhost/mcp", http_client=http) as (r, w, *_):
+            async with ClientSession(r, w) as raw:
+                await raw.initialize()
+                return bridge.outcome(await raw.call_tool(tool, args))
+
+
 async def on_channel(params: Channel) -> None:
     with open(files.path("inbox"), "a") as f:
         f.write(json.dumps({"content": params.content, "meta": params.meta}) + "\n")
@@ -74,6 +90,8 @@ async def main() -> None:
                     method, target, body = c["http"]
                     headers = c.get("headers")
                     return await anyio.to_thread.run_sync(do_http, method, target, body, headers)
+                if c.get("raw"):
+                    return await raw_tool(c["tool"], c.get("args", {}))
                 return bridge.outcome(await s.call_tool(c["tool"], c.get("args", {})))
 
             await files.serve(answer)

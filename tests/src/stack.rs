@@ -332,6 +332,24 @@ impl Stack {
             .unwrap_or_else(|e| panic!("signalling {service}: {e}"));
     }
 
+    /// Creates built-in team `team` and binds project `project` (at
+    /// `revision`) to it; returns the project as `project set` printed it.
+    pub fn bind_builtin(&self, project: &str, revision: u64, team: &str) -> Value {
+        self.clankie_ok(&["tracker", "team", team, "--name", team]);
+        let set = self.clankie_ok(&[
+            "project",
+            "set",
+            project,
+            "--revision",
+            &revision.to_string(),
+            "--tracker",
+            "builtin",
+            "--team",
+            team,
+        ]);
+        serde_json::from_str(&set).unwrap_or_else(|e| panic!("not JSON ({e}): {set}"))
+    }
+
     /// `kill -9` of one of this stack's services; returns once its
     /// supervisor restarted it.
     pub async fn kill_restarted(&self, service: &str) {

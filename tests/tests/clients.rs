@@ -478,6 +478,31 @@ async fn a_channel_less_bridge_hears_a_catalog_change_after_the_gateway_restarts
     assert!(changed.is_some(), "{:?}", listings());
 }
 
+/// `tests/peers/stalling_gateway.py` on `dir/gateway.sock`, logging to
+/// `dir/LOG`; `stall`: whether it holds every tool listing open. Returns
+/// once it listens.
+async fn gateway_stand_in(
+    dir: &std::path::Path,
+    log: &str,
+    stall: bool,
+) -> (std::process::Child, std::path::PathBuf, std::path::PathBuf) {
+    let socket = dir.join("gateway.sock");
+    let log = dir.join(log);
+    let child = Command::new(python())
+        .arg(repo_root().join("tests/peers/stalling_gateway.py"))
+        .arg(&socket)
+        .arg(&log)
+        .env("STALL_LISTS", if stall { "1" } else { "0" })
+        .spawn()
+        .expect("gateway stand-in");
+    clankie_tests::eventually(Duration::from_secs(20), async || {
+        socket.exists().then_some(())
+    })
+    .await
+    .expect("the stand-in listens");
+    (child, socket, log)
+}
+
 /// Initial discovery abandons a listing that stalls and tries again within
 /// its 20 s window, then fails with the real reason: a gateway that accepts
 /// and never answers `tools/list` is asked more than once, and the bridge
@@ -486,19 +511,7 @@ async fn a_channel_less_bridge_hears_a_catalog_change_after_the_gateway_restarts
 #[tokio::test(flavor = "multi_thread")]
 async fn initial_discovery_abandons_a_stalled_listing_and_retries_within_its_window() {
     let dir = tempfile::tempdir().expect("dir");
-    let socket = dir.path().join("gateway.sock");
-    let attempts = dir.path().join("attempts.log");
-    let mut gateway = Command::new(python())
-        .arg(repo_root().join("tests/peers/stalling_gateway.py"))
-        .arg(&socket)
-        .arg(&attempts)
-        .spawn()
-        .expect("stalling gateway");
-    clankie_tests::eventually(Duration::from_secs(20), async || {
-        socket.exists().then_some(())
-    })
-    .await
-    .expect("the stalling gateway listens");
+    let (mut gateway, socket, attempts) = gateway_stand_in(dir.path(), "attempts.log", true).await;
     let log = dir.path().join("bridge.log");
     let mut bridge = Command::new(bin_dir().join("clankie"))
         .args(["mcp", "--fleet"])
@@ -548,20 +561,7 @@ async fn initial_discovery_abandons_a_stalled_listing_and_retries_within_its_win
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_herdr_says_has_no_pane_stays_unclaimed_and_an_unreachable_herdr_is_unknown() {
     let dir = tempfile::tempdir().expect("dir");
-    let socket = dir.path().join("gateway.sock");
-    let requests = dir.path().join("requests.log");
-    let mut gateway = Command::new(python())
-        .arg(repo_root().join("tests/peers/stalling_gateway.py"))
-        .arg(&socket)
-        .arg(&requests)
-        .env("STALL_LISTS", "0")
-        .spawn()
-        .expect("gateway stand-in");
-    clankie_tests::eventually(Duration::from_secs(20), async || {
-        socket.exists().then_some(())
-    })
-    .await
-    .expect("the stand-in listens");
+    let (mut gateway, socket, requests) = gateway_stand_in(dir.path(), "requests.log", false).await;
     let herdr = clankie_tests::HerdrFixture::start("{}", None).await;
     let spare_log = dir.path().join("spare.log");
     let bridge = |pane: &str, herdr_socket: &std::path::Path, log: std::process::Stdio| {

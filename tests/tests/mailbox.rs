@@ -926,6 +926,23 @@ async fn a_report_lands_at_most_once_across_crashes_and_lookups() {
     assert_eq!(fences["pending"], json!([]), "{fences}");
     assert_eq!(texts(&stack), ["second try", "third", "fourth"]);
 
+    // The delayed original of the id its lookup sealed, sent straight to
+    // the gateway (no bridge to look it up first): refused, never sent. A
+    // raw send under a new id goes.
+    let raw = |text: &str, id: &str| {
+        worker.run(json!({ "tool": "message_clankie", "raw": true,
+            "args": { "text": text, "receiptId": id } }))
+    };
+    let late = raw("delayed original", &never).await;
+    assert_eq!(late["isError"], true, "{late}");
+    assert!(late.to_string().contains("not delivered"), "{late}");
+    let fresh = raw("raw and new", "rpt_raw_fresh_0001").await;
+    assert_eq!(fresh["isError"], false, "{fresh}");
+    assert_eq!(
+        texts(&stack),
+        ["second try", "third", "fourth", "raw and new"]
+    );
+
     // One mailbox per state folder.
     let second = std::process::Command::new(bin_dir().join("clankie-mailbox"))
         .env("CLANKIE_STATE", stack.state.path())

@@ -127,18 +127,7 @@ async fn world() -> World {
     let stack = Stack::start().await.expect("stack");
     let tmux = stack.link_tmux("work");
     let workspace = stack.add_project("alpha", &["--worker-cap", "8", "--reviewer"]);
-    stack.clankie_ok(&["tracker", "team", "ENG", "--name", "Engineering"]);
-    let set = json_of(&stack.clankie_ok(&[
-        "project",
-        "set",
-        "alpha",
-        "--revision",
-        "1",
-        "--tracker",
-        "builtin",
-        "--team",
-        "ENG",
-    ]));
+    let set = stack.bind_builtin("alpha", 1, "ENG");
     assert_eq!(set["tracker"], "builtin");
     let dir = tempfile::tempdir().expect("dir");
     World {

@@ -53,20 +53,8 @@ async fn a_work_item_gesture_is_written_once_per_request_id_on_its_recorded_trac
     let stack = Stack::start().await.expect("stack");
     let ws = stack.add_project("alpha", &[]);
     let ws = ws.path().display().to_string();
-    for (key, name) in [("ENG", "Engineering"), ("OPS", "Operations")] {
-        stack.clankie_ok(&["tracker", "team", key, "--name", name]);
-    }
-    stack.clankie_ok(&[
-        "project",
-        "set",
-        "alpha",
-        "--revision",
-        "1",
-        "--tracker",
-        "builtin",
-        "--team",
-        "ENG",
-    ]);
+    stack.bind_builtin("alpha", 1, "ENG");
+    stack.clankie_ok(&["tracker", "team", "OPS", "--name", "Operations"]);
     for title in ["parser", "lexer"] {
         owner_call(
             &stack,
