@@ -20,13 +20,14 @@ crate::closed_set! {
 }
 
 impl EntryKind {
-    /// What a seat may report as: a message, a completion harvest or a
-    /// wake (unspecified on the wire is a message). The owner's words and
-    /// peer copies are written by the service, never reported.
+    /// What a seat may report as: a message only (unspecified on the wire
+    /// is a message). Completion harvests (`watch`), wakes, the owner's
+    /// words and peer copies are written by the service itself, so no seat
+    /// can pass its words off as one of them.
     pub fn reported(value: i32) -> Option<EntryKind> {
         match EntryKind::from_wire(value) {
             None if value == 0 => Some(EntryKind::Message),
-            Some(k @ (EntryKind::Message | EntryKind::Watch | EntryKind::Wake)) => Some(k),
+            Some(EntryKind::Message) => Some(EntryKind::Message),
             _ => None,
         }
     }
@@ -81,12 +82,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_seat_reports_messages_harvests_and_wakes_only() {
+    fn a_seat_reports_messages_only() {
         assert_eq!(EntryKind::reported(0), Some(EntryKind::Message));
-        for k in [EntryKind::Message, EntryKind::Watch, EntryKind::Wake] {
-            assert_eq!(EntryKind::reported(k.wire()), Some(k));
-        }
-        for k in [EntryKind::Owner, EntryKind::Peer] {
+        assert_eq!(
+            EntryKind::reported(EntryKind::Message.wire()),
+            Some(EntryKind::Message)
+        );
+        for k in [
+            EntryKind::Owner,
+            EntryKind::Peer,
+            EntryKind::Watch,
+            EntryKind::Wake,
+        ] {
             assert_eq!(EntryKind::reported(k.wire()), None, "{k}");
         }
         assert_eq!(EntryKind::reported(99), None);

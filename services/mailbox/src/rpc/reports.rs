@@ -22,7 +22,8 @@ impl MailboxService {
         self.hold_codex_pane(&request, &principal).await?;
         let req = request.into_inner();
         let kind = EntryKind::reported(req.kind).ok_or_else(|| {
-            ErrorCode::InvalidArgument.err("a report is a message, a watch or a wake")
+            ErrorCode::InvalidArgument
+                .err("a seat reports messages; watches and wakes are the service's own")
         })?;
         check_entry("report", &req.receipt_id, &req.text)?;
         let mut store = self.inner.store.lock().await;
