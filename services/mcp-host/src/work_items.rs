@@ -260,9 +260,9 @@ impl McpHost {
         &self,
         request_id: &str,
     ) -> Result<mcphost_pb::WorkItemWriteResponse, ClankieError> {
-        let found = self.inner.receipts.get(request_id);
-        match found {
-            Some(r) if r.owner == "owner" && !r.journal.is_empty() => {
+        let owner = crate::owner_of(&Requester::Owner, &Default::default());
+        match self.inner.receipts.get(request_id) {
+            Some(r) if r.owner == owner && !r.journal.is_empty() => {
                 Ok(mcphost_pb::WorkItemWriteResponse {
                     request_id: request_id.to_string(),
                     result: Some(result_pb(&r, true)),

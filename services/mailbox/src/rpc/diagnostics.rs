@@ -56,12 +56,13 @@ fn native_tools(served: &[&str], reported: &[String]) -> (NativeTools, Vec<Strin
 }
 
 impl MailboxService {
-    /// The seat's bridge presence and freshness, as the roster shows them.
-    pub(crate) fn bridge_view(&self, seat_id: &str) -> (bool, BridgeFreshness) {
+    /// The seat's bridge presence and freshness, as the roster shows them,
+    /// and its current cohort: one read of the observations.
+    pub(crate) fn bridge_view(&self, seat_id: &str) -> (bool, BridgeFreshness, Option<Seen>) {
         let bridges = self.inner.bridges.lock();
         let seen = bridges.seen(seat_id);
         let present = bridges.reachable(seat_id, ROUTE_FRESH, std::time::Instant::now());
-        (present, freshness(seen, self.inner.started))
+        (present, freshness(seen, self.inner.started), seen.cloned())
     }
 
     pub(crate) async fn seat_diagnostics(
@@ -107,8 +108,7 @@ impl MailboxService {
                 .as_ref()
                 .map(|s| served(s, extra))
                 .unwrap_or_default();
-            let (present, fresh) = self.bridge_view(&seat.seat_id);
-            let seen = self.inner.bridges.lock().seen(&seat.seat_id).cloned();
+            let (present, fresh, seen) = self.bridge_view(&seat.seat_id);
             let reported = seen.as_ref().map(|s| s.tools.clone()).unwrap_or_default();
             let (native, missing) = match settings {
                 Some(_) => native_tools(&served_tools, &reported),

@@ -445,7 +445,10 @@ impl MailboxService {
                 let mut pb = hire_pb(h, present(&store.state, &h.conversation_id));
                 let seat = seats.get(&(h.link_id.clone(), h.pane_id.clone()));
                 let (bridge_present, freshness) = match seat {
-                    Some(seat) if h.is_open() => self.bridge_view(seat),
+                    Some(seat) if h.is_open() => {
+                        let (present, freshness, _) = self.bridge_view(seat);
+                        (present, freshness)
+                    }
                     _ => (false, clankie_types::diagnostics::BridgeFreshness::Unknown),
                 };
                 pb.bridge_present = bridge_present;
