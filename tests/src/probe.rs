@@ -275,6 +275,7 @@ impl Probe {
                     actor: "owner".into(),
                     role: clankie_types::Role::Owner.wire(),
                     scope_team: String::new(),
+                    linear_route: None,
                 },
                 "",
             ))

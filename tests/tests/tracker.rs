@@ -816,6 +816,119 @@ async fn a_retired_hire_releases_its_leases_and_leaves_the_state_alone() {
     assert_eq!(after["issue"]["state"], "Todo");
 }
 
+/// The doctor's ownership check, as JSON.
+fn ownership(stack: &Stack) -> Value {
+    let doctor = json_of(&String::from_utf8_lossy(
+        &stack.clankie(&["doctor", "--json"]).stdout,
+    ));
+    doctor["trackerOwnership"].clone()
+}
+
+/// A Linear-bound project's hire: Linear keeps no leases, so its lease is
+/// held here under the saved route (the verified Linear identity and the
+/// project), never sent to Linear. With Linear disconnected a lease is
+/// refused, not taken in the local store alone. Retiring the hire releases
+/// its route lease under the resource it was taken with, and the doctor's
+/// ownership check counts only what a project's hire holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_linear_hires_lease_is_held_for_its_saved_route_and_released_at_retirement() {
+    let w = world().await;
+    let stack = &w.stack;
+    let standin_log = w.dir.path().join("standin.log");
+    connect_standin(stack, &standin_log);
+    stack.add_project("beta", &[]);
+    stack.clankie_ok(&[
+        "project",
+        "set",
+        "beta",
+        "--revision",
+        "1",
+        "--tracker",
+        "linear",
+        "--linear-project",
+        "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b",
+    ]);
+    // The owner's own lease on a built-in issue: held, never attributed.
+    owner_call(
+        stack,
+        "save_issue",
+        json!({ "team": "ENG", "title": "owner's" }),
+    );
+    owner_call(
+        stack,
+        "save_lease",
+        json!({ "issueId": "ENG-1", "ttlMs": 3600000 }),
+    );
+
+    let beta = tracker_seat(stack, w.dir.path(), "beta", "beta", "worker").await;
+    let hire_id = beta.hire["hireId"].as_str().expect("hire id").to_string();
+    let lease = beta
+        .linear_ok(
+            "save_lease",
+            json!({ "issueId": "LIN-7", "ttlMs": 3600000 }),
+        )
+        .await;
+    assert_eq!(
+        lease["lease"]["issueId"], "LIN-7",
+        "kept as observed: {lease}"
+    );
+    assert_eq!(lease["lease"]["holder"], format!("hire:{hire_id}"));
+    let seen = std::fs::read_to_string(&standin_log).unwrap_or_default();
+    assert!(!seen.contains("save_lease"), "never sent to Linear: {seen}");
+
+    let check = ownership(stack);
+    let counts = check["counts"].as_object().expect("counts").clone();
+    let route_scope = counts
+        .keys()
+        .find(|k| k.starts_with("linear:user:") && k.ends_with(":beta"))
+        .unwrap_or_else(|| panic!("a route scope for beta: {check}"))
+        .clone();
+    assert_eq!(counts[&route_scope], 1, "{check}");
+    assert!(
+        counts.get("builtin:ENG").is_none(),
+        "the owner's lease is not counted: {check}"
+    );
+    assert!(
+        check["excluded"]
+            .as_array()
+            .expect("excluded")
+            .iter()
+            .any(|e| e["holder"] == "owner" && e["why"] == "owner" && e["scope"] == "builtin:ENG"),
+        "{check}"
+    );
+
+    // Disconnected: refused, and nothing is taken locally instead.
+    stack.clankie_ok(&["disconnect", "linear"]);
+    let refused = beta
+        .linear(
+            "save_lease",
+            json!({ "issueId": "LIN-8", "ttlMs": 3600000 }),
+        )
+        .await;
+    assert_eq!(code(&refused), "account_unavailable", "{refused}");
+    let check = ownership(stack);
+    assert_eq!(
+        check["counts"][&route_scope], 1,
+        "LIN-8 is leased nowhere: {check}"
+    );
+
+    // Retired: the route lease is released under its own resource.
+    stack.clankie_ok(&["close", &hire_id]);
+    let check = ownership(stack);
+    assert!(
+        check["counts"].get(&route_scope).is_none(),
+        "released at retirement: {check}"
+    );
+    let state = json_of(
+        &std::fs::read_to_string(stack.state.path().join("mailbox/state.json")).expect("state"),
+    );
+    let pending = state["hires"]
+        .as_array()
+        .and_then(|h| h.iter().find(|h| h["hireId"] == hire_id.as_str()))
+        .map(|h| h.get("retirePending").cloned());
+    assert_eq!(pending, Some(None), "settled: {state}");
+}
+
 /// A retirement that finds the tracker down is owed, not lost: the mailbox
 /// retries it until the tracker answers, under the same receipts, so the
 /// lease is released once and the issue gets one `released` event.

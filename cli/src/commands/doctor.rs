@@ -1,6 +1,7 @@
 //! `clankie doctor`: every service's health, the receipt store, each
 //! account's state, each live seat's diagnostics, the census helper's queue,
-//! the worker sandbox and the tracker budgets, with a verdict.
+//! the worker sandbox, the tracker budgets and the tracker ownership check,
+//! with a verdict.
 
 use std::process::ExitCode;
 
@@ -13,8 +14,8 @@ use serde_json::json;
 use crate::support::clients;
 use crate::support::output::print_json;
 
-use super::diagnostics;
 use super::tracker::{budgets, budgets_json, print_budgets};
+use super::{diagnostics, ownership};
 
 /// `clankie doctor`: every service's health, the receipt store, and the
 /// tracker budgets. Exits non-zero when anything is unhealthy.
@@ -50,6 +51,7 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     healthy &= accounts_healthy;
     let seats = diagnostics::seats(&paths, &stalled).await;
     let proofs = diagnostics::proofs(fleet.as_ref().and_then(|f| f.local_proofs.as_ref()));
+    let ownership = ownership::ownership(&paths).await;
     if json {
         print_json(&json!({
             "healthy": healthy,
@@ -58,6 +60,7 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
             "accounts": accounts,
             "seats": seats,
             "localProofs": proofs,
+            "trackerOwnership": ownership,
             "trackerBudgets": budgets.as_ref().map(budgets_json),
             "workerSandbox": sandbox,
         }));
@@ -83,6 +86,12 @@ pub async fn doctor(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         }
         println!("accounts   {accounts}");
         println!("proofs     {proofs}");
+        match &ownership {
+            Some(o) => println!("tracker ownership: {}", ownership::summary(o)),
+            None => {
+                println!("tracker ownership: unavailable (are the tracker and mailbox running?)")
+            }
+        }
         match &seats {
             Some(seats) => diagnostics::print_seats(seats),
             None => println!("seats: unavailable (is the mailbox running?)"),

@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod hire;
 pub mod lead;
 pub mod message;
+pub mod ownership;
 pub mod pi;
 pub mod project;
 pub mod review;

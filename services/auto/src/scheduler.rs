@@ -434,6 +434,7 @@ impl AutoService {
             actor: "auto".into(),
             role: clankie_types::Role::Owner.wire(),
             scope_team: String::new(),
+            linear_route: None,
         })
         .timeout(INTERNAL)
         .request();

@@ -150,6 +150,15 @@ pub fn references(args: &Value, vocabulary_call: bool) -> Vec<String> {
     out
 }
 
+/// Whether a call routed to Linear is one the store holds for the route:
+/// a project hire's `save_lease` (Linear keeps no leases). Callers without
+/// a saved route keep the old routing.
+pub fn holds_for_route(caller: &TrackerCaller, backend: &Backend, tool: &str) -> bool {
+    tool == "save_lease"
+        && caller.route == Some(TrackerRoute::Linear)
+        && *backend == Backend::Linear { history: false }
+}
+
 /// Where one tracker call goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 use tracing::Instrument as _;
 
-use crate::store::{Store, StoreError};
+use crate::store::{LeaseSlot, Store, StoreError};
 use crate::tools::{self, Caller};
 use crate::vocabulary::Role;
 use clankie_runtime::refuse::tracker as refuse;
@@ -165,7 +165,7 @@ impl TrackerService {
     }
 
     /// Runs `f` on the store on a blocking thread, then publishes the cursor.
-    async fn with_store<T: Send + 'static>(
+    pub(crate) async fn with_store<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Store) -> Result<T, ClankieError> + Send + 'static,
     ) -> Result<(T, i64), ClankieError> {
@@ -234,10 +234,20 @@ impl TrackerService {
             seen.mark_unchanged();
             let (tool, args2, caller2) = (req.tool.clone(), args.clone(), caller.clone());
             let scope = req.scope_team.clone();
+            let route = req.linear_route.clone();
             let (result, cursor) = self
-                .with_store(move |s| {
-                    check_scope(s, &scope, &tool, &args2)?;
-                    tools::invoke(s, &caller2, &tool, args2).map_err(store_refusal)
+                .with_store(move |s| match route {
+                    Some(r) => {
+                        let slot = LeaseSlot::Route {
+                            resource: r.resource,
+                            project: r.project,
+                        };
+                        tools::invoke_route(s, &caller2, &slot, &tool, args2).map_err(store_refusal)
+                    }
+                    None => {
+                        check_scope(s, &scope, &tool, &args2)?;
+                        tools::invoke(s, &caller2, &tool, args2).map_err(store_refusal)
+                    }
                 })
                 .await?;
             let empty = result
@@ -390,62 +400,32 @@ impl tracker_pb::tracker_server::Tracker for TrackerService {
             .verify(request.metadata())
             .map_err(refuse)?;
         let req = request.into_inner();
-        if !req.actor.starts_with("hire:") || req.hire_id.is_empty() {
-            return Err(refuse(
-                ErrorCode::InvalidArgument.err("retirement names a hire actor and its hire id"),
-            ));
-        }
-        let (released, _) = self
-            .with_store(move |s| {
-                let caller = Caller {
-                    actor: req.actor.clone(),
-                    role: Role::Worker,
-                };
-                let scope = if req.scope_team.is_empty() {
-                    None
-                } else {
-                    Some(s.team(&req.scope_team).map_err(store_refusal)?.id)
-                };
-                let mut released = Vec::new();
-                for uuid in s.leases_held_by(&req.actor).map_err(store_refusal)? {
-                    let issue = s.issue(&uuid).map_err(store_refusal)?;
-                    if scope.as_ref().is_some_and(|t| *t != issue.team_id) {
-                        continue;
-                    }
-                    // Each effect has its own receipt, keyed by the issue's
-                    // UUID as first observed.
-                    let key = |what: &str| format!("retire:{}:{uuid}:{what}", req.hire_id);
-                    s.save_lease(
-                        &caller,
-                        crate::store::SaveLease {
-                            issue_id: uuid.clone(),
-                            release: Some(true),
-                            idempotency_key: Some(key("lease")),
-                            ..Default::default()
-                        },
-                    )
-                    .map_err(store_refusal)?;
-                    s.post_issue_event(
-                        &caller,
-                        crate::store::PostIssueEvent {
-                            issue_id: uuid.clone(),
-                            stage: "released".into(),
-                            body: Some(format!(
-                                "Hire {} was retired; its lease is released. The issue keeps its state.",
-                                req.hire_id
-                            )),
-                            evidence_bundle_id: None,
-                            idempotency_key: Some(key("event")),
-                        },
-                    )
-                    .map_err(store_refusal)?;
-                    released.push(issue.identifier);
-                }
-                Ok(released)
-            })
+        let released = self.retire(req).await.map_err(refuse)?;
+        Ok(Response::new(tracker_pb::RetireHireResponse { released }))
+    }
+
+    async fn ownership(
+        &self,
+        request: Request<tracker_pb::OwnershipRequest>,
+    ) -> Result<Response<tracker_pb::OwnershipResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refuse)?;
+        let (rows, _) = self
+            .with_store(|s| s.lease_ownership().map_err(store_refusal))
             .await
             .map_err(refuse)?;
-        Ok(Response::new(tracker_pb::RetireHireResponse { released }))
+        Ok(Response::new(tracker_pb::OwnershipResponse {
+            owned: rows
+                .into_iter()
+                .map(|(scope, holder, leases)| tracker_pb::OwnedLeases {
+                    scope,
+                    holder,
+                    leases,
+                })
+                .collect(),
+        }))
     }
 
     async fn stats(
@@ -495,6 +475,7 @@ mod tests {
             actor: "hire:h1".into(),
             role,
             scope_team: String::new(),
+            linear_route: None,
         }
     }
 

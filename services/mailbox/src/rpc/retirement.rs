@@ -1,11 +1,18 @@
-//! A closed hire's tracker bookkeeping: its live leases in the project's
-//! built-in team are released and each issue gets a `released` event, each
-//! effect under a receipt of its own (`retire:<hire>:<issue>:<what>`, kept
+//! A closed hire's tracker bookkeeping, under the project's tracker as
+//! saved at each attempt:
+//! - a built-in team: the hire's live leases on its issues are released and
+//!   each issue gets a `released` event;
+//! - a saved Linear route (or a legacy project whose workspaces' saved
+//!   conventions are all Linear): the hire's route leases in that project
+//!   are released, each under the connected resource it was taken with;
+//! - an ambiguous or missing binding, or a project that is gone: no issue
+//!   effects (refused, never guessed).
+//!
+//! Each effect has a receipt of its own (`retire:<hire>:<key>:<what>`, kept
 //! by the tracker). The hire is marked `retire_pending` as it closes and
 //! stays so until the tracker answered: a failed attempt (the tracker down
 //! or too slow) is retried by the mailbox's sweep with the same receipts,
-//! so an effect that did apply is never applied twice. A project whose
-//! tracker is not built in here, or that is gone, owes no issue effects.
+//! so an effect that did apply is never applied twice.
 
 use std::time::Duration;
 
@@ -13,7 +20,10 @@ use clankie_runtime::clients::Answer as _;
 use clankie_runtime::clients::Call;
 
 use crate::MailboxService;
-use crate::store::{HireRec, ProjectRec, TrackerBinding};
+use clankie_types::TrackerRoute;
+
+use crate::rpc::projects::tracker_route;
+use crate::store::{HireRec, ProjectRec};
 
 /// How long one attempt waits for the tracker.
 const ATTEMPT: Duration = Duration::from_secs(10);
@@ -23,15 +33,26 @@ impl MailboxService {
     /// is the close's own (a retry's failure is not logged again). Settled
     /// (or owed nothing) clears the hire's `retire_pending`.
     pub(crate) async fn retire(&self, hire: &HireRec, project: Option<&ProjectRec>, first: bool) {
-        let team = match project {
-            Some(p) if p.tracker == TrackerBinding::Builtin && !p.tracker_team.is_empty() => {
-                p.tracker_team.clone()
+        // Each attempt resolves the project's tracker as saved now.
+        let (scope_team, linear_project) = match project.map(|p| (p, tracker_route(p))) {
+            Some((_, Ok((TrackerRoute::Builtin, team, _)))) if !team.is_empty() => {
+                (team, String::new())
             }
-            Some(p) => {
+            Some((p, Ok((TrackerRoute::Linear, _, _)))) => (String::new(), p.name.clone()),
+            Some((_, Err(problem))) => {
+                // Unavailable or ambiguous bindings refuse issue effects.
+                tracing::info!(
+                    hire = %hire.hire_id,
+                    %problem,
+                    "hire.retired: the project's tracker binding is ambiguous; issue effects refused"
+                );
+                return self.retired(&hire.hire_id).await;
+            }
+            Some((p, Ok(_))) => {
                 tracing::info!(
                     hire = %hire.hire_id,
                     tracker = %p.tracker,
-                    "hire.retired: no built-in tracker binding; no issue effects"
+                    "hire.retired: no tracker team bound; no issue effects"
                 );
                 return self.retired(&hire.hire_id).await;
             }
@@ -43,7 +64,8 @@ impl MailboxService {
         let req = Call::new(clankie_proto::tracker::v1::RetireHireRequest {
             actor: format!("hire:{}", hire.hire_id),
             hire_id: hire.hire_id.clone(),
-            scope_team: team,
+            scope_team,
+            linear_project,
         })
         .timeout(ATTEMPT)
         .request();

@@ -22,6 +22,9 @@ pub(crate) struct Plan {
     /// The team a limited caller's writes stay in, when its route is a
     /// built-in project (empty: unscoped).
     pub scope_team: String,
+    /// A saved Linear route's lease, which the store holds for it: the
+    /// connected resource now verified and the route's project.
+    pub linear_route: Option<tracker_pb::LinearRoute>,
 }
 
 impl McpHost {
@@ -128,7 +131,7 @@ impl McpHost {
             .accounts
             .verified_generation(tracker::ACCOUNT)
             .is_some();
-        let backend = tracker::route(
+        let mut backend = tracker::route(
             &caller,
             !repo.is_empty(),
             &owned,
@@ -137,6 +140,12 @@ impl McpHost {
             linear,
         )
         .map_err(|e| self.policy_refused(e, &caller, &entry.tool))?;
+        let linear_route = if tracker::holds_for_route(&caller, &backend, &entry.tool) {
+            backend = tracker::Backend::Store;
+            Some(self.linear_route(&caller.route_project)?)
+        } else {
+            None
+        };
         // A limited caller routed to a built-in project by its hire (or an
         // explicit repo) writes only inside that project's team; a call
         // that reached the store because it names a cut-over item is not
@@ -155,6 +164,31 @@ impl McpHost {
             backend,
             write: def.write,
             scope_team,
+            linear_route,
+        })
+    }
+
+    /// A saved Linear route as the store keys it: the verified Linear
+    /// identity connected now, and the route's project. With Linear
+    /// disconnected the call is refused: it never falls to the store alone.
+    pub(crate) fn linear_route(
+        &self,
+        project: &str,
+    ) -> Result<tracker_pb::LinearRoute, ClankieError> {
+        let resource = self
+            .inner
+            .accounts
+            .verified_generation(tracker::ACCOUNT)
+            .and_then(|_| self.inner.identities.get(tracker::ACCOUNT))
+            .map(|i| i.stable())
+            .ok_or_else(|| {
+                ErrorCode::AccountUnavailable.err(
+                    "this call's tracker is Linear, and no verified Linear account is connected; its lease is not taken anywhere else",
+                )
+            })?;
+        Ok(tracker_pb::LinearRoute {
+            resource,
+            project: project.to_string(),
         })
     }
 

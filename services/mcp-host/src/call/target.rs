@@ -71,6 +71,7 @@ impl McpHost {
                 actor: p.caller.actor.clone(),
                 role: p.caller.role.wire(),
                 scope_team: p.scope_team.clone(),
+                linear_route: p.linear_route.clone(),
             }),
         })
     }

@@ -48,12 +48,12 @@ pub use review::{
 };
 pub use work::{
     Ask, BundleCheck, Drift, DriftIssue, EvidenceBundle, EvidenceItem, IDLE_MS, IssueEvent, Lease,
-    LeaseResult, PostBundleCheck, PostIssueAsk, PostIssueEvent, Run, RunControl,
+    LeaseResult, LeaseSlot, PostBundleCheck, PostIssueAsk, PostIssueEvent, Run, RunControl,
     SaveEvidenceBundle, SaveLease, SaveRun,
 };
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -266,6 +266,20 @@ pub(super) const MIGRATIONS: &[&str] = &[
         updated_by TEXT NOT NULL,
         updated_at INTEGER NOT NULL
     );",
+    // 3: leases held for saved Linear routes (Linear keeps none), keyed by
+    // the connected resource and project they were taken under and the
+    // issue reference as observed.
+    "CREATE TABLE route_leases (
+        resource TEXT NOT NULL,
+        project TEXT NOT NULL,
+        issue_ref TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (resource, project, issue_ref)
+    );
+    CREATE INDEX route_leases_holder ON route_leases(holder, project);",
 ];
 
 impl Store {

@@ -12,11 +12,11 @@ use serde_json::{Map, Value, json};
 
 pub use crate::store::Caller;
 use crate::store::{
-    IssueQuery, PostBundleCheck, PostInboxAnswer, PostIssueAsk, PostIssueEvent, PostReviewComment,
-    PostStepResult, ProjectQuery, RetireReview, ReviewRef, RunControl, SaveComment,
-    SaveEvidenceBundle, SaveGuidedReview, SaveGuidedReviewStep, SaveInboxItem, SaveIssue,
-    SaveIssueStatus, SaveLabel, SaveLease, SaveProject, SaveRun, SaveStatusUpdate, Store,
-    StoreError, Written,
+    IssueQuery, LeaseSlot, PostBundleCheck, PostInboxAnswer, PostIssueAsk, PostIssueEvent,
+    PostReviewComment, PostStepResult, ProjectQuery, RetireReview, ReviewRef, RunControl,
+    SaveComment, SaveEvidenceBundle, SaveGuidedReview, SaveGuidedReviewStep, SaveInboxItem,
+    SaveIssue, SaveIssueStatus, SaveLabel, SaveLease, SaveProject, SaveRun, SaveStatusUpdate,
+    Store, StoreError, Written,
 };
 use crate::vocabulary::{self, Family, MAX_CHANGES_LIMIT, MAX_WAIT_MS, PROJECT_STATUSES, STATES};
 
@@ -41,6 +41,44 @@ pub fn invoke(
     tool: &str,
     args: Value,
 ) -> Result<Value, StoreError> {
+    let (def, args) = checked(caller, tool, args)?;
+    match def.family {
+        Family::Issues => issues::invoke(store, caller, tool, args),
+        Family::Projects => projects::invoke(store, caller, tool, args),
+        Family::Plan => plan::invoke(store, caller, tool, args),
+        Family::Directory => directory::invoke(store, caller, tool, args),
+        Family::Work => work::invoke(store, caller, tool, args),
+        Family::Review => review::invoke(store, caller, tool, args),
+        Family::Inbox => inbox::invoke(store, caller, tool, args),
+    }
+}
+
+/// Runs one tool of a saved Linear route that the store holds for it: only
+/// `save_lease` (Linear keeps no leases; everything else goes to Linear).
+pub fn invoke_route(
+    store: &mut Store,
+    caller: &Caller,
+    slot: &LeaseSlot,
+    tool: &str,
+    args: Value,
+) -> Result<Value, StoreError> {
+    if tool != "save_lease" {
+        return Err(StoreError::Invalid(format!(
+            "a Linear route keeps only its leases here; {tool} goes to Linear"
+        )));
+    }
+    let (_, args) = checked(caller, tool, args)?;
+    let a: SaveLease = parse(tool, args)?;
+    flat(store.save_lease_in(caller, slot, a)?)
+}
+
+/// A tool's definition and its arguments without the routing keys, once
+/// the caller's profile allows them.
+fn checked(
+    caller: &Caller,
+    tool: &str,
+    args: Value,
+) -> Result<(&'static vocabulary::ToolDef, Value), StoreError> {
     let mut args = match args {
         Value::Object(m) => m,
         Value::Null => Map::new(),
@@ -61,15 +99,7 @@ pub fn invoke(
         role: r.role,
         what: r.what,
     })?;
-    match def.family {
-        Family::Issues => issues::invoke(store, caller, tool, args),
-        Family::Projects => projects::invoke(store, caller, tool, args),
-        Family::Plan => plan::invoke(store, caller, tool, args),
-        Family::Directory => directory::invoke(store, caller, tool, args),
-        Family::Work => work::invoke(store, caller, tool, args),
-        Family::Review => review::invoke(store, caller, tool, args),
-        Family::Inbox => inbox::invoke(store, caller, tool, args),
-    }
+    Ok((def, args))
 }
 
 /// A vocabulary tool its family's dispatcher does not run.

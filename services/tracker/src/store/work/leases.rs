@@ -15,6 +15,52 @@ pub(super) fn drift_of(i: &Issue, reason: &str, detail: String) -> Drift {
     }
 }
 
+/// Where a lease is held: on a built-in issue, or on a saved Linear route's
+/// issue (Linear keeps no leases), under the connected resource and the
+/// project it was taken with and the reference exactly as observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseSlot {
+    Issue,
+    Route { resource: String, project: String },
+}
+
+/// The longest route reference or scope part kept.
+const MAX_ROUTE_PART: usize = 200;
+
+impl LeaseSlot {
+    fn check(&self) -> Result<(), StoreError> {
+        if let LeaseSlot::Route { resource, project } = self
+            && [resource, project]
+                .iter()
+                .any(|p| p.is_empty() || p.len() > MAX_ROUTE_PART)
+        {
+            return Err(StoreError::Invalid(
+                "a Linear route names its connected resource and project".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The lease row of one key in its slot.
+fn held(w: &Tx<'_>, slot: &LeaseSlot, id: &str) -> Result<Option<Lease>, StoreError> {
+    match slot {
+        LeaseSlot::Issue => one(
+            w,
+            "SELECT * FROM leases WHERE issue_id = ?1",
+            params![id],
+            lease_from_row,
+        ),
+        LeaseSlot::Route { resource, project } => one(
+            w,
+            "SELECT issue_ref AS issue_id, holder, expires_at, created_at, updated_at
+             FROM route_leases WHERE resource = ?1 AND project = ?2 AND issue_ref = ?3",
+            params![resource, project, id],
+            lease_from_row,
+        ),
+    }
+}
+
 impl Store {
     /// Takes, renews or releases a lease on an issue. A live lease held by
     /// someone else is a conflict until it expires. Limited roles hold
@@ -24,6 +70,18 @@ impl Store {
         caller: &Caller,
         input: SaveLease,
     ) -> Result<Written<LeaseResult>, StoreError> {
+        self.save_lease_in(caller, &LeaseSlot::Issue, input)
+    }
+
+    /// [`Store::save_lease`] in a slot: a route lease keys its issue by the
+    /// reference as given (never resolved to a built-in issue).
+    pub fn save_lease_in(
+        &mut self,
+        caller: &Caller,
+        slot: &LeaseSlot,
+        input: SaveLease,
+    ) -> Result<Written<LeaseResult>, StoreError> {
+        slot.check()?;
         let holder = non_empty(input.holder.as_deref())
             .unwrap_or(&caller.actor)
             .to_string();
@@ -39,34 +97,55 @@ impl Store {
         let release = input.release.unwrap_or(false);
         let key = input.idempotency_key.clone();
         self.write(caller.who(), "save_lease", key.as_deref(), |w| {
-            let issue = find_issue(w, &input.issue_id)?;
-            let existing = one(
-                w,
-                "SELECT * FROM leases WHERE issue_id = ?1",
-                params![issue.id],
-                lease_from_row,
-            )?;
+            // The key the lease is held under, its name in messages, and
+            // its entity in the change log.
+            let (id, shown, entity, logged) = match slot {
+                LeaseSlot::Issue => {
+                    let issue = find_issue(w, &input.issue_id)?;
+                    (issue.id.clone(), issue.identifier, "lease", issue.id)
+                }
+                LeaseSlot::Route { resource, project } => {
+                    let reference = input.issue_id.trim().to_string();
+                    if reference.is_empty() || reference.len() > MAX_ROUTE_PART {
+                        return Err(StoreError::Invalid(format!(
+                            "issueId is 1 to {MAX_ROUTE_PART} bytes"
+                        )));
+                    }
+                    let logged = format!("linear:{resource}:{project}/{reference}");
+                    (reference.clone(), reference, "route_lease", logged)
+                }
+            };
+            let existing = held(w, slot, &id)?;
             if let Some(l) = &existing
                 && l.holder != holder
                 && l.expires_at > w.now
             {
                 return Err(StoreError::Conflict(format!(
-                    "{} is leased by {} until {}",
-                    issue.identifier, l.holder, l.expires_at
+                    "{shown} is leased by {} until {}",
+                    l.holder, l.expires_at
                 )));
             }
             if release {
                 return match existing {
                     None => {
-                        w.touch("lease", &issue.id);
+                        w.touch(entity, &logged);
                         Ok(LeaseResult {
                             lease: None,
                             released: false,
                         })
                     }
                     Some(_) => {
-                        w.execute("DELETE FROM leases WHERE issue_id = ?1", params![issue.id])?;
-                        w.change("lease", &issue.id, "release")?;
+                        match slot {
+                            LeaseSlot::Issue => {
+                                w.execute("DELETE FROM leases WHERE issue_id = ?1", params![id])?
+                            }
+                            LeaseSlot::Route { resource, project } => w.execute(
+                                "DELETE FROM route_leases
+                                 WHERE resource = ?1 AND project = ?2 AND issue_ref = ?3",
+                                params![resource, project, id],
+                            )?,
+                        };
+                        w.change(entity, &logged, "release")?;
                         Ok(LeaseResult {
                             lease: None,
                             released: true,
@@ -78,27 +157,45 @@ impl Store {
                 .as_ref()
                 .filter(|l| l.holder == holder && l.expires_at > w.now);
             let lease = Lease {
-                issue_id: issue.id.clone(),
+                issue_id: id.clone(),
                 holder: holder.clone(),
                 expires_at: w.now + ttl,
                 created_at: renewing.map_or(w.now, |l| l.created_at),
                 updated_at: w.now,
             };
-            w.execute(
-                "INSERT INTO leases (issue_id, holder, expires_at, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (issue_id) DO UPDATE SET holder = ?2, expires_at = ?3, created_at = ?4, updated_at = ?5",
-                params![
-                    lease.issue_id,
-                    lease.holder,
-                    lease.expires_at,
-                    lease.created_at,
-                    lease.updated_at
-                ],
-            )?;
+            match slot {
+                LeaseSlot::Issue => w.execute(
+                    "INSERT INTO leases (issue_id, holder, expires_at, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (issue_id) DO UPDATE SET holder = ?2, expires_at = ?3, created_at = ?4, updated_at = ?5",
+                    params![
+                        lease.issue_id,
+                        lease.holder,
+                        lease.expires_at,
+                        lease.created_at,
+                        lease.updated_at
+                    ],
+                )?,
+                LeaseSlot::Route { resource, project } => w.execute(
+                    "INSERT INTO route_leases
+                     (resource, project, issue_ref, holder, expires_at, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (resource, project, issue_ref) DO UPDATE
+                     SET holder = ?4, expires_at = ?5, created_at = ?6, updated_at = ?7",
+                    params![
+                        resource,
+                        project,
+                        lease.issue_id,
+                        lease.holder,
+                        lease.expires_at,
+                        lease.created_at,
+                        lease.updated_at
+                    ],
+                )?,
+            };
             w.change(
-                "lease",
-                &issue.id,
+                entity,
+                &logged,
                 if renewing.is_some() { "renew" } else { "claim" },
             )?;
             Ok(LeaseResult {
@@ -106,6 +203,42 @@ impl Store {
                 released: false,
             })
         })
+    }
+
+    /// The live route leases `holder` holds in a Linear project, each with
+    /// the connected resource it was taken under.
+    pub fn route_leases_held_by(
+        &self,
+        holder: &str,
+        project: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT resource, issue_ref FROM route_leases
+             WHERE holder = ?1 AND project = ?2 AND expires_at > ?3
+             ORDER BY resource, issue_ref",
+        )?;
+        let rows = stmt.query_map(params![holder, project, self.now()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Live leases by scope (`builtin:TEAM`, `linear:RESOURCE:PROJECT`) and
+    /// holder, with their counts.
+    pub fn lease_ownership(&self) -> Result<Vec<(String, String, u32)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT 'builtin:' || t.key, l.holder, COUNT(*) FROM leases l
+               JOIN issues i ON i.id = l.issue_id JOIN teams t ON t.id = i.team_id
+               WHERE l.expires_at > ?1 GROUP BY 1, 2
+             UNION ALL
+             SELECT 'linear:' || resource || ':' || project, holder, COUNT(*) FROM route_leases
+               WHERE expires_at > ?1 GROUP BY 1, 2
+             ORDER BY 1, 2",
+        )?;
+        let rows = stmt.query_map(params![self.now()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u32))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The live lease on an issue, if any.

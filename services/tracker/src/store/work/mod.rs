@@ -16,6 +16,7 @@ use crate::vocabulary::{
 // The store's methods for these entities, by kind.
 mod evidence;
 mod leases;
+pub use leases::LeaseSlot;
 mod runs;
 
 /// How long a started issue may go without a lease or an event before it

@@ -296,3 +296,86 @@ fn runs_and_run_control() {
     let ok_runs = ok(st, &f.w2, "list_runs", json!({"status": "succeeded"}));
     assert_eq!(ok_runs["runs"][0]["createdBy"], "w2");
 }
+
+/// A saved Linear route's leases live apart from the built-in issues: the
+/// reference stays as observed (never resolved to a built-in issue, even
+/// one with the same key), each connected resource keeps its own, they
+/// conflict and release like any lease, and only `save_lease` is held.
+#[test]
+fn route_leases_keep_their_resource_and_reference() {
+    let mut f = fx();
+    let st = &mut f.store;
+    ok(
+        st,
+        &f.lead,
+        "save_issue",
+        json!({"team": "ENG", "title": "same key"}),
+    );
+    let a = LeaseSlot::Route {
+        resource: "user:u/workspace:a".into(),
+        project: "beta".into(),
+    };
+    let b = LeaseSlot::Route {
+        resource: "user:u/workspace:b".into(),
+        project: "beta".into(),
+    };
+    let lease = |id: &str| json!({"issueId": id, "ttlMs": 60000});
+    let taken = invoke_route(st, &f.w1, &a, "save_lease", lease("ENG-1")).expect("taken");
+    assert_eq!(taken["lease"]["issueId"], "ENG-1");
+    assert!(
+        st.lease("ENG-1").expect("built-in").is_none(),
+        "not the built-in issue"
+    );
+    // Another worker conflicts in the same resource, not in another.
+    let r = invoke_route(st, &f.w2, &a, "save_lease", lease("ENG-1"));
+    assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+    invoke_route(st, &f.w2, &b, "save_lease", lease("ENG-1")).expect("another resource");
+    assert_eq!(
+        st.route_leases_held_by("w1", "beta").expect("held"),
+        [("user:u/workspace:a".to_string(), "ENG-1".to_string())]
+    );
+    let owned = st.lease_ownership().expect("ownership");
+    assert_eq!(
+        owned,
+        [
+            (
+                "linear:user:u/workspace:a:beta".to_string(),
+                "w1".to_string(),
+                1
+            ),
+            (
+                "linear:user:u/workspace:b:beta".to_string(),
+                "w2".to_string(),
+                1
+            ),
+        ]
+    );
+    // Everything else on a route goes to Linear.
+    let r = invoke_route(
+        st,
+        &f.w1,
+        &a,
+        "save_issue",
+        json!({"team": "ENG", "title": "x"}),
+    );
+    assert!(matches!(r, Err(StoreError::Invalid(_))), "{r:?}");
+    let released = invoke_route(
+        st,
+        &f.w1,
+        &a,
+        "save_lease",
+        json!({"issueId": "ENG-1", "release": true}),
+    )
+    .expect("released");
+    assert_eq!(released["released"], true);
+    assert!(
+        st.route_leases_held_by("w1", "beta")
+            .expect("held")
+            .is_empty()
+    );
+    st.advance_clock(60_001);
+    assert!(
+        st.lease_ownership().expect("ownership").is_empty(),
+        "expired"
+    );
+}
