@@ -411,3 +411,146 @@ async fn direct_image(
         .find(|c| serde_json::to_value(c).is_ok_and(|v| v["type"] == "image"))
         .expect("an image block")
 }
+
+/// `clankie accounts --json` as JSON.
+fn accounts(stack: &Stack) -> serde_json::Value {
+    serde_json::from_str(&stack.clankie_ok(&["accounts", "--json"])).expect("json")
+}
+
+fn account<'a>(all: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    all["accounts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == name))
+        .unwrap_or_else(|| panic!("no account {name}: {all}"))
+}
+
+/// A broken upstream is never invisible. Programs connected by bare name
+/// are found on the caller's PATH and keep it, so a restart under a service
+/// manager's minimal PATH brings them back. A server that cannot start
+/// says why in its own words: its stderr goes to its own 0600 log and its
+/// last lines into the account's error (never into the services' logs),
+/// and `status`, `doctor` and `/readyz` name it as degraded.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_upstream_is_named_with_its_own_words_and_a_minimal_path_finds_the_rest() {
+    let mut stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("time", &["mcp-server-time"], &[]);
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let all = accounts(&stack);
+    let target = account(&all, "time")["target"].as_str().expect("target");
+    assert!(
+        target.starts_with('/') && target.ends_with("/mcp-server-time"),
+        "resolved on the caller's side: {target}"
+    );
+
+    // A program that is nowhere: refused before anything is saved, naming
+    // the PATH it searched.
+    let missing = stack.clankie(&["connect", "nope", "--", "no-such-mcp-server"]);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(said.contains("not found on PATH ("), "{said}");
+    assert!(!said.contains("Os {"), "no Rust type names: {said}");
+    assert!(
+        accounts(&stack)["accounts"]
+            .as_array()
+            .expect("accounts")
+            .iter()
+            .all(|a| a["name"] != "nope")
+    );
+
+    // A server that prints why it cannot run, and exits.
+    let dir = tempfile::tempdir().expect("dir");
+    let server = dir.path().join("gh-server");
+    std::fs::write(
+        &server,
+        "#!/bin/sh\necho 'starting gh server' >&2\necho 'GITHUB_TOKEN is not set' >&2\nexit 1\n",
+    )
+    .expect("script");
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let gh = stack.clankie(&[
+        "connect",
+        "gh",
+        "--wait",
+        "5",
+        "--",
+        server.to_str().expect("utf8"),
+    ]);
+    assert!(!gh.status.success(), "not verified");
+    let error = clankie_tests::eventually(Duration::from_secs(30), async || {
+        let all = accounts(&stack);
+        let gh = account(&all, "gh");
+        let e = gh["lastError"].as_str().unwrap_or("").to_string();
+        (gh["state"] != "verified" && e.contains("GITHUB_TOKEN is not set")).then_some(e)
+    })
+    .await
+    .expect("the server's own words in the account's error");
+    assert!(
+        error.contains("starting gh server | GITHUB_TOKEN is not set"),
+        "{error}"
+    );
+    let log = stack.paths().account_log("gh");
+    let logged = std::fs::read_to_string(&log).expect("the account's log");
+    assert!(logged.contains("GITHUB_TOKEN is not set"), "{logged}");
+    let mode = std::fs::metadata(&log).expect("meta").permissions().mode();
+    assert_eq!(mode & 0o077, 0, "private: {mode:o}");
+    let service_log =
+        std::fs::read_to_string(stack.state.path().join("logs/mcp-host.log")).unwrap_or_default();
+    assert!(
+        !service_log.contains("GITHUB_TOKEN"),
+        "a server's words stay out of the services' logs"
+    );
+
+    // Named as degraded everywhere an operator looks.
+    let status = stack.clankie(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status json");
+    assert_eq!(s["healthy"], false, "{s}");
+    assert!(s["degradedAccounts"]["gh"].is_string(), "{s}");
+    assert_eq!(status.status.code(), Some(1), "{s}");
+    let doctor = stack.clankie(&["doctor", "--json"]);
+    let d: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("doctor json");
+    assert_eq!(d["healthy"], false, "{d}");
+    let (code, body) = clankie_tests::http(&format!("{}/readyz", stack.url), "GET", &[], "");
+    let r: serde_json::Value = serde_json::from_str(&body).expect("readyz json");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(r["status"], "degraded", "{body}");
+    assert!(r["degradedAccounts"]["gh"].is_string(), "{body}");
+    assert!(
+        !body.contains("GITHUB_TOKEN"),
+        "readiness names, never errors: {body}"
+    );
+
+    // Under a service manager's PATH, the resolved accounts come back, and
+    // `up` names the one that does not.
+    stack
+        .restart(clankie_tests::StackOptions {
+            path: Some("/usr/sbin:/usr/bin:/sbin:/bin".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("restart");
+    let back = clankie_tests::eventually(Duration::from_secs(60), async || {
+        let all = accounts(&stack);
+        ["time", "everything"]
+            .iter()
+            .all(|n| account(&all, n)["state"] == "verified")
+            .then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "{}", accounts(&stack));
+    assert!(
+        stack
+            .wait_line("degraded: account gh is", Duration::from_secs(60))
+            .await,
+        "{:?}",
+        stack.lines()
+    );
+    stack.clankie_ok(&["disconnect", "gh"]);
+    // Healthy again once the readiness probe has seen it.
+    let healthy = clankie_tests::eventually(Duration::from_secs(30), async || {
+        let status = stack.clankie(&["status", "--json"]);
+        let s: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status json");
+        (s["healthy"] == true && status.status.code() == Some(0)).then_some(())
+    })
+    .await;
+    assert!(healthy.is_some());
+}

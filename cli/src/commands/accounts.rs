@@ -10,14 +10,7 @@ use clankie_types::host::TransportKind;
 use crate::support::clients::{self, refused};
 use crate::support::output::{field, print_json};
 
-fn state_name(s: i32) -> &'static str {
-    match mcphost_pb::AccountState::try_from(s) {
-        Ok(mcphost_pb::AccountState::Verified) => "verified",
-        Ok(mcphost_pb::AccountState::Verifying) => "verifying",
-        Ok(mcphost_pb::AccountState::Unavailable) => "unavailable",
-        _ => "unknown",
-    }
-}
+use clankie_runtime::clients::account_state_word as state_name;
 
 /// The provider identity verification recorded, as JSON.
 pub fn identity_json(i: &mcphost_pb::AccountIdentity) -> serde_json::Value {

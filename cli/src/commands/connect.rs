@@ -61,8 +61,18 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
                     .with_context(|| format!("env {kv:?} is not K=V"))?;
                 env.insert(k.to_string(), v.to_string());
             }
+            // The service resolves nothing on its own PATH (a service
+            // manager's is minimal): the program is found here, and the
+            // PATH it was found on goes with it for the interpreters a
+            // script names, unless the owner gave one.
+            let command = resolve_program(&args.command[0], args.cwd.as_deref())?;
+            if !env.contains_key("PATH")
+                && let Some(path) = std::env::var_os("PATH").and_then(|p| p.into_string().ok())
+            {
+                env.insert("PATH".into(), path);
+            }
             mcphost_pb::connect_request::Transport::Stdio(mcphost_pb::StdioTransport {
-                command: args.command[0].clone(),
+                command,
                 args: args.command[1..].to_vec(),
                 env,
                 cwd: args.cwd.clone().unwrap_or_default(),
@@ -97,6 +107,37 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
             ExitCode::from(3)
         },
     )
+}
+
+/// A stdio server's program as an absolute path: as given when it names a
+/// folder (relative to `cwd` or here), else the first match on this
+/// shell's `PATH`. Refused, naming what was searched, when there is none.
+fn resolve_program(program: &str, cwd: Option<&str>) -> anyhow::Result<String> {
+    let here = match cwd {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::env::current_dir().context("the current folder cannot be read")?,
+    };
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    let found = if program.contains('/') {
+        let path = here.join(program);
+        which::which_in(&path, None::<&str>, &here).map_err(|_| {
+            anyhow::anyhow!(
+                "{} is not an executable file; give the server's program as an absolute path",
+                path.display()
+            )
+        })?
+    } else {
+        which::which_in(program, Some(&search), &here).map_err(|_| {
+            anyhow::anyhow!(
+                "{program} was not found on PATH ({}); install it, or give its absolute path after --",
+                search.to_string_lossy()
+            )
+        })?
+    };
+    found
+        .into_os_string()
+        .into_string()
+        .map_err(|p| anyhow::anyhow!("the program's path {} is not UTF-8", p.to_string_lossy()))
 }
 
 pub async fn disconnect(paths: StatePaths, name: String) -> anyhow::Result<ExitCode> {

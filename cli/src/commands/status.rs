@@ -27,6 +27,16 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         health.insert(service.name(), state);
     }
     let gateway = discovery::read(&paths).ok().map(|d| d.url);
+    let degraded = if all {
+        clankie_runtime::clients::degraded_accounts(
+            &paths,
+            clients::owner_meta(&paths).unwrap_or_default(),
+        )
+        .await
+        .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     if json {
         let services: serde_json::Map<_, _> = Service::START_ORDER
             .iter()
@@ -38,7 +48,11 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
                 "state": paths.root(),
                 "gateway": gateway,
                 "services": services,
-                "healthy": all,
+                "degradedAccounts": degraded
+                    .iter()
+                    .map(|(name, state)| (name.clone(), serde_json::json!(state)))
+                    .collect::<serde_json::Map<_, _>>(),
+                "healthy": all && degraded.is_empty(),
             })
         );
     } else {
@@ -47,10 +61,24 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         for s in Service::START_ORDER {
             println!("  {:<10} {}", s.name(), health[s.name()].replace('_', " "));
         }
+        print_degraded(&paths, &degraded);
     }
-    Ok(if all {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if !all {
         ExitCode::from(2)
+    } else if !degraded.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     })
+}
+
+/// One line per account that is not verified, with where its server's
+/// stderr is logged.
+pub fn print_degraded(paths: &StatePaths, degraded: &[(String, &str)]) {
+    for (name, state) in degraded {
+        println!(
+            "degraded: account {name} is {state}; `clankie accounts` shows why, its server's stderr is in {}",
+            paths.account_log(name).display()
+        );
+    }
 }

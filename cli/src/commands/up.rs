@@ -105,7 +105,7 @@ fn spawn(
     args: &UpArgs,
 ) -> anyhow::Result<Child> {
     let name = service.name();
-    let logs = paths.root().join("logs");
+    let logs = paths.logs_dir();
     state::private_dir(&logs)?;
     let log_path = logs.join(format!("{name}.log"));
     // The service writes its log itself, rotating it at a size cap; what it
@@ -157,6 +157,28 @@ async fn wait_healthy(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// How long `up` waits for the accounts' first verdicts before it says
+/// which are degraded (a connection attempt's own bound, and a little).
+const FIRST_VERDICTS: Duration = Duration::from_secs(35);
+
+async fn report_degraded(paths: StatePaths) {
+    let owner = clients::owner_meta(&paths).unwrap_or_default();
+    let deadline = Instant::now() + FIRST_VERDICTS;
+    while clankie_runtime::clients::service_state(&paths, Service::McpHost, owner.clone()).await
+        != clankie_runtime::clients::ServiceState::Serving
+    {
+        if Instant::now() > deadline {
+            println!("degraded: the mcp-host is not ready; `clankie doctor` says why");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let degraded = clankie_runtime::clients::degraded_accounts(&paths, owner)
+        .await
+        .unwrap_or_default();
+    super::status::print_degraded(&paths, &degraded);
 }
 
 fn signal(child: &Child, sig: Signal) {
@@ -220,6 +242,9 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     println!("  gateway: {} (MCP at {}/mcp)", gateway, gateway);
     println!("  state:   {}", paths.root().display());
     println!("  stop with Ctrl-C");
+    // Once every account from the file had its first verdict (the
+    // mcp-host is ready only then), one that did not verify is named.
+    tokio::spawn(report_degraded(paths.clone()));
 
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {

@@ -1,5 +1,6 @@
 //! `/healthz` (the gateway answers) and `/readyz` (every backend service
-//! serving, with its state readable).
+//! serving, with its state readable; `degraded`, naming them, while a
+//! connected account is not verified).
 
 use std::sync::Arc;
 
@@ -34,9 +35,28 @@ pub(crate) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     } else {
         http::StatusCode::SERVICE_UNAVAILABLE
     };
+    // Ready, and degraded while a connected account is not verified: its
+    // tools are gone from the catalog. Names and states only.
+    let degraded = clankie_runtime::clients::degraded_accounts(&shared.paths, Meta::default())
+        .await
+        .unwrap_or_default();
+    let accounts: serde_json::Map<_, _> = degraded
+        .iter()
+        .map(|(name, state)| (name.clone(), json!(state)))
+        .collect();
+    let word = match (ready, degraded.is_empty()) {
+        (false, _) => "not_ready",
+        (true, true) => "ready",
+        (true, false) => "degraded",
+    };
     (
         status,
-        axum::Json(json!({ "ready": ready, "services": services })),
+        axum::Json(json!({
+            "ready": ready,
+            "status": word,
+            "services": services,
+            "degradedAccounts": accounts,
+        })),
     )
         .into_response()
 }

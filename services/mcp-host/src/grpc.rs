@@ -163,6 +163,15 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         Ok(Response::new(answer))
     }
 
+    async fn degraded(
+        &self,
+        _request: Request<mcphost_pb::DegradedRequest>,
+    ) -> Result<Response<mcphost_pb::DegradedResponse>, Status> {
+        Ok(Response::new(mcphost_pb::DegradedResponse {
+            accounts: self.inner.accounts.degraded(),
+        }))
+    }
+
     async fn catalog(
         &self,
         request: Request<mcphost_pb::CatalogRequest>,

@@ -80,7 +80,11 @@ impl Options {
         if let Err(e) = receipts.health() {
             tracing::error!(reason = e.code.as_str(), problem = %e.message, "receipt store refused");
         }
-        let accounts = Registry::open(self.paths.service_dir("mcp-host"), shutdown)?;
+        let accounts = Registry::open(
+            self.paths.service_dir("mcp-host"),
+            self.paths.logs_dir().join("accounts"),
+            shutdown,
+        )?;
         let audit = audit::Audit::open(&self.paths.audit_dir())?;
         let admission = clankie_runtime::clients::admission(&self.paths, Meta::default());
         let owner_token = clankie_runtime::owner::read_owner_token(&self.paths.owner_credential())?;

@@ -178,6 +178,41 @@ pub async fn service_state(
     }
 }
 
+/// The word for an account's state (`verified`, `verifying`,
+/// `unavailable`).
+pub fn account_state_word(state: i32) -> &'static str {
+    use clankie_proto::mcphost::v1::AccountState;
+    match AccountState::try_from(state) {
+        Ok(AccountState::Verified) => "verified",
+        Ok(AccountState::Verifying) => "verifying",
+        Ok(AccountState::Unavailable) => "unavailable",
+        _ => "unknown",
+    }
+}
+
+/// The connected accounts that are not verified now, by name and state
+/// word; None when the mcp-host does not answer. The RPC needs no
+/// credential of its own, only the socket's (a stack process, or `meta`
+/// with the owner's).
+pub async fn degraded_accounts(
+    paths: &crate::paths::StatePaths,
+    meta: Meta,
+) -> Option<Vec<(String, &'static str)>> {
+    let req = Call::new(clankie_proto::mcphost::v1::DegradedRequest {}).request();
+    let accounts = mcp_host(paths, meta)
+        .degraded(req)
+        .await
+        .ok()?
+        .into_inner()
+        .accounts;
+    Some(
+        accounts
+            .into_iter()
+            .map(|a| (a.name, account_state_word(a.state)))
+            .collect(),
+    )
+}
+
 /// Decodes a reply: the message, or the reason the service gave (or the
 /// transport's failure, never guessed into a domain reason).
 pub trait Answer<R> {

@@ -86,6 +86,18 @@ impl StatePaths {
     pub fn audit_dir(&self) -> PathBuf {
         self.root.join("audit")
     }
+
+    /// The services' logs (`logs/<service>.log`).
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// A stdio account's own log: what its server wrote to stderr.
+    pub fn account_log(&self, account: &str) -> PathBuf {
+        self.logs_dir()
+            .join("accounts")
+            .join(format!("{account}.log"))
+    }
 }
 
 /// Herdr's API socket in Herdr's own search order: `HERDR_SOCKET_PATH`,

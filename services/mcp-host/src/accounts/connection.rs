@@ -2,6 +2,7 @@
 //! notifications, opening it (initialize, then list), and listing its tools.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{ClientConfig, ProtocolVersion};
@@ -9,6 +10,7 @@ use rmcp::service::{NotificationContext, Peer, RoleClient};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::sync::Notify;
 
+use super::stderr::StderrTail;
 use super::*;
 
 /// The MCP client side of one account: it hears `tools/list_changed`.
@@ -47,10 +49,14 @@ pub(super) async fn hear_every_level(peer: &Peer<RoleClient>) {
 
 pub(super) type Running = rmcp::service::RunningService<RoleClient, Upstream>;
 
+/// Opens one connection. A stdio server's stderr goes to `stderr_log` and
+/// `tail`.
 pub(super) async fn open_connection(
     config: &AccountConfig,
     handler: Upstream,
     tap: clankie_runtime::mcp_tap::Observer,
+    tail: &mut StderrTail,
+    stderr_log: PathBuf,
 ) -> Result<Running, String> {
     use clankie_runtime::mcp_tap::Tap;
     use rmcp::transport::IntoTransport;
@@ -66,10 +72,13 @@ pub(super) async fn open_connection(
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
-            let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-                .stderr(std::process::Stdio::null())
+            let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("could not start the server: {e}"))?;
+                .map_err(|e| format!("could not start {command}: {e}"))?;
+            if let Some(stderr) = stderr {
+                tail.attach(stderr, stderr_log);
+            }
             let transport = IntoTransport::<RoleClient, _, _>::into_transport(transport);
             handler
                 .serve(Tap::new(transport, tap))

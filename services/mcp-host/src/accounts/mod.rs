@@ -9,6 +9,7 @@
 //! removes another's tools.
 
 mod connection;
+mod stderr;
 mod supervise;
 mod transport;
 
@@ -148,6 +149,8 @@ struct Inner {
     /// Accounts from the file that have not had their first verdict
     /// (verified or unavailable) since start.
     first_verdicts: Mutex<std::collections::HashSet<String>>,
+    /// Where each stdio account's stderr is logged (`NAME.log`).
+    stderr_logs: PathBuf,
 }
 
 /// The account registry; cheap to clone.
@@ -166,8 +169,13 @@ fn unsaved(e: GuardError) -> ClankieError {
 }
 
 impl Registry {
-    /// Loads `accounts.json` from `dir` and starts a supervisor per account.
-    pub fn open(dir: PathBuf, shutdown: CancellationToken) -> std::io::Result<Self> {
+    /// Loads `accounts.json` from `dir` and starts a supervisor per account;
+    /// each stdio server's stderr is logged under `stderr_logs`.
+    pub fn open(
+        dir: PathBuf,
+        stderr_logs: PathBuf,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<Self> {
         state::private_dir(&dir)?;
         let path = dir.join("accounts.json");
         let file = Guarded::load(path, AccountsFile::default, AccountsFile::default);
@@ -188,12 +196,35 @@ impl Registry {
                 shutdown,
                 relay: Relay::new(),
                 first_verdicts: Mutex::new(configs.iter().map(|a| a.name.clone()).collect()),
+                stderr_logs,
             }),
         };
         for config in configs {
             registry.start(config);
         }
         Ok(registry)
+    }
+
+    /// Accounts that had their first verdict and are not verified now, by
+    /// name and state.
+    pub fn degraded(&self) -> Vec<mcphost_pb::DegradedAccount> {
+        let waiting = lock(&self.inner.first_verdicts).clone();
+        lock(&self.inner.slots)
+            .values()
+            .filter(|s| !waiting.contains(&s.config.name))
+            .filter_map(|s| {
+                let state = s.live.borrow().state;
+                (state != mcphost_pb::AccountState::Verified).then(|| mcphost_pb::DegradedAccount {
+                    name: s.config.name.clone(),
+                    state: state as i32,
+                })
+            })
+            .collect()
+    }
+
+    /// Where a stdio account's stderr is logged.
+    fn stderr_log(&self, account: &str) -> PathBuf {
+        self.inner.stderr_logs.join(format!("{account}.log"))
     }
 
     /// Where upstream progress and log lines go.

@@ -10,8 +10,12 @@ use clankie_runtime::now_ms;
 use tokio::sync::Notify;
 
 use super::connection::{Upstream, hear_every_level, list_tools, open_connection};
+use super::stderr::{StderrTail, with_tail};
 use super::{CONNECT_TIMEOUT, HEALTHY_PERIOD, MAX_BACKOFF, MIN_BACKOFF};
 use super::{Registry, Slot, lock};
+
+/// How long a failed attempt waits for its server's stderr to end.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
 
 pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
     let name = slot.config.name.clone();
@@ -26,11 +30,14 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
             l.restarts = restarts;
         });
         let relist = Arc::new(Notify::new());
+        let mut tail = StderrTail::new();
         let attempt = tokio::select! {
             r = tokio::time::timeout(CONNECT_TIMEOUT, open_connection(
                 &slot.config,
                 Upstream { relist: relist.clone() },
                 registry.relay().observer(&name),
+                &mut tail,
+                registry.stderr_log(&name),
             )) => {
                 r.unwrap_or_else(|_| Err("initialize timed out".into()))
             }
@@ -39,10 +46,13 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
         let running = match attempt {
             Ok(r) => r,
             Err(e) => {
+                // The log names the failure; the server's own words go to
+                // the account's error and its log, never to ours.
                 tracing::warn!(account = %name, error = %e, "account unavailable");
+                let error = with_tail(&e, &tail.last(STDERR_WAIT).await);
                 slot.live.send_modify(|l| {
                     l.state = mcphost_pb::AccountState::Unavailable;
-                    l.last_error = e;
+                    l.last_error = error;
                     l.tools = Arc::new(Vec::new());
                 });
                 registry.rebuild();
@@ -80,11 +90,12 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
                 tracing::info!(account = %name, tools = slot.live.borrow().tools.len(), "account verified");
             }
             Err(e) => {
+                let _ = running.cancel().await;
+                let error = with_tail(&e, &tail.last(STDERR_WAIT).await);
                 slot.live.send_modify(|l| {
                     l.state = mcphost_pb::AccountState::Unavailable;
-                    l.last_error = e;
+                    l.last_error = error;
                 });
-                let _ = running.cancel().await;
                 registry.rebuild();
                 registry.first_verdict(&name);
                 if !wait_backoff(&slot, &mut backoff).await {
@@ -138,9 +149,13 @@ pub(super) async fn supervise(registry: Registry, slot: Arc<Slot>) {
             backoff = MIN_BACKOFF;
         }
         tracing::warn!(account = %name, backoff_ms = backoff.as_millis() as u64, "account connection closed; restarting");
+        let error = with_tail(
+            "the server closed the connection",
+            &tail.last(STDERR_WAIT).await,
+        );
         slot.live.send_modify(|l| {
             l.state = mcphost_pb::AccountState::Unavailable;
-            l.last_error = "the server closed the connection".into();
+            l.last_error = error;
             l.tools = Arc::new(Vec::new());
         });
         registry.rebuild();
