@@ -89,28 +89,33 @@ pub(crate) fn hold_until_sent(resp: Response, held: crate::sessions::InFlight) -
     Response::from_parts(parts, axum::body::Body::from_stream(stream))
 }
 
-/// The one field of a JSON-RPC message the intake reads; every other field
+/// The fields of a JSON-RPC message the intake checks; every other field
 /// is skipped without being kept.
 #[derive(Deserialize)]
 struct Envelope {
     #[serde(default)]
+    jsonrpc: Option<Value>,
+    #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
-    method: Option<IgnoredMethod>,
+    method: Option<Value>,
 }
 
-/// Presence of `method` (a request or notification, not a response).
-struct IgnoredMethod;
-
-impl<'de> Deserialize<'de> for IgnoredMethod {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| IgnoredMethod)
-    }
-}
-
-/// The request id of a message as JSON text, bounded.
+/// The request id of a message as JSON text, bounded; a message that is
+/// not JSON-RPC 2.0 as MCP speaks it (a version other than "2.0", a method
+/// that is not a string, an id that is not a string or a number) is
+/// refused here, so the MCP service never meets it.
 fn id_text(e: &Envelope) -> Result<Option<String>, String> {
+    if e.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+        return Err("\"jsonrpc\" must be \"2.0\"".into());
+    }
+    if e.method.as_ref().is_some_and(|m| !m.is_string()) {
+        return Err("a method is a string".into());
+    }
     let Some(id) = &e.id else { return Ok(None) };
+    if !(id.is_string() || id.is_number()) {
+        return Err("an id is a string or a number".into());
+    }
     let text = id.to_string();
     if text.len() > field::JSONRPC_ID {
         return Err(format!(
@@ -123,10 +128,21 @@ fn id_text(e: &Envelope) -> Result<Option<String>, String> {
 
 /// The ids of the requests a body holds (one message or a batch).
 pub(crate) fn request_ids(bytes: &[u8]) -> Result<Vec<String>, (i64, String)> {
+    // serde skips the strings it does not keep without checking them.
+    std::str::from_utf8(bytes)
+        .map_err(|e| (-32700, format!("parse error: the body is not UTF-8 ({e})")))?;
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     let envelopes: Vec<Envelope> = match first {
         Some(b'[') => {
-            serde_json::from_slice(bytes).map_err(|e| (-32700, format!("parse error: {e}")))?
+            // MCP (2025-06-18) has no batches.
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Ok(_) => Err((
+                    -32600,
+                    "invalid request: JSON-RPC batches are not supported; send one message per request"
+                        .into(),
+                )),
+                Err(e) => Err((-32700, format!("parse error: {e}"))),
+            };
         }
         Some(b'{') => {
             vec![serde_json::from_slice(bytes).map_err(|e| (-32700, format!("parse error: {e}")))?]
@@ -209,6 +225,15 @@ pub(crate) async fn jsonrpc_errors(resp: Response) -> Response {
         .await
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .unwrap_or_default();
+    // The MCP service answers a JSON body it cannot read as 415; the media
+    // type was right, the message was not.
+    let status = if status == http::StatusCode::UNSUPPORTED_MEDIA_TYPE
+        && text.starts_with("fail to deserialize request body")
+    {
+        http::StatusCode::BAD_REQUEST
+    } else {
+        status
+    };
     jsonrpc_error(status, -32600, format!("invalid request: {text}"))
 }
 
@@ -254,5 +279,35 @@ mod tests {
         assert_eq!(request_ids(b"{nope").expect_err("bad").0, -32700);
         assert_eq!(request_ids(b"42").expect_err("not a message").0, -32600);
         assert_eq!(request_ids(b"").expect_err("empty").0, -32700);
+        let refused = |body: &[u8]| request_ids(body).expect_err("refused");
+        assert_eq!(
+            refused(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\"}").0,
+            -32700
+        );
+        assert_eq!(
+            refused(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).0,
+            -32600
+        );
+        assert_eq!(refused(br#"[{"jsonrpc":"2.0","id":1,"#).0, -32700);
+        assert_eq!(
+            refused(br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#).0,
+            -32600
+        );
+        assert_eq!(
+            refused(br#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#).0,
+            -32600
+        );
+        assert_eq!(
+            refused(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#).0,
+            -32600
+        );
+        assert_eq!(refused(br#"{"id":1,"method":"ping"}"#).0, -32600);
+        assert_eq!(refused(br#"{"jsonrpc":"2.0","id":1,"method":7}"#).0, -32600);
+        // A null id names no request (an error reply that could not tell).
+        assert!(
+            request_ids(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"x"}}"#)
+                .expect("an error reply")
+                .is_empty()
+        );
     }
 }

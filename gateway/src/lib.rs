@@ -245,7 +245,10 @@ impl Gateway {
             )
             .route("/healthz", get(crate::http::health::healthz))
             .route("/readyz", get(crate::http::health::readyz))
+            // After the doors: an unserved path is not found for anyone.
+            .fallback(crate::http::edges::not_served)
             .with_state(shared)
+            .layer(axum::middleware::from_fn(crate::http::edges::session_end))
             .layer(axum::middleware::from_fn_with_state(hosts, origin::guard))
     }
 

@@ -25,7 +25,21 @@ pub fn http_response(
     let s = std::net::TcpStream::connect(host).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    exchange(s, host, method, &path, headers, body)
+    exchange(s, host, method, &path, headers, body.as_bytes())
+}
+
+/// [`http`] with a body of raw bytes (not necessarily UTF-8).
+pub fn http_bytes(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest
+        .split_once('/')
+        .map(|(h, p)| (h, format!("/{p}")))
+        .unwrap_or((rest, "/".into()));
+    let s = std::net::TcpStream::connect(host).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let (status, _, body) = exchange(s, host, method, &path, headers, body);
+    (status, body)
 }
 
 /// [`http`] over a Unix socket, with `Host: localhost` unless `headers`
@@ -40,7 +54,7 @@ pub fn unix_http(
     let s = std::os::unix::net::UnixStream::connect(socket).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    let (status, _, body) = exchange(s, "localhost", method, path, headers, body);
+    let (status, _, body) = exchange(s, "localhost", method, path, headers, body.as_bytes());
     (status, body)
 }
 
@@ -50,7 +64,7 @@ fn exchange<S: std::io::Read + std::io::Write>(
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
-    body: &str,
+    body: &[u8],
 ) -> (u16, Vec<(String, String)>, String) {
     let mut req = format!("{method} {path} HTTP/1.1\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
@@ -64,9 +78,10 @@ fn exchange<S: std::io::Read + std::io::Write>(
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    req.push_str(body);
+    let mut req = req.into_bytes();
+    req.extend_from_slice(body);
     // The server may answer (413) and close before reading everything.
-    let _ = s.write_all(req.as_bytes());
+    let _ = s.write_all(&req);
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw).to_string();

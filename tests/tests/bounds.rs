@@ -98,6 +98,69 @@ async fn malformed_json_is_400_and_a_duplicate_id_in_flight_is_refused_not_left_
     let (s, b) = post(&stack, &token, &session, &long.to_string());
     assert_eq!(s, 400, "{b}");
     assert!(b.len() < 2048, "the refusal does not echo the id");
+    // Malformed JSON-RPC is a 400 with its JSON-RPC code, never a 415.
+    for (body, code) in [
+        (
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.to_string(),
+            "-32600",
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_string(),
+            "-32600",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#.to_string(),
+            "-32600",
+        ),
+        (r#"{"jsonrpc":"2.0","id":1}"#.to_string(), "-32600"),
+    ] {
+        let (s, b) = post(&stack, &token, &session, &body);
+        assert_eq!(s, 400, "{body}: {b}");
+        assert!(b.contains(code), "{body}: {b}");
+    }
+    // Bytes that are not UTF-8: a parse error.
+    let raw = clankie_tests::http_bytes(
+        &stack.mcp_url,
+        "POST",
+        &[
+            JSON,
+            ACCEPT,
+            ("Authorization", &format!("Bearer {token}")),
+            ("mcp-session-id", &session),
+        ],
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\"}",
+    );
+    assert_eq!(raw.0, 400, "{}", raw.1);
+    assert!(raw.1.contains("-32700"), "{}", raw.1);
+    // No OAuth here: the metadata a client probes for is not found (not a
+    // 401 that starts an OAuth flow), and neither is any other path.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/",
+    ] {
+        let (s, b) = clankie_tests::http(&format!("{}{path}", stack.url), "GET", &[], "");
+        assert_eq!(s, 404, "{path}: {b}");
+        assert!(b.contains("route_not_found"), "{path}: {b}");
+    }
+    // Ending a session answers 204, and the session is gone.
+    let ended = open_session(&stack, &token).expect("a session to end");
+    let auth = format!("Bearer {token}");
+    let (s, _, b) = http_response(
+        &stack.mcp_url,
+        "DELETE",
+        &[ACCEPT, ("Authorization", &auth), ("mcp-session-id", &ended)],
+        "",
+    );
+    assert_eq!(s, 204, "{b}");
+    let (s, b) = post(
+        &stack,
+        &token,
+        &ended,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(s, 404, "ended: {b}");
 
     // Two requests with one id on one session, the first still running.
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {

@@ -500,6 +500,33 @@ async fn a_broken_upstream_is_named_with_its_own_words_and_a_minimal_path_finds_
         "a server's words stay out of the services' logs"
     );
 
+    // A member calling its tools while it is down is told to retry, not
+    // that the tool is unknown; a name of no account stays unknown.
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "gh_whoami", "arguments": {}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(
+        structured(&r)["error"]["code"],
+        "account_unavailable",
+        "{r:?}"
+    );
+    assert_eq!(structured(&r)["error"]["retryable"], true, "{r:?}");
+    let r = call(
+        &client,
+        "clankie_call",
+        json!({"name": "zzz_nothing", "arguments": {}}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(error_code(&r), "unknown_tool", "{r:?}");
+    drop(client);
+
     // Named as degraded everywhere an operator looks.
     let status = stack.clankie(&["status", "--json"]);
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status json");

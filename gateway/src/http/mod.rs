@@ -2,6 +2,7 @@
 //! owner's operator routes, and health. Every refusal leaves as one JSON
 //! body, [`refusal`] (`refusal.rs`, shared with the doors and the intake).
 
+pub(crate) mod edges;
 pub(crate) mod health;
 pub(crate) mod operator;
 pub(crate) mod seats;

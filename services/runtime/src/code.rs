@@ -104,6 +104,7 @@ codes! {
     ReviewQuota => "review_quota",
     NotReviewer => "not_reviewer",
     TrackerNotFound => "tracker_not_found",
+    RouteNotFound => "route_not_found",
     TrackerConflict => "tracker_conflict",
     TrackerRouteUnavailable => "tracker_route_unavailable",
     TrackerCutOver => "tracker_cut_over",
@@ -161,7 +162,8 @@ impl ErrorCode {
             | ErrorCode::CandidateNotFound
             | ErrorCode::SessionNotFound
             | ErrorCode::GrantNotFound
-            | ErrorCode::TrackerNotFound => Code::NotFound,
+            | ErrorCode::TrackerNotFound
+            | ErrorCode::RouteNotFound => Code::NotFound,
             ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
             ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict
@@ -241,7 +243,8 @@ impl ErrorCode {
             | ErrorCode::CandidateNotFound
             | ErrorCode::SessionNotFound
             | ErrorCode::GrantNotFound
-            | ErrorCode::TrackerNotFound => StatusCode::NOT_FOUND,
+            | ErrorCode::TrackerNotFound
+            | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
             | ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict

@@ -222,6 +222,16 @@ impl Registry {
             .collect()
     }
 
+    /// The account a qualified name would belong to (`<account>_<tool>`:
+    /// the first `_` ends the account) when it is connected but not
+    /// verified now.
+    pub fn not_verified_owner_of(&self, qualified: &str) -> Option<String> {
+        let (account, _) = qualified.split_once('_')?;
+        let slot = lock(&self.inner.slots).get(account).cloned()?;
+        let verified = slot.live.borrow().state == mcphost_pb::AccountState::Verified;
+        (!verified).then(|| account.to_string())
+    }
+
     /// Where a stdio account's stderr is logged.
     fn stderr_log(&self, account: &str) -> PathBuf {
         self.inner.stderr_logs.join(format!("{account}.log"))

@@ -40,10 +40,17 @@ impl McpHost {
         }
         let entry = self.catalog().resolve(name).map_err(|e| {
             // Right after a start, a name may belong to an account that has
-            // not answered yet: that is not an unknown tool.
-            if e.code == ErrorCode::UnknownTool && self.inner.accounts.loading() {
+            // not answered yet, and an account waiting out its restart
+            // backoff has no tools listed: neither is an unknown tool.
+            if e.code != ErrorCode::UnknownTool {
+                e
+            } else if self.inner.accounts.loading() {
                 ErrorCode::ServiceUnavailable
                     .err("the tool catalog is still loading after a restart; nothing was dispatched, retry shortly")
+            } else if let Some(account) = self.inner.accounts.not_verified_owner_of(name) {
+                ErrorCode::AccountUnavailable.err(format!(
+                    "account {account} is not verified now (its server is restarting or cannot start); nothing was dispatched, retry shortly"
+                ))
             } else {
                 e
             }
