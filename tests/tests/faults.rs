@@ -553,6 +553,21 @@ async fn corrupt_empty_and_foreign_state_files_take_the_fail_safe_path_and_stay_
                 "{kind}: the tracker answered over a damaged database"
             ));
         }
+        // The owner's reads say what cannot be read, never an empty answer.
+        let out = stack.clankie(&["project", "list"]);
+        if out.status.success()
+            || !String::from_utf8_lossy(&out.stderr).contains("state_unreadable")
+        {
+            tally.violation(format!(
+                "{kind}: project list over a damaged mailbox: {out:?}"
+            ));
+        }
+        let out = stack.clankie(&["fleet", "status"]);
+        if out.status.success() || !String::from_utf8_lossy(&out.stdout).contains("settings file") {
+            tally.violation(format!(
+                "{kind}: fleet status over damaged settings: {out:?}"
+            ));
+        }
         // Last, the links file: no bearer is admitted over it.
         stack.stop();
         let links = root.join("admission/links.json");
@@ -574,6 +589,15 @@ async fn corrupt_empty_and_foreign_state_files_take_the_fail_safe_path_and_stay_
         let (code, _) = clankie_tests::http(&format!("{}/readyz", stack.url), "GET", &[], "");
         if code != 503 {
             tally.violation(format!("{kind}: /readyz says {code} over damaged links"));
+        }
+        let out = stack.clankie(&["fleet", "status", "--json"]);
+        let said: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let named = said["problems"].as_array().is_some_and(|p| {
+            p.iter()
+                .any(|p| p.as_str().is_some_and(|p| p.contains("links file")))
+        });
+        if out.status.success() || !named {
+            tally.violation(format!("{kind}: fleet status over damaged links: {said}"));
         }
         stack.stop();
         if ran(&log, &format!("over-{kind}")) != 0 {

@@ -110,6 +110,7 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
                 "peerMessages": if settings.peer_messages { "on" } else { "off" },
                 "workerSandbox": if settings.worker_sandbox { "on" } else { "off" },
                 "settingsRevision": settings.revision,
+                "problems": s.problems,
                 "links": links,
                 "localProofs": {
                     "proofs": stats.proofs,
@@ -119,6 +120,9 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
             })
         );
         return;
+    }
+    for p in &s.problems {
+        println!("problem: {p}");
     }
     println!("fleet.tools: {}", tools_name(settings.tools));
     println!(
@@ -151,7 +155,7 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
             }
         );
     }
-    if s.links.is_empty() {
+    if s.links.is_empty() && s.problems.is_empty() {
         println!("links: none (create one with `clankie fleet token create FLEET`)");
     }
     for l in &s.links {
@@ -186,6 +190,9 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 .map_err(refused)?
                 .into_inner();
             print_status(&s, json);
+            if !s.problems.is_empty() {
+                return Ok(ExitCode::FAILURE);
+            }
         }
         FleetCommand::Set {
             tools,

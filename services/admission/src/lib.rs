@@ -497,10 +497,24 @@ impl AdmissionService {
     fn status(&self) -> admission_pb::FleetStatusResponse {
         let settings = self.inner.settings.borrow().to_pb();
         let links = lock(&self.inner.links).links.iter().map(link_pb).collect();
+        let mut problems = Vec::new();
+        if lock(&self.inner.links).unreadable().is_some() {
+            problems.push(
+                "the links file (admission/links.json) is unreadable: no bearer link is admitted until it is repaired"
+                    .to_string(),
+            );
+        }
+        if self.inner.settings.borrow().unreadable() {
+            problems.push(
+                "the settings file (admission/settings.json) is unreadable: fleet.tools reads as off"
+                    .to_string(),
+            );
+        }
         let stats = lock(&self.inner.stats);
         admission_pb::FleetStatusResponse {
             settings: Some(settings),
             links,
+            problems,
             local_proofs: Some(admission_pb::LocalProofStats {
                 proofs: stats.proofs,
                 reuses: stats.reuses,

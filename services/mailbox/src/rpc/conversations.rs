@@ -87,6 +87,7 @@ impl MailboxService {
     ) -> Result<Response<mailbox_pb::ListConversationsResponse>, ClankieError> {
         self.owner(&request)?;
         let store = self.inner.store.lock().await;
+        store.readable()?;
         Ok(Response::new(mailbox_pb::ListConversationsResponse {
             conversations: store
                 .state

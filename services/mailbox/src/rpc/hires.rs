@@ -437,6 +437,7 @@ impl MailboxService {
                 .collect()
         };
         let store = self.inner.store.lock().await;
+        store.readable()?;
         let hires = store
             .state
             .hires

@@ -192,6 +192,7 @@ impl MailboxService {
     ) -> Result<Response<mailbox_pb::ListProjectsResponse>, ClankieError> {
         self.owner(&request)?;
         let store = self.inner.store.lock().await;
+        store.readable()?;
         Ok(Response::new(mailbox_pb::ListProjectsResponse {
             projects: store.state.projects.iter().map(project_pb).collect(),
         }))

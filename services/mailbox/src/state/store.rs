@@ -458,6 +458,17 @@ impl Store {
         self.state.unreadable().is_some()
     }
 
+    /// Refuses an owner's read while `state.json` is unreadable: an empty
+    /// answer would say there is nothing, which nobody knows.
+    pub fn readable(&self) -> Result<(), ClankieError> {
+        if self.unreadable() {
+            return Err(clankie_runtime::ErrorCode::StateUnreadable.err(
+                "the mailbox state (mailbox/state.json) cannot be read; the owner must inspect it (its log says why)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Changes `state.json` (see [`crate::change`]).
     pub fn change<R>(
         &mut self,
