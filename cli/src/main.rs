@@ -113,6 +113,11 @@ enum Command {
         #[command(subcommand)]
         command: auto::AutoCommand,
     },
+    /// This build's version, and the protocol versions it speaks.
+    Version {
+        #[arg(long)]
+        json: bool,
+    },
     /// Check every service, the receipt store and the tracker budgets.
     Doctor {
         #[arg(long)]
@@ -163,9 +168,31 @@ enum AgentCommand {
     },
 }
 
+/// A printing command whose reader went away (`clankie status | head -1`)
+/// ends quietly with the status a shell shows for SIGPIPE (141), as Unix
+/// tools do, instead of a panic report and 101. Only that one failure is
+/// taken over (`println!` panics on it, and its message says so); every
+/// other panic keeps the default report.
+fn quiet_on_closed_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.starts_with("failed printing to std") && text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        report(info);
+    }));
+}
+
 fn main() -> std::process::ExitCode {
     // What the CLI and the stack it starts create is the owner's alone.
     clankie_runtime::state::private_umask();
+    quiet_on_closed_pipe();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let paths = cli
@@ -217,6 +244,10 @@ fn main() -> std::process::ExitCode {
             Command::Tracker { command } => tracker::run(paths, command).await,
             Command::Auto { command } => auto::run(paths, command).await,
             Command::Doctor { json } => doctor::doctor(paths, json).await,
+            Command::Version { json } => {
+                version::print(json);
+                Ok(std::process::ExitCode::SUCCESS)
+            }
             Command::Work { command } => work::work(paths, command).await,
             Command::Herdr {
                 command:
@@ -236,7 +267,7 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("clankie: {e:#}");
-            std::process::ExitCode::FAILURE
+            support::exit::of_error(&e).code()
         }
     }
 }

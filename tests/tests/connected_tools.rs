@@ -442,6 +442,16 @@ async fn a_broken_upstream_is_named_with_its_own_words_and_a_minimal_path_finds_
         "resolved on the caller's side: {target}"
     );
 
+    // What does not exist exits 4 (docs/CLI.md), a refusal 1.
+    for (args, code) in [
+        (&["disconnect", "nope"][..], 4),
+        (&["close", "hire-nope"], 4),
+        (&["access", "fleet"], 1),
+    ] {
+        let out = stack.clankie(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+    }
+
     // A program that is nowhere: refused before anything is saved, naming
     // the PATH it searched.
     let missing = stack.clankie(&["connect", "nope", "--", "no-such-mcp-server"]);

@@ -299,7 +299,7 @@ async fn expiry_refuses_and_an_endpoint_in_the_clear_is_never_used() {
         json_of(&stack.clankie_ok(&["access", "project", "alpha", "everything", "--tool", "echo"]));
     assert_eq!(kept["record"]["standing"], "retired", "{kept}");
     let fleet = stack.clankie(&["access", "fleet"]);
-    assert_eq!(fleet.status.code(), Some(2));
+    assert_eq!(fleet.status.code(), Some(1));
 }
 
 /// A revoke that lands while a grant call is running on the edge server's

@@ -3,6 +3,7 @@
 //! book, `project` keeps legacy project-grant records (no bearer, no
 //! authority), and `fleet` refuses: fleet access is the owner's switch.
 
+use crate::support::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -279,7 +280,7 @@ pub async fn access(paths: StatePaths, command: AccessCommand) -> anyhow::Result
                  the owner turns that off with `clankie fleet set --tools off`, and issues manual grants with \
                  `clankie access issue`"
             );
-            Ok(ExitCode::from(2))
+            Ok(Exit::Failed.code())
         }
     }
 }

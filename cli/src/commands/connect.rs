@@ -1,11 +1,12 @@
 //! `clankie connect` and `clankie disconnect`: the owner adds or removes an
 //! MCP account (a stdio command or an HTTPS URL) in the mcp-host.
 
+use crate::support::exit::Exit;
 use clankie_runtime::clients::Call;
 use std::collections::HashMap;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::paths::StatePaths;
 use clap::Args;
@@ -78,8 +79,16 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
                 cwd: args.cwd.clone().unwrap_or_default(),
             })
         }
-        (Some(_), false) => bail!("choose either --url or a command after --, not both"),
-        (None, true) => bail!("give a command after -- (stdio) or --url URL (streamable HTTP)"),
+        (Some(_), false) => {
+            return Err(crate::support::exit::usage(
+                "choose either --url or a command after --, not both",
+            ));
+        }
+        (None, true) => {
+            return Err(crate::support::exit::usage(
+                "give a command after -- (stdio) or --url URL (streamable HTTP)",
+            ));
+        }
     };
     let mut client = clients::mcp_host(&paths)?;
     let req = Call::new(mcphost_pb::ConnectRequest {
@@ -104,7 +113,7 @@ pub async fn connect(paths: StatePaths, args: ConnectArgs) -> anyhow::Result<Exi
             eprintln!(
                 "the account is saved but not verified yet; `clankie accounts` shows its state"
             );
-            ExitCode::from(3)
+            Exit::Unsettled.code()
         },
     )
 }
@@ -152,6 +161,6 @@ pub async fn disconnect(paths: StatePaths, name: String) -> anyhow::Result<ExitC
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("no account named {name}");
-        Ok(ExitCode::from(4))
+        Ok(Exit::NotFound.code())
     }
 }

@@ -1,6 +1,7 @@
 //! `clankie fleet`: fleet links (link, unlink, tokens) and the switches
 //! (tools, sandbox), through admission.
 
+use crate::support::exit::Exit;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -200,9 +201,9 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
             worker_sandbox,
         } => {
             if tools.is_none() && peer_messages.is_none() && worker_sandbox.is_none() {
-                bail!(
-                    "nothing to set: use --tools connected|off, --peer-messages on|off or --worker-sandbox on|off"
-                );
+                return Err(crate::support::exit::usage(
+                    "nothing to set: use --tools connected|off, --peer-messages on|off or --worker-sandbox on|off",
+                ));
             }
             let tools = match tools {
                 Some(ToolsArg::Connected) => FleetTools::Connected,
@@ -288,7 +289,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                     .revoked;
                 if !revoked {
                     eprintln!("no link {link_id}");
-                    return Ok(ExitCode::from(4));
+                    return Ok(Exit::NotFound.code());
                 }
                 println!("revoked {link_id}");
             }

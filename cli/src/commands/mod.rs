@@ -22,5 +22,6 @@ pub mod status;
 pub mod tracker;
 pub mod transcript;
 pub mod up;
+pub mod version;
 pub mod work;
 pub mod work_item;

@@ -1,5 +1,6 @@
 //! `clankie status`: each service's health and where the gateway listens.
 
+use crate::support::exit::Exit;
 use std::collections::HashMap;
 use std::process::ExitCode;
 
@@ -64,11 +65,11 @@ pub async fn status(paths: StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         print_degraded(&paths, &degraded);
     }
     Ok(if !all {
-        ExitCode::from(2)
+        Exit::Down.code()
     } else if !degraded.is_empty() {
-        ExitCode::FAILURE
+        Exit::Failed.code()
     } else {
-        ExitCode::SUCCESS
+        Exit::Ok.code()
     })
 }
 

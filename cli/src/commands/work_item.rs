@@ -4,6 +4,7 @@
 //! result, read the receipt and the tracker; never resend the change with a
 //! new id.
 
+use crate::support::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -72,7 +73,7 @@ fn printed(r: mcphost_pb::WorkItemWriteResponse) -> ExitCode {
                 "uncertain: read `clankie work receipt {}` and the tracker; never resend the change with a new id",
                 r.request_id
             );
-            ExitCode::from(3)
+            Exit::Unsettled.code()
         }
         _ => ExitCode::FAILURE,
     }

@@ -21,10 +21,15 @@ pub fn owner_meta(paths: &StatePaths) -> anyhow::Result<Meta> {
             if std::env::var("CLANKIE_WORKER_PANE").as_deref() == Ok("1") {
                 bail!("hired workers don't hold the owner's credential");
             }
-            bail!(
-                "no owner credential in {}; start the stack with `clankie up` first",
-                paths.root().display()
-            )
+            // No credential yet: no stack has run on this state folder.
+            Err(super::exit::Refusal {
+                exit: super::exit::Exit::Down,
+                text: format!(
+                    "no owner credential in {}; start the stack with `clankie up` first",
+                    paths.root().display()
+                ),
+            }
+            .into())
         }
     }
 }
@@ -74,9 +79,18 @@ pub fn auto(paths: &StatePaths) -> anyhow::Result<AutoClient<Client>> {
     reason = "the CLI's one decode, which also names a service that is not running"
 )]
 pub fn refused(s: tonic::Status) -> anyhow::Error {
+    use super::exit::{Exit, Refusal};
     let e = ClankieError::from_status(&s);
     if s.code() == tonic::Code::Unavailable && s.message().contains("transport") {
-        return anyhow::anyhow!("the service is not running (start it with `clankie up`)");
+        return Refusal {
+            exit: Exit::Down,
+            text: "the service is not running (start it with `clankie up`)".into(),
+        }
+        .into();
     }
-    anyhow::anyhow!("refused ({}): {}", e.code, e.message)
+    Refusal {
+        exit: Exit::of(e.code),
+        text: format!("refused ({}): {}", e.code, e.message),
+    }
+    .into()
 }

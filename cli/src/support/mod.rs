@@ -1,4 +1,5 @@
-//! What every command shares: the owner's clients, terminal output, the
+//! What every command shares: the owner's clients, terminal output, exit
+//! codes, the
 //! gateway's discovery file, and the harness launchers (Pi, Claude Code,
 //! Codex) with what they share.
 
@@ -6,6 +7,7 @@ pub mod claude;
 pub mod clients;
 pub mod codex;
 pub mod discovery;
+pub mod exit;
 pub mod grant_file;
 pub mod harness;
 pub mod output;
