@@ -5,6 +5,7 @@ Tools:
   fail(message)       answers with isError: true
   add_tool(name)      registers a tool and sends notifications/tools/list_changed
   hang(tag)           appends `tag` to $EDGE_LOG, then never answers
+  stepped(steps, seconds, tag)  appends `tag:N` at each step; a cancel stops it
 
 $EDGE_EXIT_AFTER_MS: the server exits that long after it starts (an upstream
 that keeps crashing).
@@ -37,6 +38,16 @@ async def slow(seconds: float, tag: str) -> str:
     _log(tag)
     await anyio.sleep(seconds)
     return f"slept {seconds} for {tag}"
+
+
+@server.tool()
+async def stepped(steps: int, seconds: float, tag: str) -> str:
+    """Record `tag:N` at each of `steps` steps, `seconds` apart: a call
+    cancelled on the way stops recording."""
+    for n in range(1, steps + 1):
+        _log(f"{tag}:{n}")
+        await anyio.sleep(seconds)
+    return f"{steps} steps for {tag}"
 
 
 @server.tool()

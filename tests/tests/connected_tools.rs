@@ -591,3 +591,67 @@ async fn a_broken_upstream_is_named_with_its_own_words_and_a_minimal_path_finds_
     .await;
     assert!(healthy.is_some());
 }
+
+/// A caller's cancel reaches the upstream after dispatch: the gateway tells
+/// mcp-host, which sends `notifications/cancelled` for that request, so the
+/// upstream stops (its step log ends early), and the receipt settles
+/// uncertain (the upstream sent no answer). Another member cannot cancel
+/// the call: its receipt is not theirs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_after_dispatch_stops_the_upstream_and_leaves_the_receipt_uncertain() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    let stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    stack.connect_edge("edge", &log, &[]);
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "edge_stepped").await;
+
+    let receipt = "rcpt-cancel-0001";
+    let mut params = CallToolRequestParams::new("clankie_call");
+    params.arguments = json!({
+        "name": "edge_stepped",
+        "receiptId": receipt,
+        "arguments": {"steps": 20, "seconds": 0.25, "tag": "cancelled"}
+    })
+    .as_object()
+    .cloned();
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("sent");
+    assert!(
+        clankie_tests::wait_file_line(&log, "cancelled:2", Duration::from_secs(20)).await,
+        "{:?}",
+        file_lines(&log)
+    );
+    handle.cancel(Some("changed my mind".into())).await.expect("cancel");
+
+    // The upstream stops: well short of its 20 steps (5 s of work).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let steps = file_lines(&log)
+        .iter()
+        .filter(|l| l.starts_with("cancelled:"))
+        .count();
+    assert!(steps < 12, "the upstream ran on after the cancel: {steps} steps");
+
+    // The receipt says so, to its own caller only.
+    let r = call(&client, "clankie_call", json!({"receiptId": receipt}))
+        .await
+        .expect("read back");
+    let body = structured(&r);
+    assert_eq!(r.meta.as_ref().and_then(|m| m.get("clankie/outcome")), Some(&json!("uncertain")), "{r:?}");
+    assert!(
+        body.to_string().contains("notifications/cancelled"),
+        "the receipt says what happened: {body}"
+    );
+    let other = stack.client(&stack.token("beta")).await.expect("other");
+    let r = call(&other, "clankie_call", json!({"receiptId": receipt}))
+        .await
+        .expect("read back");
+    assert_eq!(error_code(&r), "receipt_not_found", "{r:?}");
+}

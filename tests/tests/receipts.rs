@@ -416,7 +416,9 @@ async fn one_members_64_kb_fields_never_abort_the_calls_of_others() {
 }
 
 /// A caller's `notifications/cancelled` after dispatch: the call is not
-/// replayed, its receipt settles, and reconciling reads the full result.
+/// replayed, and its receipt settles. The upstream was told to stop and
+/// sent no answer, so it settles uncertain (`connected_tools` shows the
+/// upstream stopping).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_after_dispatch_settles_once_and_reconciles() {
     use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
@@ -457,14 +459,10 @@ async fn a_cancel_after_dispatch_settles_once_and_reconciles() {
         .await
         .ok()?;
         let b = structured(&r);
-        (b["outcome"] == "ok").then_some(b)
+        (b["outcome"] == "uncertain" && b["detail"].to_string().contains("cancelled")).then_some(b)
     })
     .await
     .expect("the receipt settles after the cancel");
-    assert!(
-        settled["result"].to_string().contains("for cancelled-1"),
-        "{settled}"
-    );
     assert_eq!(settled["fromReceipt"], true);
     assert_eq!(
         file_lines(&log)

@@ -15,7 +15,7 @@ use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind};
 use serde_json::json;
 
 use super::{Op, unanswered, with_receipt};
-use clankie_runtime::clients::{Answer as _, Unanswered};
+use clankie_runtime::clients::{Answer as _, Call, Unanswered};
 
 type McpHost = mcphost_pb::mcp_host_client::McpHostClient<Client>;
 
@@ -53,6 +53,27 @@ pub(crate) async fn forward<L: Listener>(
     Err(tonic::Status::unavailable(
         "the call's event stream ended without its result",
     ))
+}
+
+/// How long telling the host of a caller's cancel may take.
+pub(crate) const CANCEL_NOTICE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a cancelled call answers (a caller that cancelled reads its
+/// receipt to learn what happened).
+pub(crate) fn cancelled_by_caller() -> ClankieError {
+    ErrorCode::InvalidArgument.err(
+        "cancelled by the caller: a call not yet sent was not sent; one that was sent is cancelled at its upstream and its receipt says what happened",
+    )
+}
+
+/// Tells the host of a caller's cancel; what it says is only logged.
+pub(crate) async fn tell_cancelled(
+    sent: impl Future<Output = Result<tonic::Response<mcphost_pb::CancelCallResponse>, tonic::Status>>,
+) {
+    match sent.await.answer() {
+        Ok(r) => tracing::info!(running = r.cancelled, "bridge.call.cancelled"),
+        Err(e) => tracing::info!(reason = e.code.as_str(), "bridge.call.cancel_unheard"),
+    }
 }
 
 /// The account of a call whose answer was lost after it left.
@@ -108,7 +129,24 @@ impl Op<'_> {
         let req = self
             .request(req)
             .map_err(|e| with_receipt(e, &receipt_id))?;
-        let reply = forward(&mut self.shared.mcp.clone(), req, listener).await;
+        let mut mcp = self.shared.mcp.clone();
+        let work = forward(&mut mcp, req, listener);
+        let reply = match &self.cancelled {
+            None => work.await,
+            Some(token) => tokio::select! {
+                reply = work => reply,
+                _ = token.cancelled() => {
+                    let req = Call::new(mcphost_pb::CancelCallRequest {
+                        receipt_id: receipt_id.clone(),
+                    })
+                    .timeout(CANCEL_NOTICE)
+                    .ticket(&self.who.ticket)
+                    .request();
+                    tell_cancelled(self.shared.mcp.clone().cancel_call(req)).await;
+                    return Err(with_receipt(cancelled_by_caller(), &receipt_id));
+                }
+            },
+        };
         match reply.verdict() {
             Ok(result) => Ok(result),
             Err(Unanswered::Verdict(e)) => Err(with_receipt(e, &receipt_id)),

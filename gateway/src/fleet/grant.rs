@@ -6,7 +6,7 @@ use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::ClankieError;
 use clankie_runtime::clients::Call;
 
-use super::call::{Listener, forward, uncertain};
+use super::call::{CANCEL_NOTICE, Listener, forward, tell_cancelled, uncertain};
 use super::{Budget, unanswered, with_receipt};
 use crate::Shared;
 use clankie_runtime::clients::{Answer as _, Unanswered};
@@ -42,6 +42,17 @@ impl GrantOp<'_> {
             .verdict()
             .map_err(unanswered)?
             .tools)
+    }
+
+    /// Tells the host the caller cancelled its call `receipt_id`.
+    pub(crate) async fn cancel(&self, receipt_id: &str) {
+        let req = Call::new(mcphost_pb::CancelCallRequest {
+            receipt_id: receipt_id.to_string(),
+        })
+        .timeout(CANCEL_NOTICE)
+        .grant(self.bearer)
+        .request();
+        tell_cancelled(self.shared.mcp.clone().cancel_call(req)).await;
     }
 
     /// One granted tool, forwarded once under `receipt_id` (fixed by the

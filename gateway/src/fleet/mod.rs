@@ -72,6 +72,8 @@ pub(crate) struct Op<'a> {
     pub(crate) shared: &'a Shared,
     pub(crate) who: &'a Admitted,
     pub(crate) budget: Budget,
+    /// Fired when the caller cancels (`notifications/cancelled`).
+    pub(crate) cancelled: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl<'a> Op<'a> {
@@ -86,7 +88,14 @@ impl<'a> Op<'a> {
             shared,
             who,
             budget,
+            cancelled: None,
         }
+    }
+
+    /// The same operation, stopped by `token` (the caller's cancel).
+    pub(crate) fn cancelled_by(mut self, token: tokio_util::sync::CancellationToken) -> Self {
+        self.cancelled = Some(token);
+        self
     }
 
     /// `msg` as a call for this member, with what is left of the budget.

@@ -190,7 +190,10 @@ impl ServerHandler for Bridge {
             return tokio::select! {
                 r = work.instrument(span) => Ok(r.into()),
                 _ = revoked.cancelled() => Ok(grant::revoked_mid_call(&receipt_id).into()),
-                _ = ct.cancelled() => Err(cancelled()),
+                _ = ct.cancelled() => {
+                    op.cancel(&receipt_id).await;
+                    Err(cancelled())
+                }
             };
         }
         let Some(tool) = FleetTool::parse(&request.name) else {
@@ -202,14 +205,19 @@ impl ServerHandler for Bridge {
                 None,
             ));
         };
-        let op = Op::within(&self.shared, &a, budget);
+        let op = Op::within(&self.shared, &a, budget).cancelled_by(ct.clone());
         let args = Value::Object(request.arguments.unwrap_or_default());
         if tool == FleetTool::Call {
+            // The call itself hears the cancel: it tells the host, which
+            // tells the upstream, before the caller is answered.
             let hearing = hear::Hearing::asked(&context.peer, &context.meta, &self.level, false);
-            let work = dispatch::dispatch(&op, tool, args, hearing.as_ref());
-            return tokio::select! {
-                r = work.instrument(span) => Ok(r.into()),
-                _ = ct.cancelled() => Err(cancelled()),
+            let r = dispatch::dispatch(&op, tool, args, hearing.as_ref())
+                .instrument(span)
+                .await;
+            return if ct.is_cancelled() {
+                Err(cancelled())
+            } else {
+                Ok(r.into())
             };
         }
         Ok(dispatch::dispatch(&op, tool, args, None)

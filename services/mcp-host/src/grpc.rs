@@ -340,6 +340,19 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
         Ok(Response::new(result))
     }
 
+    async fn cancel_call(
+        &self,
+        request: Request<mcphost_pb::CancelCallRequest>,
+    ) -> Result<Response<mcphost_pb::CancelCallResponse>, Status> {
+        let who = match self.grant_caller(request.metadata()) {
+            Some(caller) => caller.map_err(refuse)?,
+            None => Requester::Fleet(Self::ticket(&request).map_err(refuse)?),
+        };
+        let id = request.into_inner().receipt_id;
+        let cancelled = self.cancel_call(&who, &id).await.map_err(refuse)?;
+        Ok(Response::new(mcphost_pb::CancelCallResponse { cancelled }))
+    }
+
     async fn validate_linear_project(
         &self,
         request: Request<mcphost_pb::ValidateLinearProjectRequest>,

@@ -107,6 +107,7 @@ impl Options {
                 budgets: tracker::Budgets::default(),
                 grants,
                 identities,
+                cancels: call::Cancels::default(),
             }),
         })
     }
@@ -127,6 +128,8 @@ struct Inner {
     budgets: tracker::Budgets,
     grants: grants::Grants,
     identities: identity::Identities,
+    /// The calls a caller can still cancel, by receipt id.
+    cancels: call::Cancels,
 }
 
 /// Who a call comes from: an admitted fleet request, or the owner's route.

@@ -119,6 +119,10 @@ impl McpHost {
             p
         };
         let relay = self.inner.accounts.relay();
+        // Registered before the task starts, so a cancel that comes at any
+        // point from here on finds the call.
+        let cancel = self.inner.cancels.watch(&record.receipt_id);
+        let host = self.clone();
         let (tx, rx) = oneshot::channel();
         let store = self.inner.receipts.clone();
         let audit = self.inner.audit.clone();
@@ -135,13 +139,14 @@ impl McpHost {
                 // The final dispatch boundary: a grant revoked during the
                 // awaited setup stops the call here, before anything leaves.
                 _ if let Some(why) = stops.fired() => (not_dispatched(why), None),
+                _ if cancel.is_cancelled() => (not_dispatched(Stopped::Cancelled), None),
                 Target::Store(invoke) => (
                     invoke_store(tracker_client, invoke, &invoke_auth).await,
                     None,
                 ),
                 Target::Upstream(peer, guard) => {
                     let heard = relay.open(&account, &rid, listen);
-                    (invoke_upstream(peer, params, heard).await, Some(guard))
+                    (invoke_upstream(peer, params, heard, &cancel).await, Some(guard))
                 }
             };
             let body = if history {
@@ -150,6 +155,7 @@ impl McpHost {
                 body
             };
             let settled = store.settle(&rid, outcome, body, detail).await;
+            host.inner.cancels.done(&rid);
             audit.record(&audit::Event {
                 event: "settle",
                 principal: &principal,
@@ -237,6 +243,16 @@ impl Stops {
     }
 }
 
+/// Tells an upstream its request `id` is cancelled (MCP
+/// `notifications/cancelled`); a connection already gone hears nothing.
+async fn tell_cancelled(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId) {
+    let why = rmcp::model::CancelledNotificationParam::new(
+        Some(id),
+        Some("the caller cancelled".into()),
+    );
+    let _ = peer.notify_cancelled(why).await;
+}
+
 /// A call stopped at the dispatch boundary: definite, nothing sent.
 fn not_dispatched(why: Stopped) -> Settlement {
     use clankie_runtime::ErrorCode;
@@ -296,10 +312,15 @@ async fn invoke_store(
 
 /// One call to an upstream account, within the completion lifetime. The
 /// call hears its progress under the token its request left with.
+/// How long a cancelled call still waits for its upstream's answer: an
+/// answer that comes proves what happened; none leaves it uncertain.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 async fn invoke_upstream(
     peer: rmcp::Peer<rmcp::RoleClient>,
     params: rmcp::model::CallToolRequestParams,
     mut heard: crate::relay::Registration,
+    cancel: &CancellationToken,
 ) -> Settlement {
     use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -308,7 +329,28 @@ async fn invoke_upstream(
     let answer = match peer.send_request_with_option(request, options).await {
         Ok(handle) => {
             heard.bind(crate::relay::token_key(&handle.progress_token));
-            handle.await_response().await
+            let id = handle.id.clone();
+            let waiting = handle.await_response();
+            tokio::pin!(waiting);
+            tokio::select! {
+                answer = &mut waiting => answer,
+                _ = cancel.cancelled() => {
+                    tell_cancelled(&peer, id).await;
+                    match tokio::time::timeout(CANCEL_GRACE, &mut waiting).await {
+                        // The upstream's own answer proves what happened.
+                        Ok(answer @ (Ok(_) | Err(rmcp::ServiceError::McpError(_)))) => answer,
+                        // No answer (the request was given up here, or the
+                        // grace passed): it may have applied.
+                        _ => {
+                            return (
+                                Outcome::Uncertain,
+                                None,
+                                Some("cancelled by the caller after dispatch; the upstream was told (notifications/cancelled) and sent no answer: the call may have applied".into()),
+                            );
+                        }
+                    }
+                }
+            }
         }
         Err(e) => Err(e),
     };

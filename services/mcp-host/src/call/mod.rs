@@ -4,12 +4,15 @@
 //! dispatch. [`McpHost::call_as`] reads as those steps, one call each; the
 //! steps live in `plan.rs` (what the name reaches and how a tracker call
 //! routes), `target.rs` (the fence and what the dispatch reaches) and
-//! `dispatch.rs` (the receipt, the task that settles it, the answer).
+//! `dispatch.rs` (the receipt, the task that settles it, the answer) and
+//! `cancel.rs` (a caller's cancel of a call that left).
 
+mod cancel;
 mod dispatch;
 mod plan;
 mod target;
 
+pub(crate) use cancel::Cancels;
 pub(crate) use plan::Plan;
 
 use clankie_types::fleet::{ReceiptId, ReceiptKind};
