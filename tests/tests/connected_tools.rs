@@ -629,7 +629,10 @@ async fn a_cancel_after_dispatch_stops_the_upstream_and_leaves_the_receipt_uncer
         "{:?}",
         file_lines(&log)
     );
-    handle.cancel(Some("changed my mind".into())).await.expect("cancel");
+    handle
+        .cancel(Some("changed my mind".into()))
+        .await
+        .expect("cancel");
 
     // The upstream stops: well short of its 20 steps (5 s of work).
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -637,14 +640,21 @@ async fn a_cancel_after_dispatch_stops_the_upstream_and_leaves_the_receipt_uncer
         .iter()
         .filter(|l| l.starts_with("cancelled:"))
         .count();
-    assert!(steps < 12, "the upstream ran on after the cancel: {steps} steps");
+    assert!(
+        steps < 12,
+        "the upstream ran on after the cancel: {steps} steps"
+    );
 
     // The receipt says so, to its own caller only.
     let r = call(&client, "clankie_call", json!({"receiptId": receipt}))
         .await
         .expect("read back");
     let body = structured(&r);
-    assert_eq!(r.meta.as_ref().and_then(|m| m.get("clankie/outcome")), Some(&json!("uncertain")), "{r:?}");
+    assert_eq!(
+        r.meta.as_ref().and_then(|m| m.get("clankie/outcome")),
+        Some(&json!("uncertain")),
+        "{r:?}"
+    );
     assert!(
         body.to_string().contains("notifications/cancelled"),
         "the receipt says what happened: {body}"

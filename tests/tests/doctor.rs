@@ -176,3 +176,65 @@ async fn doctor_tells_each_seats_eligibility_tools_bridge_and_stalled_calls_apar
     .unwrap_or_else(|| panic!("crashy never read unavailable: {last}"));
     assert_eq!(last["healthy"], false, "{last}");
 }
+
+/// Stock grpcurl (1.8.6, from PyPI) on every service socket: reflection
+/// (it speaks v1alpha) lists exactly what that socket serves, `describe`
+/// reads the schema, and health answers, all without a credential; a real
+/// call without the owner credential is refused, and with the documented
+/// header it runs. grpcurl sends the socket path as `:authority` unless
+/// told otherwise, which the HTTP/2 server rejects before any code of ours
+/// runs; `-authority localhost` is the documented flag.
+#[tokio::test(flavor = "multi_thread")]
+async fn stock_grpcurl_lists_describes_and_checks_every_socket() {
+    let stack = Stack::start().await.expect("stack");
+    let grpcurl = clankie_tests::peers().join("venv/bin/grpcurl");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&grpcurl)
+            .args(["-plaintext", "-unix", "-authority", "localhost"])
+            .args(args)
+            .output()
+            .expect("grpcurl");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let paths = stack.paths();
+    for service in clankie_runtime::Service::BACKENDS {
+        let socket = service.socket(&paths).display().to_string();
+        let (ok, listed) = run(&[&socket, "list"]);
+        assert!(ok, "{service}: {listed}");
+        let mut names: Vec<&str> = listed.lines().collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [service.health_name(), "grpc.health.v1.Health"],
+            "{service}"
+        );
+        let (ok, described) = run(&[&socket, "describe", service.health_name()]);
+        assert!(
+            ok && described.contains("is a service"),
+            "{service}: {described}"
+        );
+        let (ok, health) = run(&[&socket, "grpc.health.v1.Health/Check"]);
+        assert!(ok && health.contains("SERVING"), "{service}: {health}");
+    }
+    let tracker = clankie_runtime::Service::Tracker
+        .socket(&paths)
+        .display()
+        .to_string();
+    let (ok, refused) = run(&["-d", "{}", &tracker, "clankie.tracker.v1.Tracker/Ownership"]);
+    assert!(!ok && refused.contains("PermissionDenied"), "{refused}");
+    let owner = std::fs::read_to_string(stack.state.path().join("owner.token")).expect("token");
+    let header = format!("authorization: Bearer {}", owner.trim());
+    let (ok, answered) = run(&[
+        "-H",
+        &header,
+        "-d",
+        "{}",
+        &tracker,
+        "clankie.tracker.v1.Tracker/Ownership",
+    ]);
+    assert!(ok, "{answered}");
+}

@@ -108,10 +108,21 @@ pub async fn serve(
             }
         });
     }
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(clankie_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    // Reflection lists what this socket serves (its service and health),
+    // in both versions stock tools speak.
+    let routes_served = routes.is_some();
+    let reflection = || {
+        let mut b = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(clankie_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .with_service_name("grpc.health.v1.Health");
+        if routes_served {
+            b = b.with_service_name(health_name);
+        }
+        b
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let drain = {
         let shutdown = shutdown.clone();
@@ -135,8 +146,12 @@ pub async fn serve(
         Some(routes) => builder
             .add_routes(routes)
             .add_service(health_service)
-            .add_service(reflection),
-        None => builder.add_service(health_service).add_service(reflection),
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha),
+        None => builder
+            .add_service(health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha),
     };
     let incoming = crate::listener::incoming(listener, StackRule::current());
     let server = router.serve_with_incoming_shutdown(incoming, drain);

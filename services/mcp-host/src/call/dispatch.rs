@@ -146,7 +146,10 @@ impl McpHost {
                 ),
                 Target::Upstream(peer, guard) => {
                     let heard = relay.open(&account, &rid, listen);
-                    (invoke_upstream(peer, params, heard, &cancel).await, Some(guard))
+                    (
+                        invoke_upstream(peer, params, heard, &cancel).await,
+                        Some(guard),
+                    )
                 }
             };
             let body = if history {
@@ -246,10 +249,8 @@ impl Stops {
 /// Tells an upstream its request `id` is cancelled (MCP
 /// `notifications/cancelled`); a connection already gone hears nothing.
 async fn tell_cancelled(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId) {
-    let why = rmcp::model::CancelledNotificationParam::new(
-        Some(id),
-        Some("the caller cancelled".into()),
-    );
+    let why =
+        rmcp::model::CancelledNotificationParam::new(Some(id), Some("the caller cancelled".into()));
     let _ = peer.notify_cancelled(why).await;
 }
 
