@@ -24,6 +24,7 @@
 
 mod caps;
 mod doors;
+mod drain;
 mod feeds;
 mod fleet;
 mod http;
@@ -107,6 +108,8 @@ pub(crate) struct Shared {
     allowed_hosts: Vec<String>,
     /// The sessions of every listener, so a revoked grant's can be closed.
     pub(crate) listeners: parking_lot::Mutex<Vec<Arc<sessions::Sessions>>>,
+    /// The stop's drain: calls answer before the sessions close.
+    pub(crate) drain: drain::Drain,
 }
 
 /// The gateway; cheap to clone.
@@ -141,6 +144,7 @@ impl Options {
                 session_caps: self.session_caps,
                 allowed_hosts: self.allowed_hosts,
                 listeners: Default::default(),
+                drain: drain::Drain::after(shutdown.clone()),
             }),
         };
         tokio::spawn(feeds::watch_catalog(
@@ -179,8 +183,10 @@ impl Gateway {
         let shared = self.shared.clone();
         // Host and Origin are checked once, in front of every route
         // (`origin.rs`), not again inside the MCP service.
+        // The sessions close after the drain, not at the stop: calls still
+        // running answer first (`drain.rs`).
         let config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(shutdown.child_token())
+            .with_cancellation_token(self.shared.drain.closed.child_token())
             .with_max_request_body_bytes(MAX_BODY)
             .disable_allowed_hosts()
             .disable_allowed_origins();

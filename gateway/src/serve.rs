@@ -25,7 +25,8 @@ use crate::caps::{Caps, Conn};
 pub use crate::caps::{ConnLimits, PeerKey};
 
 /// How long open connections may finish after shutdown begins.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+const SHUTDOWN_GRACE: Duration =
+    Duration::from_secs(crate::drain::DRAIN.as_secs() + crate::drain::CLOSE_AFTER.as_secs() + 1);
 
 /// An answer's body that marks its connection no longer busy when it is
 /// dropped (sent, or abandoned). Its size is the inner body's, so a sized

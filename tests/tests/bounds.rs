@@ -608,3 +608,99 @@ async fn a_refusal_from_the_head_alone_reaches_a_client_that_sends_its_body_afte
         assert!(text.contains(code), "{what}: {text}");
     }
 }
+
+/// A stop that answers: SIGTERM to `clankie up` while calls run. The
+/// gateway takes nothing new, lets short calls finish, and answers every
+/// call still open at the end of its drain `uncertain` with its receipt id,
+/// over raw HTTP and through the stdio bridge alike, before it closes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stop_answers_every_open_call_with_its_receipt() {
+    let mut stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    stack.connect_edge("edge", &log, &[]);
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "edge_slow").await;
+
+    let body = |id: &str, seconds: u64| {
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "clankie_call",
+            "arguments": {"name": "edge_slow", "receiptId": id,
+                          "arguments": {"seconds": seconds, "tag": id}}}})
+        .to_string()
+    };
+    // Raw HTTP callers: ten long calls and one that ends within the drain.
+    let mut raw = Vec::new();
+    for n in 0..11 {
+        let session = open_session(&stack, &token).expect("session");
+        let (url, token) = (stack.mcp_url.clone(), token.clone());
+        let id = format!("stop-raw-{n}");
+        let seconds = if n == 10 { 2 } else { 60 };
+        let call = body(&id, seconds);
+        raw.push((
+            id,
+            seconds,
+            std::thread::spawn(move || {
+                let auth = format!("Bearer {token}");
+                http_response(
+                    &url,
+                    "POST",
+                    &[
+                        JSON,
+                        ACCEPT,
+                        ("Authorization", &auth),
+                        ("mcp-session-id", &session),
+                    ],
+                    &call,
+                )
+            }),
+        ));
+    }
+    // Bridge callers: ten long calls through `clankie mcp --fleet`.
+    let bridge = std::sync::Arc::new(stack.fleet_bridge(&token).await.expect("bridge"));
+    clankie_tests::wait_tool(&bridge, "edge_slow").await;
+    let mut bridged = Vec::new();
+    for n in 0..10 {
+        let id = format!("stop-bridge-{n}");
+        let bridge = bridge.clone();
+        let args = json!({"name": "edge_slow", "receiptId": id,
+                          "arguments": {"seconds": 60, "tag": id}});
+        bridged.push((
+            id,
+            tokio::spawn(async move { clankie_tests::call(&bridge, "clankie_call", args).await }),
+        ));
+    }
+    assert!(
+        clankie_tests::wait_file_lines(&log, 21, Duration::from_secs(60)).await,
+        "every call dispatched: {:?}",
+        clankie_tests::file_lines(&log)
+    );
+
+    let stopped = tokio::task::spawn_blocking(move || {
+        let clean = stack.stop();
+        (clean, stack)
+    });
+    for (id, seconds, t) in raw {
+        let (status, _, answer) = t.join().expect("raw caller");
+        assert_eq!(status, 200, "{id}: {answer}");
+        assert!(answer.contains(&id), "{id} is named: {answer}");
+        let word = if seconds == 2 {
+            "\"ok\""
+        } else {
+            "\"uncertain\""
+        };
+        assert!(answer.contains(word), "{id} answers {word}: {answer}");
+    }
+    for (id, t) in bridged {
+        let r = t.await.expect("bridge caller").expect("an answer");
+        let meta = r.meta.clone().unwrap_or_default();
+        assert_eq!(meta.get("clankie/receiptId"), Some(&json!(id)), "{r:?}");
+        assert_eq!(
+            meta.get("clankie/outcome"),
+            Some(&json!("uncertain")),
+            "{r:?}"
+        );
+    }
+    let (clean, _stack) = stopped.await.expect("stop");
+    assert!(clean, "the stack stopped cleanly");
+}

@@ -131,11 +131,20 @@ impl Op<'_> {
             .map_err(|e| with_receipt(e, &receipt_id))?;
         let mut mcp = self.shared.mcp.clone();
         let work = forward(&mut mcp, req, listener);
-        let reply = match &self.cancelled {
-            None => work.await,
-            Some(token) => tokio::select! {
+        let cancelled = async {
+            match &self.cancelled {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let reply = tokio::select! {
                 reply = work => reply,
-                _ = token.cancelled() => {
+                // The gateway is stopping and the drain is over.
+                _ = self.shared.drain.over.cancelled() => {
+                    tracing::info!("bridge.call.stopped");
+                    return Ok(uncertain(receipt_id, name, crate::drain::STOPPED));
+                }
+                _ = cancelled => {
                     let req = Call::new(mcphost_pb::CancelCallRequest {
                         receipt_id: receipt_id.clone(),
                     })
@@ -145,7 +154,6 @@ impl Op<'_> {
                     tell_cancelled(self.shared.mcp.clone().cancel_call(req)).await;
                     return Err(with_receipt(cancelled_by_caller(), &receipt_id));
                 }
-            },
         };
         match reply.verdict() {
             Ok(result) => Ok(result),

@@ -71,7 +71,14 @@ impl GrantOp<'_> {
             ..Default::default()
         };
         let req = self.request(msg).map_err(|e| with_receipt(e, receipt_id))?;
-        let reply = forward(&mut self.shared.mcp.clone(), req, listener).await;
+        let mut mcp = self.shared.mcp.clone();
+        let reply = tokio::select! {
+            reply = forward(&mut mcp, req, listener) => reply,
+            // The gateway is stopping and the drain is over.
+            _ = self.shared.drain.over.cancelled() => {
+                return Ok(uncertain(receipt_id.to_string(), String::new(), crate::drain::STOPPED));
+            }
+        };
         match reply.verdict() {
             Ok(r) => Ok(r),
             Err(Unanswered::Verdict(e)) => Err(with_receipt(e, receipt_id)),
