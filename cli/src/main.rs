@@ -30,6 +30,12 @@ struct Cli {
 enum Command {
     /// Run the gateway and every service, each as its own process, until Ctrl-C.
     Up(up::UpArgs),
+    /// Stop this state folder's `clankie up` (the gateway drains first) and wait until it is gone.
+    Down,
+    /// Print a shell completion script: `clankie completions bash > /etc/bash_completion.d/clankie`.
+    Completions { shell: clap_complete::Shell },
+    /// The last lines of a service's log (or every service's); `-f` follows them.
+    Logs(logs::LogsArgs),
     /// Show each service's health.
     Status {
         #[arg(long)]
@@ -214,6 +220,15 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Up(args) => up::run(paths, args).await,
             Command::Status { json } => status::status(paths, json).await,
+            Command::Down => down::down(paths).await,
+            Command::Logs(args) => logs::logs(paths, args).await,
+            Command::Completions { shell } => {
+                use clap::CommandFactory as _;
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "clankie", &mut script);
+                print!("{}", String::from_utf8_lossy(&script));
+                Ok(std::process::ExitCode::SUCCESS)
+            }
             Command::Connect(args) => connect::connect(paths, args).await,
             Command::Disconnect { name } => connect::disconnect(paths, name).await,
             Command::Accounts {

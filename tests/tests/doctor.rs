@@ -238,3 +238,78 @@ async fn stock_grpcurl_lists_describes_and_checks_every_socket() {
     ]);
     assert!(ok, "{answered}");
 }
+
+/// The stack's life from the command line, as an operator runs it:
+/// `up --detach` returns once it serves, `logs` reads a service's log (and
+/// refuses a name that is none), `down` stops it and waits, and what
+/// follows says the stack is down (exit 5, docs/CLI.md).
+#[tokio::test(flavor = "multi_thread")]
+async fn up_detach_logs_and_down() {
+    let state = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in("/tmp")
+        .expect("state");
+    let clankie = |args: &[&str]| {
+        std::process::Command::new(clankie_tests::bin_dir().join("clankie"))
+            .arg("--state")
+            .arg(state.path())
+            .args(args)
+            .env("PATH", clankie_tests::peer_path())
+            .env("CLANKIE_GATEWAY_ADDR", "127.0.0.1:0")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("clankie")
+    };
+    let said = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let up = clankie(&["up", "--detach"]);
+    assert!(up.status.success(), "{}", said(&up));
+    assert!(
+        said(&up).contains("clankie is up in the background"),
+        "{}",
+        said(&up)
+    );
+    let status = clankie(&["status", "--json"]);
+    assert_eq!(status.status.code(), Some(0), "{}", said(&status));
+    let logs = clankie(&["logs", "gateway", "-n", "5"]);
+    assert!(
+        logs.status.success() && !logs.stdout.is_empty(),
+        "{}",
+        said(&logs)
+    );
+    let all = clankie(&["logs", "-n", "1"]);
+    assert!(
+        said(&all).contains("admission"),
+        "each line names its service: {}",
+        said(&all)
+    );
+    let nope = clankie(&["logs", "nope"]);
+    assert_eq!(nope.status.code(), Some(4), "{}", said(&nope));
+    let again = clankie(&["up", "--detach"]);
+    assert!(
+        !again.status.success(),
+        "one stack per state folder: {}",
+        said(&again)
+    );
+
+    let down = clankie(&["down"]);
+    assert!(down.status.success(), "{}", said(&down));
+    assert!(
+        !state.path().join("run/up.json").exists(),
+        "the record is gone"
+    );
+    let status = clankie(&["status"]);
+    assert_eq!(status.status.code(), Some(5), "{}", said(&status));
+    let down = clankie(&["down"]);
+    assert_eq!(
+        down.status.code(),
+        Some(5),
+        "nothing to stop: {}",
+        said(&down)
+    );
+}

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::support::{clients, discovery};
+use crate::support::{clients, discovery, supervisor};
 use anyhow::{Context, bail};
 use clankie_runtime::paths::StatePaths;
 use clankie_runtime::{Service, owner, state};
@@ -29,6 +29,10 @@ pub struct UpArgs {
     /// Folder holding the service binaries (default: beside `clankie`).
     #[arg(long, env = "CLANKIE_BIN_DIR")]
     pub bin_dir: Option<PathBuf>,
+    /// Start in the background: return once the stack is up (its output
+    /// goes to `logs/up.log`; `clankie down` stops it).
+    #[arg(long)]
+    pub detach: bool,
 }
 
 const MIN_BACKOFF: Duration = Duration::from_millis(250);
@@ -187,7 +191,81 @@ fn signal(child: &Child, sig: Signal) {
     }
 }
 
+/// How long `up --detach` waits for the stack it started.
+const DETACHED_START: Duration = Duration::from_secs(90);
+
+/// `up --detach`: this same command without `--detach`, in its own process
+/// group with its output in `logs/up.log`; returns once it is serving.
+async fn detach(paths: &StatePaths, args: &UpArgs) -> anyhow::Result<ExitCode> {
+    if supervisor::running(paths).is_some() {
+        bail!(
+            "clankie is already running for {} (see `clankie status`)",
+            paths.root().display()
+        );
+    }
+    state::private_dir(paths.root())?;
+    let logs = paths.logs_dir();
+    state::private_dir(&logs)?;
+    let log_path = logs.join("up.log");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)?;
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("--state")
+        .arg(paths.root())
+        .args(["up", "--listen", &args.listen]);
+    if let Some(dir) = &args.bin_dir {
+        cmd.arg("--bin-dir").arg(dir);
+    }
+    use std::os::unix::process::CommandExt as _;
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .context("starting clankie up in the background")?;
+    let until = Instant::now() + DETACHED_START;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            bail!(
+                "clankie up stopped while starting ({status}); see {}",
+                log_path.display()
+            );
+        }
+        let up = supervisor::running(paths).is_some();
+        if up && let Ok(d) = discovery::read(paths) {
+            let state = clankie_runtime::clients::service_state(
+                paths,
+                Service::Gateway,
+                clients::owner_meta(paths).unwrap_or_default(),
+            )
+            .await;
+            if state != clankie_runtime::clients::ServiceState::Down {
+                println!("clankie is up in the background");
+                println!("  gateway: {} (MCP at {}/mcp)", d.url, d.url);
+                println!("  state:   {}", paths.root().display());
+                println!("  log:     {}", log_path.display());
+                println!("  stop with `clankie down`");
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        if Instant::now() > until {
+            bail!(
+                "clankie up did not come up in {} s; see {}",
+                DETACHED_START.as_secs(),
+                log_path.display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode> {
+    if args.detach {
+        return detach(&paths, &args).await;
+    }
     state::private_dir(paths.root())?;
     // A state folder an older release wrote may hold readable logs or a
     // readable database: nothing in it is anyone else's to read.
@@ -211,6 +289,9 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
         );
     }
     let bin_dir = locate_binaries(&args)?;
+    state::private_dir(&paths.run_dir())?;
+    supervisor::record(&paths).context("recording the supervisor in run/up.json")?;
+    let _recorded = Recorded(paths.clone());
     let shutdown = clankie_runtime::shutdown::on_signals();
     let mut services: Vec<Supervised> = Vec::new();
     for service in Service::START_ORDER {
@@ -302,6 +383,15 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     }
     println!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Forgets `run/up.json` however `up` ends.
+struct Recorded(StatePaths);
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        supervisor::forget(&self.0);
+    }
 }
 
 /// SIGTERM, wait for the drain, SIGKILL after the grace period.

@@ -12,3 +12,4 @@ pub mod grant_file;
 pub mod harness;
 pub mod output;
 pub mod pi;
+pub mod supervisor;

@@ -186,6 +186,20 @@ pub fn own_start_time() -> Option<u64> {
     }
 }
 
+/// Another process's start time, in the same unit; None when it is gone
+/// (or the fact is missing).
+pub fn start_time_of(pid: i32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        stat(pid).map(|(_, start)| start)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// The cgroup v2 path (`0::/path`) from a `/proc/PID/cgroup` text.
 fn unified_cgroup(text: &str) -> Option<String> {
     text.lines()
