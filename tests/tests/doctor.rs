@@ -267,8 +267,19 @@ async fn up_detach_logs_and_down() {
             String::from_utf8_lossy(&o.stderr)
         )
     };
-    let up = clankie(&["up", "--detach"]);
+    let up = clankie(&["up", "--detach", "--allowed-host", "clankie.example"]);
     assert!(up.status.success(), "{}", said(&up));
+    // The gateway answers the name `up` was given, and no other.
+    let discovery: Value = serde_json::from_slice(
+        &std::fs::read(state.path().join("run/fleet/gateway.json")).expect("discovery"),
+    )
+    .expect("json");
+    let url = discovery["url"].as_str().expect("url");
+    for (host, code) in [("clankie.example", 200), ("other.example", 403)] {
+        let (status, body) =
+            clankie_tests::http(&format!("{url}/healthz"), "GET", &[("Host", host)], "");
+        assert_eq!(status, code, "{host}: {body}");
+    }
     assert!(
         said(&up).contains("clankie is up in the background"),
         "{}",

@@ -71,6 +71,31 @@ pub struct McpArgs {
     pub no_channel: bool,
 }
 
+/// The gateway's MCP endpoint from what the owner gave: the base URL
+/// (`http://host:port`) means its `/mcp`; a URL on another path is refused,
+/// naming the one to use.
+fn mcp_url(given: &str) -> anyhow::Result<String> {
+    let mut url = url::Url::parse(given.trim()).map_err(|e| {
+        anyhow::anyhow!(
+            "{given} is not a URL ({e}); the gateway's is like http://127.0.0.1:7755/mcp"
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!("{given} is not an http(s) URL; the gateway's is like http://127.0.0.1:7755/mcp");
+    }
+    match url.path() {
+        "" | "/" => url.set_path("/mcp"),
+        p if p.trim_end_matches('/').ends_with("/mcp") => {}
+        _ => {
+            let mut fixed = url.clone();
+            fixed.set_path("/mcp");
+            fixed.set_query(None);
+            bail!("{given} is not the gateway's MCP endpoint; use {fixed}");
+        }
+    }
+    Ok(url.to_string())
+}
+
 #[derive(Clone)]
 struct FleetServer {
     up: Arc<Gateway>,
@@ -502,7 +527,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     let route = match args.token.filter(|t| !t.trim().is_empty()) {
         Some(token) => Route::Bearer {
             url: match args.url {
-                Some(u) => u,
+                Some(u) => mcp_url(&u)?,
                 None => discovery::read(&paths)?.mcp,
             },
             token,
@@ -575,4 +600,33 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     let _ = server.waiting().await;
     up.drop_connection().await;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::mcp_url;
+
+    #[test]
+    fn a_base_url_means_its_mcp_endpoint_and_another_path_names_the_right_one() {
+        assert_eq!(
+            mcp_url("http://127.0.0.1:7755").expect("base"),
+            "http://127.0.0.1:7755/mcp"
+        );
+        assert_eq!(
+            mcp_url("http://127.0.0.1:7755/").expect("base"),
+            "http://127.0.0.1:7755/mcp"
+        );
+        assert_eq!(mcp_url("http://h:1/mcp").expect("as is"), "http://h:1/mcp");
+        let wrong = mcp_url("http://h:1/v1/api?x=1")
+            .expect_err("another path")
+            .to_string();
+        assert!(wrong.contains("use http://h:1/mcp"), "{wrong}");
+        assert!(mcp_url("h:1").is_err());
+        assert!(
+            mcp_url("ftp://h/mcp")
+                .expect_err("scheme")
+                .to_string()
+                .contains("http(s)")
+        );
+    }
 }

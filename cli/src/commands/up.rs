@@ -29,6 +29,10 @@ pub struct UpArgs {
     /// Folder holding the service binaries (default: beside `clankie`).
     #[arg(long, env = "CLANKIE_BIN_DIR")]
     pub bin_dir: Option<PathBuf>,
+    /// A Host name the gateway also answers (repeatable), for clients that
+    /// reach it by a name of its own (a reverse proxy, a DNS name).
+    #[arg(long = "allowed-host")]
+    pub allowed_hosts: Vec<String>,
     /// Start in the background: return once the stack is up (its output
     /// goes to `logs/up.log`; `clankie down` stops it).
     #[arg(long)]
@@ -129,6 +133,9 @@ fn spawn(
         .kill_on_drop(true);
     if service == Service::Gateway {
         cmd.arg("--listen").arg(&args.listen);
+        for host in &args.allowed_hosts {
+            cmd.arg("--allowed-host").arg(host);
+        }
     }
     cmd.spawn()
         .with_context(|| format!("starting clankie-{name}"))
@@ -217,6 +224,9 @@ async fn detach(paths: &StatePaths, args: &UpArgs) -> anyhow::Result<ExitCode> {
         .args(["up", "--listen", &args.listen]);
     if let Some(dir) = &args.bin_dir {
         cmd.arg("--bin-dir").arg(dir);
+    }
+    for host in &args.allowed_hosts {
+        cmd.arg("--allowed-host").arg(host);
     }
     use std::os::unix::process::CommandExt as _;
     let mut child = cmd
