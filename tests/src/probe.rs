@@ -112,6 +112,7 @@ impl Probe {
                 admission_pb::CreateFleetTokenRequest {
                     fleet: "stolen".into(),
                     label: String::new(),
+                    expires_in_ms: 0,
                 },
                 "",
             ))

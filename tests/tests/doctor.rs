@@ -308,6 +308,45 @@ async fn up_detach_logs_and_down() {
         said(&again)
     );
 
+    // A token with an expiry: listed with it, and refused once it passed.
+    let created = clankie(&["fleet", "token", "create", "alpha", "--expires-in", "2s"]);
+    assert!(created.status.success(), "{}", said(&created));
+    let token = String::from_utf8_lossy(&created.stdout).trim().to_string();
+    let listed: Value =
+        serde_json::from_slice(&clankie(&["fleet", "token", "list", "--json"]).stdout)
+            .expect("token list");
+    assert!(
+        listed["tokens"][0]["expiresAtMs"].as_i64().is_some(),
+        "{listed}"
+    );
+    assert!(
+        !listed.to_string().contains(&token),
+        "the token itself is never listed"
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "expiry", "version": "0"}}})
+    .to_string();
+    let auth = format!("Bearer {token}");
+    let status = || {
+        clankie_tests::http(
+            &format!("{url}/mcp"),
+            "POST",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            &init,
+        )
+    };
+    let expired = eventually(Duration::from_secs(30), async || {
+        let (code, body) = status();
+        (code == 401 && body.contains("expired")).then_some(())
+    })
+    .await;
+    assert!(expired.is_some(), "{:?}", status());
+
     let down = clankie(&["down"]);
     assert!(down.status.success(), "{}", said(&down));
     assert!(

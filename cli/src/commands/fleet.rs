@@ -64,6 +64,15 @@ pub enum TokenCommand {
         fleet: String,
         #[arg(long, default_value = "")]
         label: String,
+        /// How long the token admits (`30m`, `12h`, `7d`); until revoked
+        /// when left out.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        expires_in: Option<std::time::Duration>,
+    },
+    /// The bearer links: id, fleet, label, created and expiry (never the token).
+    List {
+        #[arg(long)]
+        json: bool,
     },
     /// Remove a link by id; its requests stop at once.
     Revoke { link_id: String },
@@ -181,6 +190,55 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
     }
 }
 
+/// The bearer links, as `fleet token list` shows them.
+fn print_tokens(s: &admission_pb::FleetStatusResponse, json: bool) {
+    let bearer: Vec<&admission_pb::FleetLink> = s
+        .links
+        .iter()
+        .filter(|l| l.kind == clankie_types::LinkKind::Bearer.wire())
+        .collect();
+    let expiry = |l: &admission_pb::FleetLink| (l.expires_at_ms != 0).then_some(l.expires_at_ms);
+    if json {
+        let tokens: Vec<_> = bearer
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "linkId": l.link_id, "fleet": l.fleet, "label": l.label,
+                    "createdAtMs": l.created_at_ms, "expiresAtMs": expiry(l),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::json!({ "tokens": tokens }));
+        return;
+    }
+    if bearer.is_empty() {
+        println!("no fleet tokens (create one with `clankie fleet token create FLEET`)");
+    }
+    let now = clankie_runtime::now_ms();
+    for l in bearer {
+        let expires = match expiry(l) {
+            None => "never expires".to_string(),
+            Some(at) if at <= now => "expired".to_string(),
+            Some(at) => format!(
+                "expires in {}",
+                humantime::format_duration(std::time::Duration::from_secs(
+                    ((at - now) / 1000) as u64
+                ))
+            ),
+        };
+        println!(
+            "{} fleet={}{} {expires}",
+            l.link_id,
+            l.fleet,
+            if l.label.is_empty() {
+                String::new()
+            } else {
+                format!(" label={}", l.label)
+            }
+        );
+    }
+}
+
 pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<ExitCode> {
     let mut client = clients::admission(&paths)?;
     match command {
@@ -265,9 +323,20 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
             );
         }
         FleetCommand::Token { command } => match command {
-            TokenCommand::Create { fleet, label } => {
+            TokenCommand::Create {
+                fleet,
+                label,
+                expires_in,
+            } => {
+                let expires_in_ms = expires_in.map_or(0, |d| {
+                    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
+                });
                 let resp = client
-                    .create_fleet_token(admission_pb::CreateFleetTokenRequest { fleet, label })
+                    .create_fleet_token(admission_pb::CreateFleetTokenRequest {
+                        fleet,
+                        label,
+                        expires_in_ms,
+                    })
                     .await
                     .map_err(refused)?
                     .into_inner();
@@ -277,6 +346,14 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                     link.link_id, link.fleet
                 );
                 println!("{}", resp.token);
+            }
+            TokenCommand::List { json } => {
+                let s = client
+                    .fleet_status(admission_pb::FleetStatusRequest {})
+                    .await
+                    .map_err(refused)?
+                    .into_inner();
+                print_tokens(&s, json);
             }
             TokenCommand::Revoke { link_id } => {
                 let revoked = client

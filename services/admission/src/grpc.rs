@@ -48,6 +48,11 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .map_err(refused)?;
         let req = request.into_inner();
         check_fleet_name(&req.fleet).map_err(refused)?;
+        if req.expires_in_ms < 0 {
+            return Err(refused(
+                ErrorCode::InvalidArgument.err("an expiry is a positive duration"),
+            ));
+        }
         let token = owner::random_token("clkf");
         let record = LinkRecord {
             link_id: format!("link-{}", &owner::random_token("x")[2..14]),
@@ -58,6 +63,11 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             created_at_ms: now_ms(),
             socket: String::new(),
             session: String::new(),
+            expires_at_ms: if req.expires_in_ms == 0 {
+                0
+            } else {
+                now_ms().saturating_add(req.expires_in_ms)
+            },
         };
         {
             let mut guard = lock(&self.inner.links);
@@ -194,6 +204,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             created_at_ms: now_ms(),
             socket: req.socket,
             session: req.session,
+            expires_at_ms: 0,
         };
         {
             let mut guard = lock(&self.inner.links);

@@ -76,9 +76,21 @@ struct LinkRecord {
     socket: String,
     #[serde(default)]
     session: String,
+    /// Bearer links: when the token stops admitting (0: until revoked).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    expires_at_ms: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl LinkRecord {
+    /// A bearer link past its expiry admits nothing.
+    fn expired(&self, now_ms: i64) -> bool {
+        self.expires_at_ms != 0 && now_ms >= self.expires_at_ms
+    }
+
     fn local(&self) -> Option<local::LocalLink> {
         let host = match self.kind {
             LinkKind::Tmux => local::Host::Tmux(clankie_panes::Tmux::new(
@@ -326,6 +338,10 @@ impl AdmissionService {
                 ErrorCode::FleetCredentialInvalid
                     .err("this fleet token is not linked; ask the lead for admission")
             })?;
+        if link.expired(now_ms()) {
+            return Err(ErrorCode::FleetCredentialInvalid
+                .err("this fleet token has expired; ask the owner for a new one"));
+        }
         Ok((
             link.link_id.clone(),
             Principal {
@@ -399,8 +415,16 @@ impl AdmissionService {
             if links.unreadable().is_some() {
                 return Err(ErrorCode::FleetAdmissionUnavailable.err("fleet links cannot be read"));
             }
-            if !links.links.iter().any(|l| l.link_id == link_id) {
-                return Err(ErrorCode::FleetAdmissionRevoked.err("this fleet link was removed"));
+            match links.links.iter().find(|l| l.link_id == link_id) {
+                None => {
+                    return Err(ErrorCode::FleetAdmissionRevoked.err("this fleet link was removed"));
+                }
+                Some(l) if l.expired(now_ms()) => {
+                    return Err(
+                        ErrorCode::FleetAdmissionRevoked.err("this fleet token has expired")
+                    );
+                }
+                Some(_) => {}
             }
         }
         // Then the switch.
@@ -539,6 +563,7 @@ fn link_pb(l: &LinkRecord) -> admission_pb::FleetLink {
         created_at_ms: l.created_at_ms,
         socket: l.socket.clone(),
         session: l.session.clone(),
+        expires_at_ms: l.expires_at_ms,
     }
 }
 
@@ -601,10 +626,36 @@ mod tests {
                     created_at_ms: 0,
                     socket: String::new(),
                     session: String::new(),
+                    expires_at_ms: 0,
                 })
             })
             .expect("saved");
         id
+    }
+
+    /// A bearer link stops admitting at its expiry: a new admission is
+    /// refused, and a ticket issued before stops rechecking.
+    #[tokio::test]
+    async fn an_expired_bearer_link_admits_nothing_and_its_tickets_stop() {
+        let (_d, svc) = service().await;
+        let link = add_link(&svc, "timed");
+        let (link_id, p) = svc.admit_bearer("timed").expect("admit");
+        let ticket = svc.issue_ticket(link_id, p, None);
+        svc.recheck(&ticket).await.expect("recheck");
+        lock(&svc.inner.links)
+            .update(|f| {
+                for l in f.links.iter_mut().filter(|l| l.link_id == link) {
+                    l.expires_at_ms = now_ms() - 1;
+                }
+            })
+            .expect("saved");
+        let refused = svc.admit_bearer("timed").expect_err("expired");
+        assert_eq!(refused.code, ErrorCode::FleetCredentialInvalid);
+        assert!(refused.message.contains("expired"), "{}", refused.message);
+        assert_eq!(
+            svc.recheck(&ticket).await.expect_err("expired").code,
+            ErrorCode::FleetAdmissionRevoked
+        );
     }
 
     #[tokio::test]
