@@ -123,7 +123,9 @@ fn spawn(
         .append(true)
         .open(&log_path)?;
     let mut cmd = Command::new(bin_dir.join(service.binary()));
-    cmd.env("CLANKIE_LOG_FILE", &log_path)
+    // Only the supervisor speaks to a service manager (NotifyAccess=main).
+    cmd.env_remove("NOTIFY_SOCKET")
+        .env("CLANKIE_LOG_FILE", &log_path)
         .env("CLANKIE_STATE", paths.root())
         .env("CLANKIE_PARENT_PID", std::process::id().to_string())
         .stdin(std::process::Stdio::null())
@@ -333,6 +335,10 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     println!("  gateway: {} (MCP at {}/mcp)", gateway, gateway);
     println!("  state:   {}", paths.root().display());
     println!("  stop with Ctrl-C");
+    // Under a service manager (Type=notify): ready now.
+    if let Err(e) = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]) {
+        eprintln!("clankie: could not tell the service manager it is ready: {e}");
+    }
     // Once every account from the file had its first verdict (the
     // mcp-host is ready only then), one that did not verify is named.
     tokio::spawn(report_degraded(paths.clone()));
@@ -385,6 +391,7 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
             }
         }
     }
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     println!("stopping");
     for s in services.iter_mut().rev() {
         if let Some(c) = &mut s.child {
