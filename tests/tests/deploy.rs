@@ -100,3 +100,28 @@ async fn clankie_up_tells_its_service_manager_when_it_serves_and_when_it_stops()
     assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
     assert!(up.wait().expect("exit").success());
 }
+
+/// The macOS agent is a well-formed property list that runs `clankie up`
+/// with the time its drain needs (read with Python's plistlib: no macOS
+/// here).
+#[test]
+fn the_launchd_agent_runs_up_with_time_to_drain() {
+    let plist = repo_root().join("deploy/launchd/dev.clankie.up.plist");
+    let out = std::process::Command::new(clankie_tests::python())
+        .args([
+            "-c",
+            "import json,plistlib,sys; print(json.dumps(plistlib.load(open(sys.argv[1],'rb'))))",
+        ])
+        .arg(&plist)
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(p["ProgramArguments"][1], "up", "{p}");
+    assert!(p["ExitTimeOut"].as_i64().is_some_and(|t| t >= 10), "{p}");
+    assert_eq!(p["Umask"], 0o077, "{p}");
+}
