@@ -267,6 +267,18 @@ async fn up_detach_logs_and_down() {
             String::from_utf8_lossy(&o.stderr)
         )
     };
+    // A failed assertion must not leave a detached stack behind.
+    struct Down<'a>(&'a std::path::Path);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new(clankie_tests::bin_dir().join("clankie"))
+                .arg("--state")
+                .arg(self.0)
+                .arg("down")
+                .output();
+        }
+    }
+    let _down = Down(state.path());
     let up = clankie(&["up", "--detach", "--allowed-host", "clankie.example"]);
     assert!(up.status.success(), "{}", said(&up));
     // The gateway answers the name `up` was given, and no other.
