@@ -17,19 +17,22 @@ pub fn http_response(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
-    let rest = url.strip_prefix("http://").expect("http url");
-    let (host, path) = rest
-        .split_once('/')
-        .map(|(h, p)| (h, format!("/{p}")))
-        .unwrap_or((rest, "/".into()));
-    let s = std::net::TcpStream::connect(host).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    exchange(s, host, method, &path, headers, body.as_bytes())
+    tcp_exchange(url, method, headers, body.as_bytes())
 }
 
 /// [`http`] with a body of raw bytes (not necessarily UTF-8).
 pub fn http_bytes(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let (status, _, body) = tcp_exchange(url, method, headers, body);
+    (status, body)
+}
+
+/// One exchange over TCP with an `http://host:port/path` URL.
+fn tcp_exchange(
+    url: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<(String, String)>, String) {
     let rest = url.strip_prefix("http://").expect("http url");
     let (host, path) = rest
         .split_once('/')
@@ -38,8 +41,7 @@ pub fn http_bytes(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]
     let s = std::net::TcpStream::connect(host).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    let (status, _, body) = exchange(s, host, method, &path, headers, body);
-    (status, body)
+    exchange(s, host, method, &path, headers, body)
 }
 
 /// [`http`] over a Unix socket, with `Host: localhost` unless `headers`

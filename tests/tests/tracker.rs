@@ -625,8 +625,26 @@ async fn the_tracker_survives_kill_9_mid_write() {
 /// A stand-in for Linear's MCP server (the real one is out of reach here):
 /// it answers Linear's tool names and marks every answer as its own, and
 /// knows beta's Linear project.
+/// Binds `project` (at revision 1) to the Linear project the stand-in
+/// knows.
+fn bind_linear(stack: &Stack, project: &str) {
+    stack.clankie_ok(&[
+        "project",
+        "set",
+        project,
+        "--revision",
+        "1",
+        "--tracker",
+        "linear",
+        "--linear-project",
+        LINEAR_PROJECT,
+    ]);
+}
+
+const LINEAR_PROJECT: &str = "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b";
+
 fn connect_standin(stack: &Stack, log: &Path) {
-    let projects = [("STANDIN_PROJECTS", "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b")];
+    let projects = [("STANDIN_PROJECTS", LINEAR_PROJECT)];
     stack.connect_standin("linear", log, &projects);
 }
 
@@ -660,17 +678,7 @@ async fn linear_calls_route_by_repo_item_and_hire() {
         .into_iter()
         .map(|name| (name, stack.add_project(name, &[])))
         .collect();
-    stack.clankie_ok(&[
-        "project",
-        "set",
-        "beta",
-        "--revision",
-        "1",
-        "--tracker",
-        "linear",
-        "--linear-project",
-        "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b",
-    ]);
+    bind_linear(stack, "beta");
     let delta_ws = folders[2].1.path().display().to_string();
     stack.clankie_ok(&[
         "project",
@@ -837,17 +845,7 @@ async fn a_linear_hires_lease_is_held_for_its_saved_route_and_released_at_retire
     let standin_log = w.dir.path().join("standin.log");
     connect_standin(stack, &standin_log);
     stack.add_project("beta", &[]);
-    stack.clankie_ok(&[
-        "project",
-        "set",
-        "beta",
-        "--revision",
-        "1",
-        "--tracker",
-        "linear",
-        "--linear-project",
-        "0e4f6a1b-2c3d-4e5f-8a9b-0c1d2e3f4a5b",
-    ]);
+    bind_linear(stack, "beta");
     // The owner's own lease on a built-in issue: held, never attributed.
     owner_call(
         stack,
