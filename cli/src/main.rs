@@ -200,7 +200,20 @@ fn main() -> std::process::ExitCode {
     clankie_runtime::state::private_umask();
     quiet_on_closed_pipe();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // The command's name only (never its arguments) names its span.
+    let command_name = matches.subcommand_name().unwrap_or("clankie").to_owned();
+    // The bridges install their own subscriber (their logs are theirs);
+    // `up` lives as long as the stack, so it is no one span.
+    let (traced, rooted) = match cli.command {
+        Command::Mcp(_) => (false, false),
+        Command::Up(_) => (true, false),
+        _ => (true, true),
+    };
     let paths = cli
         .state
         .clone()
@@ -217,67 +230,84 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Up(args) => up::run(paths, args).await,
-            Command::Status { json } => status::status(paths, json).await,
-            Command::Down => down::down(paths).await,
-            Command::Logs(args) => logs::logs(paths, args).await,
-            Command::Completions { shell } => {
-                use clap::CommandFactory as _;
-                let mut script = Vec::new();
-                clap_complete::generate(shell, &mut Cli::command(), "clankie", &mut script);
-                print!("{}", String::from_utf8_lossy(&script));
-                Ok(std::process::ExitCode::SUCCESS)
-            }
-            Command::Connect(args) => connect::connect(paths, args).await,
-            Command::Disconnect { name } => connect::disconnect(paths, name).await,
-            Command::Accounts {
-                workers: true,
-                pi: pi_path,
-                node,
-                ..
-            } => pi::workers(pi_path.as_deref(), node.as_deref()).await,
-            Command::Accounts { json, .. } => accounts::accounts(paths, json).await,
-            Command::Fleet { command } => fleet::fleet(paths, command).await,
-            Command::Access { command } => access::access(paths, command).await,
-            Command::Mcp(args) => bridge::run(paths, args).await,
-            Command::Project { command } => project::project(paths, command).await,
-            Command::Lead { command } => lead::lead(paths, command).await,
-            Command::Hire(args) => hire::hire(paths, args).await,
-            Command::Claude(args) => claude::run(args).await,
-            Command::Pi { command } => pi::run(command).await,
-            Command::Close {
-                hire_id,
-                conversation,
-            } => hire::close(paths, hire_id, conversation).await,
-            Command::Message {
-                hire_id,
-                text,
-                conversation,
-            } => message::message(paths, hire_id, text, conversation).await,
-            Command::Review { command } => review::run(paths, command).await,
-            Command::Tracker { command } => tracker::run(paths, command).await,
-            Command::Auto { command } => auto::run(paths, command).await,
-            Command::Doctor { json } => doctor::doctor(paths, json).await,
-            Command::Version { json } => {
-                version::print(json);
-                Ok(std::process::ExitCode::SUCCESS)
-            }
-            Command::Work { command } => work::work(paths, command).await,
-            Command::Herdr {
-                command:
-                    HerdrCommand::Agent {
-                        command: AgentCommand::List { json },
-                    },
-            } => roster::agent_list(paths, json).await,
-            Command::Roster { json } => roster::roster(paths, json).await,
-            Command::Transcript {
-                conversation,
-                after,
-                wait,
-            } => transcript::transcript(paths, conversation, after, wait).await,
+        if traced {
+            // No log lines on a command's stderr; spans go out when OTLP is
+            // configured.
+            clankie_runtime::telemetry::init_with("cli", None);
         }
+        let span = if rooted {
+            tracing::info_span!("cli.command", command = %command_name)
+        } else {
+            tracing::Span::none()
+        };
+        let run = async move {
+            match cli.command {
+                Command::Up(args) => up::run(paths, args).await,
+                Command::Status { json } => status::status(paths, json).await,
+                Command::Down => down::down(paths).await,
+                Command::Logs(args) => logs::logs(paths, args).await,
+                Command::Completions { shell } => {
+                    use clap::CommandFactory as _;
+                    let mut script = Vec::new();
+                    clap_complete::generate(shell, &mut Cli::command(), "clankie", &mut script);
+                    print!("{}", String::from_utf8_lossy(&script));
+                    Ok(std::process::ExitCode::SUCCESS)
+                }
+                Command::Connect(args) => connect::connect(paths, args).await,
+                Command::Disconnect { name } => connect::disconnect(paths, name).await,
+                Command::Accounts {
+                    workers: true,
+                    pi: pi_path,
+                    node,
+                    ..
+                } => pi::workers(pi_path.as_deref(), node.as_deref()).await,
+                Command::Accounts { json, .. } => accounts::accounts(paths, json).await,
+                Command::Fleet { command } => fleet::fleet(paths, command).await,
+                Command::Access { command } => access::access(paths, command).await,
+                Command::Mcp(args) => bridge::run(paths, args).await,
+                Command::Project { command } => project::project(paths, command).await,
+                Command::Lead { command } => lead::lead(paths, command).await,
+                Command::Hire(args) => hire::hire(paths, args).await,
+                Command::Claude(args) => claude::run(args).await,
+                Command::Pi { command } => pi::run(command).await,
+                Command::Close {
+                    hire_id,
+                    conversation,
+                } => hire::close(paths, hire_id, conversation).await,
+                Command::Message {
+                    hire_id,
+                    text,
+                    conversation,
+                } => message::message(paths, hire_id, text, conversation).await,
+                Command::Review { command } => review::run(paths, command).await,
+                Command::Tracker { command } => tracker::run(paths, command).await,
+                Command::Auto { command } => auto::run(paths, command).await,
+                Command::Doctor { json } => doctor::doctor(paths, json).await,
+                Command::Version { json } => {
+                    version::print(json);
+                    Ok(std::process::ExitCode::SUCCESS)
+                }
+                Command::Work { command } => work::work(paths, command).await,
+                Command::Herdr {
+                    command:
+                        HerdrCommand::Agent {
+                            command: AgentCommand::List { json },
+                        },
+                } => roster::agent_list(paths, json).await,
+                Command::Roster { json } => roster::roster(paths, json).await,
+                Command::Transcript {
+                    conversation,
+                    after,
+                    wait,
+                } => transcript::transcript(paths, conversation, after, wait).await,
+            }
+        };
+        tracing::Instrument::instrument(run, span).await
     });
+    if traced {
+        // Flushes the command's spans before the process ends.
+        clankie_runtime::telemetry::shutdown();
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

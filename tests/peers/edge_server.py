@@ -6,6 +6,7 @@ Tools:
   add_tool(name)      registers a tool and sends notifications/tools/list_changed
   hang(tag)           appends `tag` to $EDGE_LOG, then never answers
   stepped(steps, seconds, tag)  appends `tag:N` at each step; a cancel stops it
+  traced(tag)         appends the traceparent it got in `_meta` and as a header
 
 $EDGE_EXIT_AFTER_MS: the server exits that long after it starts (an upstream
 that keeps crashing).
@@ -74,6 +75,19 @@ async def add_tool(name: str, ctx: Context) -> str:
     server.add_tool(dynamic, name=name, description=f"added at run time: {name}")
     await ctx.session.send_tool_list_changed()
     return f"added {name}"
+
+
+@server.tool()
+async def traced(tag: str, ctx: Context) -> str:
+    """Appends `tag meta=TRACEPARENT header=TRACEPARENT` to $EDGE_LOG: the
+    trace context the call arrived with, in `_meta` and (over HTTP) as a
+    header; "-" where there was none."""
+    meta = ctx.request_context.meta or {}
+    headers = ctx.headers or {}
+    in_meta = meta.get("traceparent") or "-"
+    in_header = headers.get("traceparent") or "-"
+    _log(f"{tag} meta={in_meta} header={in_header}")
+    return in_meta
 
 
 def _exit_later() -> None:

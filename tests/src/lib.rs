@@ -15,6 +15,7 @@ mod herdr;
 mod http;
 mod mcp;
 pub mod model;
+pub mod otel;
 pub mod pi;
 pub mod sandbox;
 pub mod seat;
@@ -66,6 +67,14 @@ pub fn peer_path() -> String {
     let mut path: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
     path.push(std::env::var("PATH").unwrap_or_default());
     path.join(":")
+}
+
+/// A loopback TCP port free at the time of asking.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 /// The Python interpreter of the peers' venv.

@@ -312,11 +312,21 @@ impl Stack {
         &self,
         token: &str,
     ) -> anyhow::Result<RunningService<RoleClient, ()>> {
+        self.fleet_bridge_with(token, &[]).await
+    }
+
+    /// The fleet bridge with `env` more in its environment.
+    pub async fn fleet_bridge_with(
+        &self,
+        token: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<RunningService<RoleClient, ()>> {
         let mut cmd = tokio::process::Command::new(bin_dir().join("clankie"));
         cmd.args(["mcp", "--fleet"])
             .env("CLANKIE_STATE", self.state.path())
             .env("CLANKIE_FLEET_TOKEN", token)
-            .env("RUST_LOG", "warn");
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().copied());
         let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
             .spawn()?;

@@ -4,15 +4,10 @@
 
 use std::time::Duration;
 
-use clankie_tests::{Stack, call, edge_server, file_lines, peer_path, python, structured};
+use clankie_tests::{
+    Stack, call, edge_server, file_lines, free_port, peer_path, python, structured,
+};
 use serde_json::json;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// Starts server-everything over streamable HTTP; killed on drop.
 struct EverythingHttp {

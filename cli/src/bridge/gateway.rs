@@ -127,6 +127,7 @@ impl Gateway {
             return Ok(c.peer().clone());
         }
         use clankie_runtime::mcp_tap::Tap;
+        use clankie_runtime::telemetry::{TraceHeaders, mcp_http_client};
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let handler = super::echo::GatewayHandler {
@@ -139,15 +140,19 @@ impl Gateway {
                 let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .auth_header(token.clone())
                     .reinit_on_expired_session(true);
-                let transport = StreamableHttpClientTransport::from_config(cfg);
+                let transport = StreamableHttpClientTransport::with_client(
+                    TraceHeaders(mcp_http_client()),
+                    cfg,
+                );
                 let transport = Tap::new(transport, self.echo.observer());
                 tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
             }
             Route::Local { socket } => {
                 let cfg = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp")
                     .reinit_on_expired_session(true);
+                let client = rmcp::transport::UnixSocketHttpClient::new(socket, &cfg.uri);
                 let transport =
-                    StreamableHttpClientTransport::from_unix_socket_with_config(socket, cfg);
+                    StreamableHttpClientTransport::with_client(TraceHeaders(client), cfg);
                 let transport = Tap::new(transport, self.echo.observer());
                 tokio::time::timeout(Duration::from_secs(10), handler.serve(transport)).await
             }

@@ -64,8 +64,9 @@ impl GrantServer {
         let cfg = StreamableHttpClientTransportConfig::with_uri(self.grant.endpoint.as_str())
             .auth_header(self.grant.bearer.clone())
             .reinit_on_expired_session(true);
+        use clankie_runtime::telemetry::{TraceHeaders, mcp_http_client};
         let transport = clankie_runtime::mcp_tap::Tap::new(
-            StreamableHttpClientTransport::from_config(cfg),
+            StreamableHttpClientTransport::with_client(TraceHeaders(mcp_http_client()), cfg),
             self.echo.observer(),
         );
         let handler = GatewayHandler {
@@ -198,15 +199,25 @@ impl ServerHandler for GrantServer {
             .and_then(Value::as_str)
             .map(str::to_string);
         let receipt_id = chosen.unwrap_or_else(|| ReceiptId::mint(ReceiptKind::Call).into_string());
+        let span =
+            tracing::info_span!("bridge.tools_call", tool = %request.name, otel.kind = "server");
+        clankie_runtime::telemetry::adopt_meta_parent(&span, &context.meta);
         let mut meta = super::era::forwardable(&context.meta);
         meta.0.insert(RECEIPT_META.into(), json!(receipt_id));
+        clankie_runtime::telemetry::inject_meta(&span, &mut meta);
         request.meta = Some(meta);
         let peer = match self.peer().await {
             Ok(p) => p,
             // Nothing left: the same id may simply be used again.
             Err(e) => return Err(ErrorData::internal_error(e, None)),
         };
-        let called = self.echo.call(&peer, request, REQUEST_BUDGET).await;
+        let called = {
+            use tracing::Instrument as _;
+            self.echo
+                .call(&peer, request, REQUEST_BUDGET)
+                .instrument(span)
+                .await
+        };
         Ok(super::era::complete(match called {
             Ok(result) => result,
             Err(rmcp::ServiceError::Timeout { .. }) => {
@@ -249,5 +260,6 @@ pub async fn run(file: PathBuf) -> anyhow::Result<ExitCode> {
         .context("serving MCP on stdio")?;
     let _ = running.waiting().await;
     server.drop_session().await;
+    clankie_runtime::telemetry::shutdown();
     Ok(ExitCode::SUCCESS)
 }

@@ -20,7 +20,9 @@
 use clankie_types::fleet::{FleetTool, Outcome, ReceiptId, ReceiptKind, meta};
 use std::process::ExitCode;
 use std::sync::Arc;
+
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use anyhow::{Context, bail};
 use clankie_runtime::ErrorCode;
@@ -489,10 +491,16 @@ impl ServerHandler for FleetServer {
         // The harness's `_meta` travels on, less its own session's protocol
         // keys: a progress token comes back with the gateway's steps under
         // the same token.
-        let meta = era::forwardable(&context.meta);
+        // One span per call, parented on the harness's own context when it
+        // sent one; the gateway hears this span as the parent.
+        let span =
+            tracing::info_span!("bridge.tools_call", tool = %request.name, otel.kind = "server");
+        clankie_runtime::telemetry::adopt_meta_parent(&span, &context.meta);
+        let mut meta = era::forwardable(&context.meta);
+        clankie_runtime::telemetry::inject_meta(&span, &mut meta);
         request.meta = (!meta.0.0.is_empty()).then_some(meta);
         let call = FleetTool::parse(&request.name) == Some(FleetTool::Call);
-        let result = self.forward(request).await;
+        let result = self.forward(request).instrument(span).await;
         let result = if call { receipt_block(result) } else { result };
         Ok(era::complete(result).into())
     }
@@ -599,6 +607,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
     .context("serving MCP on stdio")?;
     let _ = server.waiting().await;
     up.drop_connection().await;
+    clankie_runtime::telemetry::shutdown();
     Ok(ExitCode::SUCCESS)
 }
 

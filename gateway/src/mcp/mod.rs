@@ -99,8 +99,8 @@ impl ServerHandler for Bridge {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let (a, headers) = admitted(&context)?;
-        let span = tracing::info_span!("bridge.list_tools");
-        clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        let span = tracing::info_span!("mcp.tools_list", otel.kind = "server");
+        clankie_runtime::telemetry::adopt_mcp_parent(&span, &context.meta, &headers);
         if let Some(bearer) = &a.grant {
             let op = GrantOp {
                 shared: &self.shared,
@@ -163,8 +163,9 @@ impl ServerHandler for Bridge {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (a, headers) = admitted(&context)?;
-        let span = tracing::info_span!("bridge.call_tool", tool = %request.name);
-        clankie_runtime::telemetry::adopt_http_parent(&span, &headers);
+        let span =
+            tracing::info_span!("mcp.tools_call", tool = %request.name, otel.kind = "server");
+        clankie_runtime::telemetry::adopt_mcp_parent(&span, &context.meta, &headers);
         let budget = Budget::start(self.shared.request_budget);
         // A connected call stops when its caller cancels it: the forward to
         // mcp-host is dropped, and the host stops the call at its dispatch

@@ -100,7 +100,10 @@ pub(super) async fn open_connection(
                     custom.insert(k, v);
                 }
             }
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+            // Each request carries its call's trace context as headers.
+            use clankie_runtime::telemetry::{TraceHeaders, mcp_http_client};
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                TraceHeaders(mcp_http_client()),
                 cfg.custom_headers(custom),
             );
             handler

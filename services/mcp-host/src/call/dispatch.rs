@@ -13,6 +13,7 @@ use clankie_runtime::{ClankieError, now_ms};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::target::Target;
 use super::{Ask, Plan};
@@ -118,6 +119,19 @@ impl McpHost {
             p.arguments = a;
             p
         };
+        // The upstream hop's own span; a stdio upstream hears it in
+        // `_meta`, an HTTP one also as headers (`TraceHeaders`).
+        let span = tracing::info_span!(
+            "mcp.upstream_call",
+            account = %entry.account,
+            tool = %entry.tool,
+            otel.kind = "client"
+        );
+        let mut params = params;
+        clankie_runtime::telemetry::inject_meta(
+            &span,
+            params.meta.get_or_insert_with(Default::default),
+        );
         let relay = self.inner.accounts.relay();
         // Registered before the task starts, so a cancel that comes at any
         // point from here on finds the call.
@@ -132,44 +146,47 @@ impl McpHost {
         let account = entry.account.clone();
         let tool = entry.tool.clone();
         let rid = record.receipt_id.clone();
-        tokio::spawn(async move {
-            // An upstream call stays in flight (holding its account's
-            // close) until its receipt is settled.
-            let ((outcome, body, detail), _in_flight) = match target {
-                // The final dispatch boundary: a grant revoked during the
-                // awaited setup stops the call here, before anything leaves.
-                _ if let Some(why) = stops.fired() => (not_dispatched(why), None),
-                _ if cancel.is_cancelled() => (not_dispatched(Stopped::Cancelled), None),
-                Target::Store(invoke) => (
-                    invoke_store(tracker_client, invoke, &invoke_auth).await,
-                    None,
-                ),
-                Target::Upstream(peer, guard) => {
-                    let heard = relay.open(&account, &rid, listen);
-                    (
-                        invoke_upstream(peer, params, heard, &cancel).await,
-                        Some(guard),
-                    )
-                }
-            };
-            let body = if history {
-                body.map(mark_history)
-            } else {
-                body
-            };
-            let settled = store.settle(&rid, outcome, body, detail).await;
-            host.inner.cancels.done(&rid);
-            audit.record(&audit::Event {
-                event: "settle",
-                principal: &principal,
-                account: &account,
-                tool: &tool,
-                receipt_id: &rid,
-                outcome: Some(outcome.as_str()),
-                trace_id: None,
-            });
-            let _ = tx.send(settled);
-        });
+        tokio::spawn(
+            async move {
+                // An upstream call stays in flight (holding its account's
+                // close) until its receipt is settled.
+                let ((outcome, body, detail), _in_flight) = match target {
+                    // The final dispatch boundary: a grant revoked during the
+                    // awaited setup stops the call here, before anything leaves.
+                    _ if let Some(why) = stops.fired() => (not_dispatched(why), None),
+                    _ if cancel.is_cancelled() => (not_dispatched(Stopped::Cancelled), None),
+                    Target::Store(invoke) => (
+                        invoke_store(tracker_client, invoke, &invoke_auth).await,
+                        None,
+                    ),
+                    Target::Upstream(peer, guard) => {
+                        let heard = relay.open(&account, &rid, listen);
+                        (
+                            invoke_upstream(peer, params, heard, &cancel).await,
+                            Some(guard),
+                        )
+                    }
+                };
+                let body = if history {
+                    body.map(mark_history)
+                } else {
+                    body
+                };
+                let settled = store.settle(&rid, outcome, body, detail).await;
+                host.inner.cancels.done(&rid);
+                audit.record(&audit::Event {
+                    event: "settle",
+                    principal: &principal,
+                    account: &account,
+                    tool: &tool,
+                    receipt_id: &rid,
+                    outcome: Some(outcome.as_str()),
+                    trace_id: None,
+                });
+                let _ = tx.send(settled);
+            }
+            .instrument(span),
+        );
         rx
     }
 
