@@ -11,6 +11,7 @@ const FILES: &[&str] = &[
     "clankie/helper/v1/helper.proto",
     "clankie/tracker/v1/tracker.proto",
     "clankie/auto/v1/auto.proto",
+    "clankie/telemetry/v1/telemetry.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

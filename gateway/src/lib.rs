@@ -110,6 +110,9 @@ pub(crate) struct Shared {
     pub(crate) listeners: parking_lot::Mutex<Vec<Arc<sessions::Sessions>>>,
     /// The stop's drain: calls answer before the sessions close.
     pub(crate) drain: drain::Drain,
+    /// The owner credential's hash, for the gateway's own owner pages
+    /// (`http/owner.rs`); none when it could not be read.
+    pub(crate) owner: Option<clankie_runtime::owner::OwnerCheck>,
 }
 
 /// The gateway; cheap to clone.
@@ -125,6 +128,12 @@ impl Options {
         let mcp = clankie_runtime::clients::mcp_host(&self.paths, Meta::default());
         let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
         let auto = clankie_runtime::clients::auto(&self.paths, Meta::default());
+        let owner =
+            clankie_runtime::owner::OwnerCheck::load(&self.paths.owner_credential())
+                .inspect_err(|e| {
+                    tracing::error!(error = %e, "owner credential unreadable; owner pages refuse everyone")
+                })
+                .ok();
         let (catalog, _) = watch::channel(mcphost_pb::CatalogInfo::default());
         let (settings, _) = watch::channel(admission_pb::FleetSettings::default());
         let gateway = Gateway {
@@ -145,6 +154,7 @@ impl Options {
                 allowed_hosts: self.allowed_hosts,
                 listeners: Default::default(),
                 drain: drain::Drain::after(shutdown.clone()),
+                owner,
             }),
         };
         tokio::spawn(feeds::watch_catalog(
@@ -161,6 +171,7 @@ impl Options {
             shutdown.clone(),
         ));
         tokio::spawn(mcp::announce(gateway.shared.clone(), shutdown));
+        crate::http::measure::watch_sessions(&gateway.shared);
         gateway
     }
 }
@@ -249,6 +260,7 @@ impl Gateway {
                 "/v1/tracker/request-budget",
                 get(crate::http::operator::request_budget),
             )
+            .route("/metrics", get(crate::http::metrics::metrics))
             .route("/healthz", get(crate::http::health::healthz))
             .route("/readyz", get(crate::http::health::readyz))
             // After the doors: an unserved path is not found for anyone.
@@ -256,6 +268,7 @@ impl Gateway {
             .with_state(shared)
             .layer(axum::middleware::from_fn(crate::http::edges::session_end))
             .layer(axum::middleware::from_fn_with_state(hosts, origin::guard))
+            .layer(axum::middleware::from_fn(crate::http::measure::record))
     }
 
     /// Serves HTTP on `listener` until `shutdown` (bearer clients).

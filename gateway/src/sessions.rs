@@ -97,6 +97,11 @@ impl Sessions {
         })
     }
 
+    /// How many sessions are open on this listener.
+    pub fn open(&self) -> usize {
+        self.owners().len()
+    }
+
     /// Claims the JSON-RPC ids of a request on its session. An id already
     /// being answered on the same session is refused: the transport would
     /// route both answers to one of them, and the other would never end.

@@ -61,3 +61,10 @@ pub mod auto {
         tonic::include_proto!("clankie.auto.v1");
     }
 }
+
+pub mod telemetry {
+    #[allow(clippy::all, clippy::pedantic)]
+    pub mod v1 {
+        tonic::include_proto!("clankie.telemetry.v1");
+    }
+}

@@ -207,11 +207,14 @@ async fn stock_grpcurl_lists_describes_and_checks_every_socket() {
         assert!(ok, "{service}: {listed}");
         let mut names: Vec<&str> = listed.lines().collect();
         names.sort();
-        assert_eq!(
-            names,
-            [service.health_name(), "grpc.health.v1.Health"],
-            "{service}"
-        );
+        // Its own service, the metrics scrape every service serves, health.
+        let mut expected = vec![
+            service.health_name(),
+            "clankie.telemetry.v1.Telemetry",
+            "grpc.health.v1.Health",
+        ];
+        expected.sort();
+        assert_eq!(names, expected, "{service}");
         let (ok, described) = run(&[&socket, "describe", service.health_name()]);
         assert!(
             ok && described.contains("is a service"),

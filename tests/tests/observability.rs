@@ -230,3 +230,223 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
 fn untraced_parent_is(traceparent: &str, span: &str) -> bool {
     traceparent.split('-').nth(2) == Some(span)
 }
+
+/// A real Prometheus (Debian's) scraping `target`'s `/metrics` every
+/// second with the bearer in `credentials`; killed on drop.
+struct Prometheus {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    api: String,
+    port: u16,
+}
+
+impl Prometheus {
+    fn start(target: &str, credentials: &std::path::Path) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The shipped config and rules (`deploy/prometheus/`), aimed at
+        // this stack and scraping every second.
+        let shipped = clankie_tests::repo_root().join("deploy/prometheus");
+        let text = std::fs::read_to_string(shipped.join("prometheus.yml")).expect("the config");
+        let text = text
+            .replace("15s", "1s")
+            .replace("127.0.0.1:7755", target)
+            .replace(
+                "/etc/prometheus/clankie-owner.token",
+                &credentials.display().to_string(),
+            );
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, text).expect("write the scrape config");
+        std::fs::copy(
+            shipped.join("clankie.rules.yml"),
+            dir.path().join("clankie.rules.yml"),
+        )
+        .expect("copy the rules");
+        let port = free_port();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start prometheus (scripts/install-peers installs it)");
+        Prometheus {
+            child,
+            _dir: dir,
+            api: format!("http://127.0.0.1:{port}/api/v1"),
+            port,
+        }
+    }
+
+    /// The samples of an instant PromQL query: (labels, value).
+    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
+        // Not listening yet: no answer.
+        if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            return Vec::new();
+        }
+        let url = format!("{}/query?query={}", self.api, urlencode(promql));
+        let (status, body) = clankie_tests::http(&url, "GET", &[], "");
+        if status != 200 {
+            return Vec::new();
+        }
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        v["data"]["result"]
+            .as_array()
+            .map(|rs| {
+                rs.iter()
+                    .map(|r| {
+                        let value = r["value"][1]
+                            .as_str()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(f64::NAN);
+                        (r["metric"].clone(), value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_prometheus_scrapes_every_service_and_counts_the_calls_driven() {
+    let receiver = OtlpReceiver::start();
+    let stack = Stack::start_with(StackOptions {
+        env: otlp_env(receiver.grpc_endpoint(), "grpc"),
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let dir = tempfile::tempdir().expect("tempdir");
+    stack.connect_edge("edge", &dir.path().join("edge.log"), &[]);
+    let token = stack.token("metrics");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "edge_traced").await;
+    const CALLS: usize = 3;
+    for i in 0..CALLS {
+        let r = clankie_tests::call(
+            &client,
+            "clankie_call",
+            json!({"name": "edge_traced", "arguments": {"tag": format!("m{i}")}}),
+        )
+        .await
+        .expect("call");
+        assert_eq!(structured(&r)["outcome"], "ok", "{r:?}");
+    }
+
+    // The page is the owner's: nobody else reads it, a fleet bearer
+    // included.
+    let metrics_url = format!("{}/metrics", stack.url);
+    let (status, _) = clankie_tests::http(&metrics_url, "GET", &[], "");
+    assert_eq!(status, 401);
+    let fleet = format!("Bearer {token}");
+    let (status, body) = clankie_tests::http(&metrics_url, "GET", &[("authorization", &fleet)], "");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("owner_credential_invalid"), "{body}");
+
+    // One refusal at admission's door, counted by its reason.
+    let (status, _) = clankie_tests::http(
+        &stack.mcp_url,
+        "POST",
+        &[
+            ("authorization", "Bearer clkf_not_a_link"),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(status, 401);
+    let target = stack.url.trim_start_matches("http://").to_owned();
+    let credentials = stack.paths().owner_credential();
+    let prometheus = Prometheus::start(&target, &credentials);
+    let counted = eventually(Duration::from_secs(30), async || {
+        let rows = prometheus.query(
+            r#"sum(clankie_mcp_calls_total{account="edge",tool="traced",outcome="ok",service_name="clankie-mcp-host"})"#,
+        );
+        rows.first()
+            .map(|(_, v)| *v)
+            .filter(|v| *v == CALLS as f64)
+    })
+    .await;
+    assert_eq!(
+        counted,
+        Some(CALLS as f64),
+        "the call counter the test drove, through PromQL; target health: {:?}",
+        prometheus.query("up")
+    );
+    // Every service answered the scrape, and each process's own series
+    // came through the one page.
+    let up = prometheus.query("clankie_service_up == 1");
+    let services: BTreeSet<String> = up
+        .iter()
+        .filter_map(|(m, _)| m["service_name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        services.len(),
+        6,
+        "gateway and five backends up: {services:?}"
+    );
+    for (family, service) in [
+        ("clankie_receipts_commits_total", "clankie-mcp-host"),
+        (
+            "http_server_request_duration_seconds_count",
+            "clankie-gateway",
+        ),
+    ] {
+        let rows = prometheus.query(&format!("{family}{{service_name=\"{service}\"}}"));
+        assert!(!rows.is_empty(), "{family} from {service}");
+    }
+    let proofs = prometheus.query(r#"clankie_admission_proofs_total{door="bearer"}"#);
+    assert!(
+        proofs.first().is_some_and(|(_, v)| *v >= CALLS as f64),
+        "{proofs:?}"
+    );
+    let refusals = prometheus.query(
+        r#"clankie_admission_refusals_total{door="bearer",reason="fleet_credential_invalid"}"#,
+    );
+    assert_eq!(refusals.first().map(|r| r.1), Some(1.0), "{refusals:?}");
+    // The shipped recording rules evaluate over the same series.
+    let rate = eventually(Duration::from_secs(20), async || {
+        let rows = prometheus.query(r#"clankie:mcp_calls:rate5m{account="edge",tool="traced"}"#);
+        (!rows.is_empty()).then_some(rows)
+    })
+    .await;
+    assert!(
+        rate.is_some(),
+        "the recording rule clankie:mcp_calls:rate5m"
+    );
+    // The same counter went out over OTLP.
+    let otlp = eventually(Duration::from_secs(20), async || {
+        receiver.metrics().into_iter().find(|m| {
+            m["name"] == "clankie.mcp.calls"
+                && m["service"] == "clankie-mcp-host"
+                && m["value"].as_f64() == Some(CALLS as f64)
+        })
+    })
+    .await;
+    assert!(
+        otlp.is_some(),
+        "OTLP metrics: {:?}",
+        receiver.metrics().len()
+    );
+}

@@ -4,7 +4,10 @@
 
 pub(crate) mod edges;
 pub(crate) mod health;
+pub(crate) mod measure;
+pub(crate) mod metrics;
 pub(crate) mod operator;
+pub(crate) mod owner;
 pub(crate) mod seats;
 
 use axum::response::{IntoResponse, Response};

@@ -14,7 +14,11 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         request: Request<admission_pb::AdmitRequest>,
     ) -> Result<Response<admission_pb::AdmitResponse>, Status> {
         let bearer = request.into_inner().bearer;
-        let (link_id, principal) = self.admit_bearer(&bearer).map_err(refused)?;
+        let (link_id, principal) = self
+            .admit_bearer(&bearer)
+            .inspect(|_| metrics::proved("bearer"))
+            .inspect_err(|e| metrics::refused("bearer", e.code.as_str()))
+            .map_err(refused)?;
         let ticket = self.issue_ticket(link_id, principal.clone(), None);
         let settings = self.inner.settings.borrow().to_pb();
         Ok(Response::new(admission_pb::AdmitResponse {

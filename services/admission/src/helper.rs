@@ -91,6 +91,11 @@ impl HelperClient {
         HelperClient { shared }
     }
 
+    /// How many jobs wait in the queue now.
+    pub fn depth(&self) -> u64 {
+        self.shared.queue.lock().len() as u64
+    }
+
     /// Runs one job. Dropping the returned future cancels it: a queued job is
     /// removed, an active one is drained and discarded.
     pub async fn run(&self, job: helper_pb::request::Job) -> Result<helper_pb::Reply, Failure> {

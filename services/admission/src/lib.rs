@@ -19,6 +19,7 @@
 mod grpc;
 pub mod helper;
 pub mod local;
+mod metrics;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::common::v1::{AdmissionMode, FleetTools, Principal};
@@ -252,6 +253,7 @@ impl Options {
         Ok(AdmissionService {
             inner: Arc::new(Inner {
                 stats: Mutex::new(LocalStats::default()),
+                _queue_gauge: metrics::helper_queue(helper.clone()),
                 helper,
                 hosts: Mutex::new(HashMap::new()),
                 owner,
@@ -275,6 +277,8 @@ struct LocalStats {
 
 struct Inner {
     stats: Mutex<LocalStats>,
+    /// Kept so the helper's queue depth is read at each collection.
+    _queue_gauge: opentelemetry::metrics::ObservableGauge<u64>,
     helper: helper::HelperClient,
     /// Pane hosts by link id, kept so their connections (tmux control
     /// clients) live across proofs.
@@ -405,6 +409,7 @@ impl AdmissionService {
                 return Err(r.error);
             }
             lock(&self.inner.stats).reuses += 1;
+            metrics::reused();
             if let Some(t) = lock(&self.inner.tickets).get_mut(ticket) {
                 t.expires = Instant::now() + LOCAL_TICKET_IDLE;
             }
@@ -497,6 +502,7 @@ impl AdmissionService {
             stats.proofs += 1;
             stats.last_proof_at_ms = clankie_runtime::now_ms();
         }
+        metrics::proved("local");
         let link = links
             .into_iter()
             .find(|l| l.link_id == proof.link_id)
@@ -506,6 +512,7 @@ impl AdmissionService {
 
     fn count_refusal(&self, reason: &'static str) {
         *lock(&self.inner.stats).refusals.entry(reason).or_default() += 1;
+        metrics::refused("local", reason);
     }
 
     fn add_link(&self, guard: &mut Guarded<LinksFile>, record: LinkRecord) -> Result<(), Status> {

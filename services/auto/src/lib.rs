@@ -23,6 +23,7 @@
 
 pub mod files;
 mod grpc;
+mod metrics;
 pub mod round;
 mod scheduler;
 

@@ -206,6 +206,7 @@ impl AutoService {
         }
         stats.finished_ms = now_ms();
         stats.cpu_us = cpu_us().saturating_sub(cpu0);
+        crate::metrics::round(stats.woken, !stats.skipped.is_empty());
         self.journal(JournalLine {
             event: "finished".into(),
             round_id,

@@ -23,6 +23,7 @@
 
 mod convert;
 mod grpc;
+mod metrics;
 mod panes;
 mod rpc;
 pub mod state;

@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod grants;
 mod grpc;
 pub mod identity;
+mod metrics;
 pub mod receipts;
 pub mod relay;
 pub mod tracker;

@@ -321,6 +321,7 @@ impl Budgets {
         };
         if let Some((retry_at, what, limit, per)) = full {
             a.refused.push_back(now);
+            crate::metrics::budget_refused(class.as_str());
             let retry_after = (retry_at - now).max(0);
             return Err(ErrorCode::RequestBudget
                 .err(format!(

@@ -64,6 +64,21 @@ pub fn auto(paths: &StatePaths, meta: Meta) -> AutoClient {
     AutoClient::new(channel(paths, Service::Auto, meta))
 }
 
+/// One service's metrics page (Prometheus text), asked with the owner
+/// credential the caller presented (`bearer`, the token alone).
+pub async fn scrape(paths: &StatePaths, service: Service, bearer: &str) -> Result<String, Status> {
+    let mut client = proto::telemetry::v1::telemetry_client::TelemetryClient::new(channel(
+        paths,
+        service,
+        Meta::owner(bearer),
+    ))
+    .max_decoding_message_size(MAX_ANSWER);
+    let req = Call::new(proto::telemetry::v1::ScrapeRequest {})
+        .timeout(INTERNAL)
+        .request();
+    Ok(client.scrape(req).await?.into_inner().text)
+}
+
 /// The budget of one internal call between services that answer from
 /// their own state (a recheck, a status read, a lookup). Calls that wait on
 /// the outside (an upstream tool, a pane) set their own.

@@ -40,6 +40,9 @@ pub async fn serve_service(
     let listener = crate::uds::bind(&socket).await?;
     let _guard = crate::uds::SocketGuard(socket);
     let guard = caller_guard(paths, service)?;
+    // Every service answers the owner's metrics scrape beside its own RPCs.
+    let owner = crate::owner::OwnerCheck::load(&paths.owner_credential())?;
+    let routes = routes.add_service(telemetry::Scrape::server(service, owner));
     tracing::info!("{service} serving");
     serve(
         listener,
@@ -117,7 +120,9 @@ pub async fn serve(
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .with_service_name("grpc.health.v1.Health");
         if routes_served {
-            b = b.with_service_name(health_name);
+            b = b
+                .with_service_name(health_name)
+                .with_service_name("clankie.telemetry.v1.Telemetry");
         }
         b
     };

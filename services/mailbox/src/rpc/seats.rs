@@ -198,6 +198,7 @@ impl MailboxService {
             Ok(())
         })?;
         drop(book);
+        crate::metrics::queued(kind.as_str());
         self.inner.queued.send_modify(|n| *n += 1);
         Ok(delivery_id)
     }

@@ -69,7 +69,9 @@ impl McpHost {
         record: &Record,
         counted: Option<tracker::Counted>,
     ) -> Result<Begin, ClankieError> {
+        let started = std::time::Instant::now();
         let begun = self.inner.receipts.begin(record.clone()).await;
+        crate::metrics::commit("begin", matches!(begun, Ok(Begin::Durable)), started);
         if !matches!(begun, Ok(Begin::Durable))
             && let Some(c) = counted
         {
@@ -148,6 +150,7 @@ impl McpHost {
         let rid = record.receipt_id.clone();
         tokio::spawn(
             async move {
+                let started = std::time::Instant::now();
                 // An upstream call stays in flight (holding its account's
                 // close) until its receipt is settled.
                 let ((outcome, body, detail), _in_flight) = match target {
@@ -172,7 +175,10 @@ impl McpHost {
                 } else {
                     body
                 };
+                crate::metrics::call(&account, &tool, outcome.as_str(), started);
+                let committing = std::time::Instant::now();
                 let settled = store.settle(&rid, outcome, body, detail).await;
+                crate::metrics::commit("settle", settled.is_ok(), committing);
                 host.inner.cancels.done(&rid);
                 audit.record(&audit::Event {
                     event: "settle",

@@ -7,6 +7,7 @@ mod export;
 mod http_client;
 pub mod metrics;
 mod propagate;
+mod scrape;
 
 use std::sync::OnceLock;
 
@@ -22,6 +23,7 @@ pub use propagate::{
     TRACEPARENT, TRACESTATE, adopt_http_parent, adopt_mcp_parent, adopt_meta_parent,
     current_trace_id, inject_context, inject_meta, server_span,
 };
+pub use scrape::Scrape;
 
 /// Installs the subscriber for a process named `service`. Logs go to stderr
 /// (filter with `RUST_LOG`, default `info`). Spans always carry an
