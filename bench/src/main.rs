@@ -23,6 +23,9 @@
 //!   clankie-bench harnesses  Claude Code and Codex: a lead message until the
 //!                            session holds it, and clankie_call from inside,
 //!                            beside the Python stand-ins
+//!   clankie-bench observability  clankie_call with OTLP export on vs off;
+//!                            GET /metrics vs /healthz, idle and with 1,000
+//!                            MCP sessions open
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -70,7 +73,7 @@ pub(crate) fn line(name: &str, s: &Summary) {
     );
 }
 
-type Client = Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>;
+pub(crate) type Client = Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>;
 
 async fn direct_call(client: Client) -> anyhow::Result<()> {
     let mut p = CallToolRequestParams::new("echo");
@@ -79,7 +82,7 @@ async fn direct_call(client: Client) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn bridge_call(client: Client) -> anyhow::Result<()> {
+pub(crate) async fn bridge_call(client: Client) -> anyhow::Result<()> {
     let r = call(
         &client,
         "clankie_call",
@@ -449,6 +452,7 @@ mod caller;
 mod faults;
 mod grants;
 mod harnesses;
+mod observability;
 mod pi;
 mod proof;
 mod sandbox;
@@ -488,6 +492,10 @@ async fn main() -> anyhow::Result<()> {
         "pi" => pi::bench_pi(if quick { 10 } else { 30 }).await?,
         "sandbox" => sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?,
         "harnesses" => harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?,
+        "observability" => {
+            observability::bench_observability(rounds.min(500), if quick { 100 } else { 1_000 })
+                .await?
+        }
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -503,10 +511,12 @@ async fn main() -> anyhow::Result<()> {
             pi::bench_pi(if quick { 10 } else { 30 }).await?;
             sandbox::bench_sandbox(if quick { 5 } else { 30 }).await?;
             harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?;
+            observability::bench_observability(rounds.min(500), if quick { 100 } else { 1_000 })
+                .await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox, harnesses or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox, harnesses, observability or all"
             )
         }
     }

@@ -104,3 +104,41 @@ fn exchange<S: std::io::Read + std::io::Write>(
         .collect();
     (status, headers, body)
 }
+
+/// Opens an MCP session at `mcp_url` with `bearer` and the `initialize`
+/// request `init`, over fresh connections that close after each exchange
+/// (the session lives on at the gateway); returns its id, or the refusal.
+pub fn open_mcp_session(mcp_url: &str, bearer: &str, init: &str) -> Result<String, (u16, String)> {
+    const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+    const JSON: (&str, &str) = ("Content-Type", "application/json");
+    let auth = format!("Bearer {bearer}");
+    let (status, headers, body) = http_response(
+        mcp_url,
+        "POST",
+        &[JSON, ACCEPT, ("Authorization", &auth)],
+        init,
+    );
+    if status != 200 {
+        return Err((status, body));
+    }
+    let id = headers
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone())
+        .ok_or((status, "no mcp-session-id in the answer".to_owned()))?;
+    let (s, _, body) = http_response(
+        mcp_url,
+        "POST",
+        &[
+            JSON,
+            ACCEPT,
+            ("Authorization", &auth),
+            ("mcp-session-id", &id),
+        ],
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    if s != 202 {
+        return Err((s, body));
+    }
+    Ok(id)
+}

@@ -5,7 +5,7 @@
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
-use clankie_tests::{Stack, StackOptions, http_response};
+use clankie_tests::{Stack, StackOptions, http_response, open_mcp_session};
 use serde_json::{Value, json};
 
 const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
@@ -20,34 +20,7 @@ fn init_body() -> String {
 
 /// Opens an MCP session with `bearer`; returns its id, or the refusal.
 fn open_session(stack: &Stack, bearer: &str) -> Result<String, (u16, String)> {
-    let auth = format!("Bearer {bearer}");
-    let (status, headers, body) = http_response(
-        &stack.mcp_url,
-        "POST",
-        &[JSON, ACCEPT, ("Authorization", &auth)],
-        &init_body(),
-    );
-    if status != 200 {
-        return Err((status, body));
-    }
-    let id = headers
-        .iter()
-        .find(|(k, _)| k == "mcp-session-id")
-        .map(|(_, v)| v.clone())
-        .expect("a session id");
-    let (s, _, _) = http_response(
-        &stack.mcp_url,
-        "POST",
-        &[
-            JSON,
-            ACCEPT,
-            ("Authorization", &auth),
-            ("mcp-session-id", &id),
-        ],
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    assert_eq!(s, 202, "initialized");
-    Ok(id)
+    open_mcp_session(&stack.mcp_url, bearer, &init_body())
 }
 
 fn post(stack: &Stack, bearer: &str, session: &str, body: &str) -> (u16, String) {
