@@ -26,6 +26,9 @@
 //!   clankie-bench observability  clankie_call with OTLP export on vs off;
 //!                            GET /metrics vs /healthz, idle and with 1,000
 //!                            MCP sessions open
+//!   clankie-bench console    the web console in headless Chromium: first
+//!                            page load vs the static sign-in page, and a
+//!                            call's row drawn after its answer
 //!   clankie-bench all        all of them
 //!
 //! Build with `cargo build --release --bins` (scripts/bench does).
@@ -449,6 +452,7 @@ pub(crate) fn cpu_seconds_all() -> f64 {
 
 mod auto;
 mod caller;
+mod console;
 mod faults;
 mod grants;
 mod harnesses;
@@ -496,6 +500,7 @@ async fn main() -> anyhow::Result<()> {
             observability::bench_observability(rounds.min(500), if quick { 100 } else { 1_000 })
                 .await?
         }
+        "console" => console::bench_console(if quick { 20 } else { 100 }).await?,
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -513,10 +518,11 @@ async fn main() -> anyhow::Result<()> {
             harnesses::bench_harnesses(if quick { 5 } else { 20 }).await?;
             observability::bench_observability(rounds.min(500), if quick { 100 } else { 1_000 })
                 .await?;
+            console::bench_console(if quick { 20 } else { 100 }).await?;
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox, harnesses, observability or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox, harnesses, observability, console or all"
             )
         }
     }

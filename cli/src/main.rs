@@ -119,6 +119,12 @@ enum Command {
         #[command(subcommand)]
         command: auto::AutoCommand,
     },
+    /// The state folder's config.toml: `config check` reads it and shows
+    /// every setting of `up` with where its value comes from.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// This build's version, and the protocol versions it speaks.
     Version {
         #[arg(long)]
@@ -154,6 +160,27 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         wait: u32,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Read config.toml strictly and show the resolved settings
+    /// (defaults → file → environment → flags).
+    Check {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The `up` subcommand's matches with no flags given: what the environment
+/// and the defaults say (`config check` resolves the file against them).
+pub(crate) fn up_matches_without_flags() -> clap::ArgMatches {
+    use clap::CommandFactory as _;
+    Cli::command()
+        .try_get_matches_from(["clankie", "up"])
+        .ok()
+        .and_then(|m| m.subcommand_matches("up").cloned())
+        .unwrap_or_default()
 }
 
 #[derive(Subcommand)]
@@ -205,6 +232,10 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    let up_matches = matches
+        .subcommand_matches("up")
+        .cloned()
+        .unwrap_or_default();
     // The command's name only (never its arguments) names its span.
     let command_name = matches.subcommand_name().unwrap_or("clankie").to_owned();
     // The bridges install their own subscriber (their logs are theirs);
@@ -242,7 +273,7 @@ fn main() -> std::process::ExitCode {
         };
         let run = async move {
             match cli.command {
-                Command::Up(args) => up::run(paths, args).await,
+                Command::Up(args) => up::run(paths, args, up_matches).await,
                 Command::Status { json } => status::status(paths, json).await,
                 Command::Down => down::down(paths).await,
                 Command::Logs(args) => logs::logs(paths, args).await,
@@ -283,6 +314,9 @@ fn main() -> std::process::ExitCode {
                 Command::Tracker { command } => tracker::run(paths, command).await,
                 Command::Auto { command } => auto::run(paths, command).await,
                 Command::Doctor { json } => doctor::doctor(paths, json).await,
+                Command::Config {
+                    command: ConfigCommand::Check { json },
+                } => support::config::check(&paths, json),
                 Command::Version { json } => {
                     version::print(json);
                     Ok(std::process::ExitCode::SUCCESS)

@@ -18,6 +18,9 @@ pub const CLOSE_AFTER: Duration = Duration::from_secs(1);
 /// The drain's two moments.
 #[derive(Clone, Default)]
 pub(crate) struct Drain {
+    /// The stop has begun: what is not a call (the console's live feed)
+    /// ends now.
+    pub(crate) begun: CancellationToken,
     /// The drain is over: open calls answer `uncertain` now.
     pub(crate) over: CancellationToken,
     /// The sessions close.
@@ -27,7 +30,10 @@ pub(crate) struct Drain {
 impl Drain {
     /// A drain that begins when `shutdown` fires.
     pub(crate) fn after(shutdown: CancellationToken) -> Drain {
-        let drain = Drain::default();
+        let drain = Drain {
+            begun: shutdown.clone(),
+            ..Drain::default()
+        };
         let (over, closed) = (drain.over.clone(), drain.closed.clone());
         tokio::spawn(async move {
             shutdown.cancelled().await;

@@ -58,13 +58,16 @@ pub async fn watch_catalog(shared: Arc<Shared>, shutdown: CancellationToken) {
         },
         // Sessions hear of a change through `announce`, coalesced.
         |s, info: mcphost_pb::CatalogInfo| {
-            s.catalog.send_if_modified(|cur| {
+            let changed = s.catalog.send_if_modified(|cur| {
                 let changed = cur.revision != info.revision || cur.connected != info.connected;
                 if changed {
                     *cur = info;
                 }
                 changed
             });
+            if changed {
+                s.console.changed();
+            }
         },
     )
     .await
@@ -83,7 +86,7 @@ pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
                 .await
         },
         |s, settings: admission_pb::FleetSettings| {
-            s.settings.send_if_modified(|cur| {
+            let changed = s.settings.send_if_modified(|cur| {
                 let changed =
                     cur.tools != settings.tools || cur.peer_messages != settings.peer_messages;
                 if changed {
@@ -91,6 +94,9 @@ pub async fn watch_settings(shared: Arc<Shared>, shutdown: CancellationToken) {
                 }
                 changed
             });
+            if changed {
+                s.console.changed();
+            }
         },
     )
     .await

@@ -2,8 +2,9 @@
 //!
 //! Owns: the HTTP listeners (bearer TCP, the local Unix socket, loopback
 //! TCP), the MCP streamable-HTTP endpoint (`/mcp`) serving the fleet tools,
-//! the seat routes, the owner's operator routes, `/healthz` and `/readyz`,
-//! and the discovery file bridges read.
+//! the seat routes, the owner's operator routes and web console
+//! (`/console`), `/metrics`, `/healthz` and `/readyz`, and the discovery
+//! file bridges read.
 //!
 //! Does not own: any state, accounts, receipts or settings.
 //!
@@ -22,7 +23,9 @@
 //! the request checks (`intake.rs`, `origin.rs`), MCP session ownership
 //! (`sessions.rs`) and the streams followed from the services (`feeds.rs`).
 
+mod activation;
 mod caps;
+mod console;
 mod doors;
 mod drain;
 mod feeds;
@@ -36,6 +39,7 @@ mod refusal;
 mod serve;
 mod sessions;
 
+pub use activation::Passed;
 pub use doors::Admitted;
 pub use doors::local;
 pub use listeners::{Addresses, Listening};
@@ -113,6 +117,8 @@ pub(crate) struct Shared {
     /// The owner credential's hash, for the gateway's own owner pages
     /// (`http/owner.rs`); none when it could not be read.
     pub(crate) owner: Option<clankie_runtime::owner::OwnerCheck>,
+    /// The operator's console: its sign-ins and live feeds.
+    pub(crate) console: console::Console,
 }
 
 /// The gateway; cheap to clone.
@@ -155,6 +161,7 @@ impl Options {
                 listeners: Default::default(),
                 drain: drain::Drain::after(shutdown.clone()),
                 owner,
+                console: console::Console::default(),
             }),
         };
         tokio::spawn(feeds::watch_catalog(
@@ -261,6 +268,7 @@ impl Gateway {
                 get(crate::http::operator::request_budget),
             )
             .route("/metrics", get(crate::http::metrics::metrics))
+            .merge(console::routes())
             .route("/healthz", get(crate::http::health::healthz))
             .route("/readyz", get(crate::http::health::readyz))
             // After the doors: an unserved path is not found for anyone.

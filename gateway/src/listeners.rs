@@ -1,5 +1,5 @@
-//! The gateway as a stack process: its three HTTP listeners bound before
-//! anything is announced, the discovery file written once they are, and all
+//! The gateway as a stack process: its three HTTP listeners bound (or taken
+//! from a service manager, `activation.rs`) before anything is announced, the discovery file written once they are, and all
 //! three served beside the gRPC health socket the shared main serves.
 
 use std::net::SocketAddr;
@@ -18,6 +18,8 @@ pub struct Addresses {
     pub listen: SocketAddr,
     /// The local loopback TCP listener; must be a loopback address.
     pub local_listen: SocketAddr,
+    /// Listeners a service manager passed, served in place of binding.
+    pub passed: crate::activation::Passed,
 }
 
 /// A built gateway with its listeners bound.
@@ -28,7 +30,9 @@ pub struct Listening {
     tcp: parking_lot::Mutex<Option<tokio::net::TcpListener>>,
     local_tcp: parking_lot::Mutex<Option<tokio::net::TcpListener>>,
     local_unix: parking_lot::Mutex<Option<tokio::net::UnixListener>>,
-    _local_socket: uds::SocketGuard,
+    /// Removes the local socket's file at the end, unless a service
+    /// manager made it (and keeps it).
+    _local_socket: Option<uds::SocketGuard>,
 }
 
 impl Listening {
@@ -36,21 +40,43 @@ impl Listening {
     /// `run/fleet/gateway.json`.
     pub async fn bind(
         options: Options,
-        at: Addresses,
+        mut at: Addresses,
         limits: ConnLimits,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Listening> {
-        if !at.local_listen.ip().is_loopback() {
-            anyhow::bail!("--local-listen must be a loopback address");
-        }
         let paths = options.paths.clone();
-        let tcp = tokio::net::TcpListener::bind(at.listen).await?;
-        let local_tcp = tokio::net::TcpListener::bind(at.local_listen).await?;
+        let tcp = match at.passed.take_bearer()? {
+            Some(l) => l,
+            None => tokio::net::TcpListener::bind(at.listen).await?,
+        };
+        let local_tcp = match at.passed.take_local_tcp()? {
+            Some(l) => l,
+            None => tokio::net::TcpListener::bind(at.local_listen).await?,
+        };
+        let local_addr = local_tcp.local_addr()?;
+        if !local_addr.ip().is_loopback() {
+            anyhow::bail!("the local TCP listener must be on a loopback address, not {local_addr}");
+        }
         let local_socket = paths.local_mcp_socket();
-        let local_unix = uds::bind(&local_socket).await?;
+        let (local_unix, guard) = match at.passed.take_local_unix()? {
+            // Bridges find the socket at its path in the state folder.
+            Some(l) => {
+                let at = l.local_addr()?;
+                if at.as_pathname() != Some(local_socket.as_path()) {
+                    anyhow::bail!(
+                        "the passed local-unix socket must be {} (ListenStream=), not {at:?}",
+                        local_socket.display()
+                    );
+                }
+                (l, None)
+            }
+            None => (
+                uds::bind(&local_socket).await?,
+                Some(uds::SocketGuard(local_socket)),
+            ),
+        };
         let gateway = options.build(shutdown);
         let addr = tcp.local_addr()?;
-        let local_addr = local_tcp.local_addr()?;
         gateway.write_discovery(addr, local_addr)?;
         tracing::info!(%addr, local = %local_addr, "gateway serving");
         Ok(Listening {
@@ -60,7 +86,7 @@ impl Listening {
             tcp: parking_lot::Mutex::new(Some(tcp)),
             local_tcp: parking_lot::Mutex::new(Some(local_tcp)),
             local_unix: parking_lot::Mutex::new(Some(local_unix)),
-            _local_socket: uds::SocketGuard(local_socket),
+            _local_socket: guard,
         })
     }
 }

@@ -70,6 +70,8 @@ fn main() -> anyhow::Result<()> {
     let at = clankie_gateway::Addresses {
         listen: args.listen,
         local_listen: args.local_listen,
+        // Taken before any thread starts.
+        passed: clankie_gateway::Passed::from_env()?,
     };
     let limits = clankie_gateway::ConnLimits {
         header_timeout: Duration::from_millis(args.header_timeout_ms),

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod browser;
 pub mod claude;
 pub mod codex;
 pub mod git;

@@ -26,7 +26,12 @@ fn installed(unit: &str, dir: &std::path::Path) -> std::path::PathBuf {
 #[test]
 fn the_units_verify_and_the_system_unit_is_hardened() {
     let dir = tempfile::tempdir().expect("dir");
-    for unit in ["clankie.service", "clankie-user.service"] {
+    for unit in [
+        "clankie.service",
+        "clankie-user.service",
+        "clankie.socket",
+        "clankie-user.socket",
+    ] {
         let path = installed(unit, dir.path());
         let out = std::process::Command::new("systemd-analyze")
             .arg("verify")
@@ -99,6 +104,257 @@ async fn clankie_up_tells_its_service_manager_when_it_serves_and_when_it_stops()
     let n = manager.recv(&mut buf).expect("a notification");
     assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
     assert!(up.wait().expect("exit").success());
+}
+
+/// The inode of the socket listening on loopback `port` (/proc/net/tcp).
+fn listening_inode(port: u16) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let local_port = f.get(1)?.rsplit(':').next()?;
+        (u16::from_str_radix(local_port, 16).ok()? == port && f.get(3)? == &"0A")
+            .then(|| f.get(9).map(|s| s.to_string()))?
+    })
+}
+
+/// Whether process `pid` holds the socket with `inode` open.
+fn holds(pid: i32, inode: &str) -> bool {
+    let want = format!("socket:[{inode}]");
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == want))
+        })
+        .unwrap_or(false)
+}
+
+/// `systemd-socket-activate` holds the gateway's port and passes it to
+/// `clankie up`, as the socket unit does: the gateway serves on it (it could
+/// not bind the port itself), no other service holds it or sees the
+/// activation variables, and a gateway restarted after a crash serves the
+/// same socket.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_gateway_serves_the_socket_a_service_manager_passes_across_a_restart() {
+    let state = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in("/tmp")
+        .expect("state");
+    let port = clankie_tests::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = std::fs::File::create(state.path().join("up.out")).expect("out");
+    let mut up = std::process::Command::new("systemd-socket-activate")
+        .args(["-l", &addr, "--fdname=bearer"])
+        .arg(bin_dir().join("clankie"))
+        .arg("--state")
+        .arg(state.path())
+        .arg("up")
+        .env("PATH", clankie_tests::peer_path())
+        // The port is held by the manager: binding it here would fail.
+        .env("CLANKIE_GATEWAY_ADDR", &addr)
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().expect("out"))
+        .stderr(out)
+        .spawn()
+        .expect("systemd-socket-activate");
+    let up_pid = up.id() as i32;
+    let url = format!("http://{addr}/healthz");
+    // The manager starts the stack at the first connection; that request
+    // waits in the backlog and is answered once the gateway serves.
+    let listening = clankie_tests::eventually(Duration::from_secs(30), async || {
+        let said = std::fs::read_to_string(state.path().join("up.out")).unwrap_or_default();
+        said.contains("Listening on").then_some(())
+    })
+    .await;
+    assert!(
+        listening.is_some(),
+        "systemd-socket-activate did not listen"
+    );
+    let first = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || clankie_tests::http(&url, "GET", &[], "")).await
+    }
+    .expect("first request");
+    assert_eq!(
+        first.0, 200,
+        "the first caller waited and was served: {}",
+        first.1
+    );
+    let served = clankie_tests::eventually(Duration::from_secs(90), async || {
+        let said = std::fs::read_to_string(state.path().join("up.out")).unwrap_or_default();
+        said.contains("clankie is up").then_some(said)
+    })
+    .await
+    .unwrap_or_else(|| std::fs::read_to_string(state.path().join("up.out")).unwrap_or_default());
+    assert!(
+        served.contains("serving passed sockets: bearer"),
+        "{served}"
+    );
+    assert!(
+        served.contains(&format!("gateway: http://{addr}")),
+        "{served}"
+    );
+    assert_eq!(clankie_tests::http(&url, "GET", &[], "").0, 200);
+
+    let inode = listening_inode(port).expect("the listening socket");
+    let gateway = clankie_tests::Stack::children_matching(up_pid, "clankie-gateway");
+    assert_eq!(gateway.len(), 1, "one gateway");
+    assert!(
+        holds(gateway[0], &inode),
+        "the gateway serves the passed socket"
+    );
+    for service in ["admission", "tracker", "mcp-host", "mailbox", "auto"] {
+        for pid in clankie_tests::Stack::children_matching(up_pid, &format!("clankie-{service}")) {
+            assert!(!holds(pid, &inode), "{service} holds the gateway's socket");
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&environ).contains("LISTEN_FDS"),
+                "{service} sees the activation"
+            );
+        }
+    }
+
+    // The gateway dies; its successor serves the same socket.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(gateway[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the gateway");
+    let again = clankie_tests::eventually(Duration::from_secs(60), async || {
+        let said = std::fs::read_to_string(state.path().join("up.out")).unwrap_or_default();
+        said.contains("gateway restarted").then_some(())
+    })
+    .await;
+    assert!(again.is_some(), "the gateway was restarted");
+    assert_eq!(clankie_tests::http(&url, "GET", &[], "").0, 200);
+    let successor = clankie_tests::Stack::children_matching(up_pid, "clankie-gateway");
+    assert!(
+        successor.len() == 1 && successor[0] != gateway[0] && holds(successor[0], &inode),
+        "the new gateway serves the same socket"
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up_pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("stop");
+    assert!(up.wait().expect("exit").success());
+}
+
+/// `clankie config check` in `state`, with `env` set; (exit code, stdout,
+/// stderr).
+fn config_check(state: &std::path::Path, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(bin_dir().join("clankie"))
+        .arg("--state")
+        .arg(state)
+        .args(["config", "check", "--json"])
+        .env_remove("CLANKIE_GATEWAY_ADDR")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .envs(env.iter().copied())
+        .output()
+        .expect("config check");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The state folder's config.toml sits between the defaults and the
+/// environment: `config check` says where each value came from, a typo is
+/// refused with its line, and `clankie up` listens where the file says and
+/// starts its services with the file's OTLP endpoint.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_file_sits_between_the_defaults_and_the_environment() {
+    let state = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in("/tmp")
+        .expect("state");
+    let setting = |v: &serde_json::Value, key: &str| {
+        v["settings"]
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["key"] == key).cloned())
+            .unwrap_or_default()
+    };
+    // No file: every setting is its default.
+    let (code, out, err) = config_check(state.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["exists"], false);
+    assert_eq!(setting(&v, "gateway.listen")["source"], "default", "{v}");
+
+    let port = clankie_tests::free_port();
+    std::fs::write(
+        state.path().join("config.toml"),
+        format!(
+            "[gateway]\nlisten = \"127.0.0.1:{port}\"\n\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:9\"\n"
+        ),
+    )
+    .expect("config");
+    let (code, out, err) = config_check(state.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(setting(&v, "gateway.listen")["source"], "file", "{v}");
+    assert_eq!(
+        setting(&v, "telemetry.otlp_endpoint")["source"],
+        "file",
+        "{v}"
+    );
+    // The environment wins over the file.
+    let (_, out, _) = config_check(state.path(), &[("CLANKIE_GATEWAY_ADDR", "127.0.0.1:1")]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(setting(&v, "gateway.listen")["value"], "127.0.0.1:1", "{v}");
+    assert_eq!(setting(&v, "gateway.listen")["source"], "env", "{v}");
+
+    // `up` listens where the file says; its services get the file's OTLP
+    // endpoint.
+    let mut up = std::process::Command::new(bin_dir().join("clankie"))
+        .arg("--state")
+        .arg(state.path())
+        .arg("up")
+        .env("PATH", clankie_tests::peer_path())
+        .env_remove("CLANKIE_GATEWAY_ADDR")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("clankie up");
+    let mut lines = std::io::BufReader::new(up.stdout.take().expect("stdout"));
+    let mut said = String::new();
+    while !said.contains("gateway:") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut lines, &mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        said.push_str(&line);
+    }
+    assert!(
+        said.contains(&format!("gateway: http://127.0.0.1:{port}")),
+        "{said}"
+    );
+    let mcp = clankie_tests::Stack::children_matching(up.id() as i32, "clankie-mcp-host");
+    let environ = std::fs::read(format!("/proc/{}/environ", mcp[0])).expect("environ");
+    assert!(
+        String::from_utf8_lossy(&environ)
+            .contains("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9"),
+        "the services run with the file's endpoint"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("stop");
+    assert!(up.wait().expect("exit").success());
+
+    // A typo is refused with its key and line, and nothing starts on it.
+    std::fs::write(
+        state.path().join("config.toml"),
+        "[gateway]\nlisen = \"x\"\n",
+    )
+    .expect("config");
+    let (code, _, err) = config_check(state.path(), &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lisen") && err.contains("line 2"), "{err}");
 }
 
 /// The macOS agent is a well-formed property list that runs `clankie up`

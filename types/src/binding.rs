@@ -6,6 +6,16 @@
 
 use serde::{Deserialize, Serialize};
 
+crate::closed_set! {
+    /// `fleet.tools`: whether the fleet is served its connected tools.
+    pub enum FleetTools as clankie_proto::common::v1::FleetTools {
+        /// Members see and call the connected accounts' tools.
+        Connected = "connected" => Connected,
+        /// Members see none; calls are refused (`fleet_tools_off`).
+        Off = "off" => Off,
+    }
+}
+
 /// Where a project's (or a workspace's saved) tracker calls go.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TrackerBinding {

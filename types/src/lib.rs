@@ -29,6 +29,7 @@
 //! - [`views`]: the JSON views of mailbox records that the gateway and the
 //!   CLI show.
 
+pub mod activation;
 pub mod autonomy;
 pub mod binding;
 mod closed_set;
@@ -48,6 +49,6 @@ pub mod views;
 pub mod vocabulary;
 pub mod workspace;
 
-pub use binding::{LinkKind, TrackerBinding, TrackerRoute};
+pub use binding::{FleetTools, LinkKind, TrackerBinding, TrackerRoute};
 pub use peer::{PeerMessageState, PeerOutcome};
 pub use role::Role;

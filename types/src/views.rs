@@ -2,7 +2,79 @@
 //! prints or serves them (the gateway's HTTP routes and the CLI).
 
 use clankie_proto::mailbox::v1 as mailbox_pb;
+use clankie_proto::mcphost::v1 as mcphost_pb;
 use serde_json::{Value, json};
+
+use crate::hire::{HireEnd, HireReadiness};
+use crate::host::TransportKind;
+
+/// The word for an account's state (`verified`, `verifying`,
+/// `unavailable`).
+pub fn account_state_word(state: i32) -> &'static str {
+    match mcphost_pb::AccountState::try_from(state) {
+        Ok(mcphost_pb::AccountState::Verified) => "verified",
+        Ok(mcphost_pb::AccountState::Verifying) => "verifying",
+        Ok(mcphost_pb::AccountState::Unavailable) => "unavailable",
+        _ => "unknown",
+    }
+}
+
+/// The provider identity an account's verification recorded.
+pub fn account_identity(i: &mcphost_pb::AccountIdentity) -> Value {
+    json!({
+        "userId": i.user_id,
+        "workspaceId": i.workspace_id,
+        "email": (!i.email.is_empty()).then_some(&i.email),
+        "workspaceName": (!i.workspace_name.is_empty()).then_some(&i.workspace_name),
+        "verifiedAtMs": i.verified_at_ms,
+    })
+}
+
+/// A connected account as `clankie accounts` and the console show it.
+pub fn account(a: &mcphost_pb::Account) -> Value {
+    json!({
+        "name": a.name,
+        "transport": TransportKind::wire_word(a.transport),
+        "target": a.target,
+        "state": account_state_word(a.state),
+        "identity": { "name": a.identity_name, "version": a.identity_version },
+        "providerIdentity": a.provider_identity.as_ref().map(account_identity),
+        "protocolVersion": a.protocol_version,
+        "tools": a.tool_count,
+        "lastError": a.last_error,
+        "generation": a.generation,
+        "restarts": a.restarts,
+    })
+}
+
+/// A hire as `clankie roster` and the console show it.
+pub fn hire(h: &mailbox_pb::HireRecord) -> Value {
+    json!({
+        "hireId": h.hire_id,
+        "conversationId": h.conversation_id,
+        "lead": if h.owner_present { h.conversation_id.as_str() } else { "unowned" },
+        "handStarted": h.hand_started,
+        "sandboxed": h.sandboxed,
+        "harness": h.harness,
+        "occupantPid": h.occupant_pid,
+        "readiness": HireReadiness::wire_word(h.readiness),
+        "readinessReason": h.readiness_reason,
+        "projectId": h.project_id,
+        "role": crate::Role::wire_word(h.role),
+        "linkId": h.link_id,
+        "fleet": h.fleet,
+        "paneId": h.pane_id,
+        "workspace": h.workspace,
+        "command": h.command,
+        "ended": HireEnd::wire_word(h.ended),
+        // Transport presence apart from freshness: older-than-runtime is a
+        // reload hint, never proof of an old build.
+        "bridge": {
+            "present": h.bridge_present,
+            "freshness": crate::diagnostics::BridgeFreshness::wire_word(h.bridge_freshness),
+        },
+    })
+}
 
 /// A project as `GET /v1/operator/projects` and `clankie project` show it.
 pub fn project(p: &mailbox_pb::Project) -> Value {

@@ -12,32 +12,7 @@ use crate::support::output::{field, print_json};
 
 use clankie_runtime::clients::account_state_word as state_name;
 
-/// The provider identity verification recorded, as JSON.
-pub fn identity_json(i: &mcphost_pb::AccountIdentity) -> serde_json::Value {
-    serde_json::json!({
-        "userId": i.user_id,
-        "workspaceId": i.workspace_id,
-        "email": (!i.email.is_empty()).then_some(&i.email),
-        "workspaceName": (!i.workspace_name.is_empty()).then_some(&i.workspace_name),
-        "verifiedAtMs": i.verified_at_ms,
-    })
-}
-
-pub fn account_json(a: &mcphost_pb::Account) -> serde_json::Value {
-    serde_json::json!({
-        "name": a.name,
-        "transport": TransportKind::wire_word(a.transport),
-        "target": a.target,
-        "state": state_name(a.state),
-        "identity": { "name": a.identity_name, "version": a.identity_version },
-        "providerIdentity": a.provider_identity.as_ref().map(identity_json),
-        "protocolVersion": a.protocol_version,
-        "tools": a.tool_count,
-        "lastError": a.last_error,
-        "generation": a.generation,
-        "restarts": a.restarts,
-    })
-}
+pub use clankie_types::views::{account as account_json, account_identity as identity_json};
 
 pub fn print_account(a: &mcphost_pb::Account) {
     let identity = if a.identity_name.is_empty() {

@@ -91,10 +91,9 @@ pub enum OnOff {
 }
 
 fn tools_name(t: i32) -> &'static str {
-    match FleetTools::try_from(t) {
-        Ok(FleetTools::Connected) => "connected",
-        Ok(FleetTools::Off) => "off",
-        _ => "unknown",
+    match clankie_types::FleetTools::wire_word(t) {
+        "" => "unknown",
+        word => word,
     }
 }
 

@@ -8,35 +8,9 @@ use serde_json::json;
 
 use crate::support::clients::{self, refused};
 use crate::support::output::{field, print_json};
-use clankie_types::hire::{HireEnd, HireReadiness};
+use clankie_types::hire::HireEnd;
 
-pub fn hire_json(h: &mailbox_pb::HireRecord) -> serde_json::Value {
-    json!({
-        "hireId": h.hire_id,
-        "conversationId": h.conversation_id,
-        "lead": if h.owner_present { h.conversation_id.as_str() } else { "unowned" },
-        "handStarted": h.hand_started,
-        "sandboxed": h.sandboxed,
-        "harness": h.harness,
-        "occupantPid": h.occupant_pid,
-        "readiness": HireReadiness::wire_word(h.readiness),
-        "readinessReason": h.readiness_reason,
-        "projectId": h.project_id,
-        "role": clankie_types::Role::wire_word(h.role),
-        "linkId": h.link_id,
-        "fleet": h.fleet,
-        "paneId": h.pane_id,
-        "workspace": h.workspace,
-        "command": h.command,
-        "ended": HireEnd::wire_word(h.ended),
-        // Transport presence apart from freshness: older-than-runtime is a
-        // reload hint, never proof of an old build.
-        "bridge": {
-            "present": h.bridge_present,
-            "freshness": clankie_types::diagnostics::BridgeFreshness::wire_word(h.bridge_freshness),
-        },
-    })
-}
+pub use clankie_types::views::hire as hire_json;
 
 pub async fn roster(paths: StatePaths, json_out: bool) -> anyhow::Result<ExitCode> {
     let hires = clients::mailbox(&paths)?

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::support::activation::{self, Passed};
 use crate::support::{clients, discovery, supervisor};
 use anyhow::{Context, bail};
 use clankie_runtime::paths::StatePaths;
@@ -111,6 +112,8 @@ fn spawn(
     paths: &StatePaths,
     service: Service,
     args: &UpArgs,
+    passed: &Passed,
+    otel_env: &[(&'static str, String)],
 ) -> anyhow::Result<Child> {
     let name = service.name();
     let logs = paths.logs_dir();
@@ -133,7 +136,10 @@ fn spawn(
         .stderr(log)
         .process_group(0)
         .kill_on_drop(true);
+    activation::strip(&mut cmd);
+    cmd.envs(otel_env.iter().map(|(k, v)| (k, v)));
     if service == Service::Gateway {
+        passed.hand_to(&mut cmd)?;
         cmd.arg("--listen").arg(&args.listen);
         for host in &args.allowed_hosts {
             cmd.arg("--allowed-host").arg(host);
@@ -274,7 +280,14 @@ async fn detach(paths: &StatePaths, args: &UpArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    paths: StatePaths,
+    mut args: UpArgs,
+    matches: clap::ArgMatches,
+) -> anyhow::Result<ExitCode> {
+    // The state folder's config.toml, under the environment and the flags.
+    let file = crate::support::config::load(&paths)?;
+    let resolved = crate::support::config::apply(&file, &mut args, &matches);
     if args.detach {
         return detach(&paths, &args).await;
     }
@@ -300,6 +313,12 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
             paths.root().display()
         );
     }
+    // Sockets a service manager passed (socket activation) go to the
+    // gateway, and to each gateway after a restart.
+    let passed = Passed::from_env().context("taking the sockets the service manager passed")?;
+    if !passed.names().is_empty() {
+        println!("serving passed sockets: {}", passed.names().join(", "));
+    }
     let bin_dir = locate_binaries(&args)?;
     state::private_dir(&paths.run_dir())?;
     supervisor::record(&paths).context("recording the supervisor in run/up.json")?;
@@ -307,7 +326,14 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
     let shutdown = clankie_runtime::shutdown::on_signals();
     let mut services: Vec<Supervised> = Vec::new();
     for service in Service::START_ORDER {
-        let mut child = spawn(&bin_dir, &paths, service, &args)?;
+        let mut child = spawn(
+            &bin_dir,
+            &paths,
+            service,
+            &args,
+            &passed,
+            &resolved.otel_env,
+        )?;
         if let Err(e) = wait_healthy(&paths, service, &mut child).await {
             for s in services.iter_mut().rev() {
                 if let Some(c) = &mut s.child {
@@ -368,7 +394,14 @@ pub async fn run(paths: StatePaths, mut args: UpArgs) -> anyhow::Result<ExitCode
             }
             if s.child.is_none() && s.restart_at.is_some_and(|t| Instant::now() >= t) {
                 s.restart_at = None;
-                match spawn(&bin_dir, &paths, s.service, &args) {
+                match spawn(
+                    &bin_dir,
+                    &paths,
+                    s.service,
+                    &args,
+                    &passed,
+                    &resolved.otel_env,
+                ) {
                     Ok(mut child) => match wait_healthy(&paths, s.service, &mut child).await {
                         Ok(()) => {
                             println!("{} restarted", s.service);

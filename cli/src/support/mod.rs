@@ -3,9 +3,11 @@
 //! gateway's discovery file, and the harness launchers (Pi, Claude Code,
 //! Codex) with what they share.
 
+pub mod activation;
 pub mod claude;
 pub mod clients;
 pub mod codex;
+pub mod config;
 pub mod discovery;
 pub mod exit;
 pub mod grant_file;

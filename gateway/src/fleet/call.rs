@@ -94,6 +94,17 @@ impl Op<'_> {
         args: CallArgs,
         listener: Option<&L>,
     ) -> Result<mcphost_pb::CallResult, ClankieError> {
+        let answer = self.call_once(args, listener).await;
+        // The console lists recent calls: it looks again now.
+        self.shared.console.changed();
+        answer
+    }
+
+    async fn call_once<L: Listener>(
+        &self,
+        args: CallArgs,
+        listener: Option<&L>,
+    ) -> Result<mcphost_pb::CallResult, ClankieError> {
         if let Some(id) = &args.receipt_id {
             ReceiptId::parse(id)?;
         }

@@ -15,9 +15,13 @@ use super::refusal;
 
 /// Every path the routes do not serve.
 pub(crate) async fn not_served(req: Request) -> Response {
+    not_found(req.uri().path())
+}
+
+/// The answer for a path that is not served.
+pub(crate) fn not_found(path: &str) -> Response {
     refusal(&ErrorCode::RouteNotFound.err(format!(
-        "{} is not served here: MCP is at /mcp (a bearer or a linked pane's process), health at /healthz and /readyz; this gateway takes bearer tokens, not OAuth",
-        req.uri().path()
+        "{path} is not served here: MCP is at /mcp (a bearer or a linked pane's process), the console at /console, health at /healthz and /readyz; this gateway takes bearer tokens, not OAuth"
     )))
 }
 

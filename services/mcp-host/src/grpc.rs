@@ -131,6 +131,20 @@ impl mcphost_pb::mcp_host_server::McpHost for McpHost {
                     dispatched_at_ms: r.dispatched_at_ms,
                 })
                 .collect(),
+            recent: s
+                .recent
+                .into_iter()
+                .map(|r| mcphost_pb::RecentCall {
+                    settled: r.status == crate::receipts::Status::Settled,
+                    outcome: clankie_types::fleet::Outcome::wire_or_unspecified(r.outcome),
+                    receipt_id: r.receipt_id,
+                    name: r.name,
+                    account: r.account,
+                    detail: r.detail.unwrap_or_default(),
+                    dispatched_at_ms: r.dispatched_at_ms,
+                    settled_at_ms: r.settled_at_ms.unwrap_or_default(),
+                })
+                .collect(),
         }))
     }
 

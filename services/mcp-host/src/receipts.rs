@@ -173,12 +173,17 @@ pub struct Stats {
     /// Calls dispatched longer than [`STALLED_AFTER_MS`] without an answer,
     /// or settled uncertain: newest first, at most [`MAX_STALLED`].
     pub stalled: Vec<Record>,
+    /// The newest calls, settled or not: newest first, at most
+    /// [`MAX_RECENT`].
+    pub recent: Vec<Record>,
 }
 
 /// A dispatched call older than this (the whole request budget) is stalled.
 pub const STALLED_AFTER_MS: i64 = 30_000;
 /// The most stalled calls a status names.
 pub const MAX_STALLED: usize = 64;
+/// The most recent calls a status names.
+pub const MAX_RECENT: usize = 20;
 
 /// What `begin` found.
 pub enum Begin {
@@ -414,6 +419,16 @@ impl ReceiptStore {
         }
         stalled.sort_by_key(|r| std::cmp::Reverse(r.seq));
         s.stalled = stalled.into_iter().take(MAX_STALLED).cloned().collect();
+        // Buckets hold receipts in sequence order, so the newest are at the
+        // end of the last buckets.
+        s.recent = st
+            .buckets
+            .values()
+            .rev()
+            .flat_map(|b| b.records.iter().rev())
+            .take(MAX_RECENT)
+            .cloned()
+            .collect();
         s
     }
 }

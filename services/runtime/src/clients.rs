@@ -193,17 +193,7 @@ pub async fn service_state(
     }
 }
 
-/// The word for an account's state (`verified`, `verifying`,
-/// `unavailable`).
-pub fn account_state_word(state: i32) -> &'static str {
-    use clankie_proto::mcphost::v1::AccountState;
-    match AccountState::try_from(state) {
-        Ok(AccountState::Verified) => "verified",
-        Ok(AccountState::Verifying) => "verifying",
-        Ok(AccountState::Unavailable) => "unavailable",
-        _ => "unknown",
-    }
-}
+pub use clankie_types::views::account_state_word;
 
 /// The connected accounts that are not verified now, by name and state
 /// word; None when the mcp-host does not answer. The RPC needs no

@@ -86,10 +86,13 @@ impl OwnerCheck {
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .is_some_and(|t| {
-                !t.is_empty() && constant_time_eq(token_hash(t).as_bytes(), self.hash.as_bytes())
-            })
+            .is_some_and(|t| self.matches_token(t))
+    }
+
+    /// True when `token` (surrounding blanks aside) is the owner credential.
+    pub fn matches_token(&self, token: &str) -> bool {
+        let t = token.trim();
+        !t.is_empty() && constant_time_eq(token_hash(t).as_bytes(), self.hash.as_bytes())
     }
 
     /// Accepts a request carrying the owner bearer, refuses anything else.
