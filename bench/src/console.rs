@@ -3,7 +3,7 @@
 //! sign-in page, and how long after a call's answer its row is on screen,
 //! beside the call itself.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clankie_tests::Stack;
 use clankie_tests::browser::Browser;
@@ -46,6 +46,37 @@ pub(crate) async fn bench_console(rounds: usize) -> anyhow::Result<()> {
     let owner = std::fs::read_to_string(stack.paths().owner_credential())?;
     let b = Browser::start().await?;
     b.sign_in_console(&stack.url, owner.trim()).await?;
+
+    // What one look costs the gateway: the snapshot as JSON, beside
+    // /healthz (one HTTP round trip).
+    let cookie = b.client.get_named_cookie("clankie_console").await?;
+    let cookie = format!("clankie_console={}", cookie.value());
+    let (mut state, mut health) = (Vec::new(), Vec::new());
+    for _ in 0..rounds.min(100) {
+        let (url, cookie) = (format!("{}/console/state", stack.url), cookie.clone());
+        let h = format!("{}/healthz", stack.url);
+        let (s, hz) = tokio::task::spawn_blocking(move || {
+            let t = Instant::now();
+            let (status, _) = clankie_tests::http(&url, "GET", &[("Cookie", &cookie)], "");
+            let s = t.elapsed();
+            let t = Instant::now();
+            clankie_tests::http(&h, "GET", &[], "");
+            (status, s, t.elapsed())
+        })
+        .await
+        .map(|(status, s, hz)| (status == 200).then_some((s, hz)))?
+        .ok_or_else(|| anyhow::anyhow!("GET /console/state refused"))?;
+        state.push(s);
+        health.push(hz);
+    }
+    let (st, hz) = (summarize(state), summarize(health));
+    line("/healthz", &hz);
+    line("GET /console/state (one snapshot)", &st);
+    println!(
+        "  snapshot vs /healthz: p50 x{:.2}, p99 x{:.2}",
+        us(st.p50) / us(hz.p50).max(1e-9),
+        us(st.p99) / us(hz.p99).max(1e-9)
+    );
 
     // First page load: navigation start to the first snapshot drawn, beside
     // the static sign-in page's load (a fresh browser context each time
@@ -97,6 +128,9 @@ pub(crate) async fn bench_console(rounds: usize) -> anyhow::Result<()> {
     b.js(WATCH_CALLS).await;
     let (mut calls, mut updates) = (Vec::new(), Vec::new());
     for _ in 0..rounds.min(100) {
+        // Calls a person watches, not a flood: the feed looks at most every
+        // 100 ms, and a call right after the last look would wait that out.
+        tokio::time::sleep(Duration::from_millis(250)).await;
         let sent = wall_ms();
         let answer = clankie_tests::utc_now(&bridge).await?;
         let answered = wall_ms();

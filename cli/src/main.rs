@@ -22,6 +22,12 @@ struct Cli {
     /// CLANKIE_STATE (as a hire's environment has) counts as unset.
     #[arg(long, global = true)]
     state: Option<PathBuf>,
+    /// Print only errors, and what the command was asked for (a token, JSON).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// The command's own log lines on stderr: -v info, -vv debug.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -232,6 +238,12 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    support::output::set_quiet(cli.quiet);
+    let log_filter = match cli.verbose {
+        0 => None,
+        1 => Some(tracing_subscriber::EnvFilter::new("info")),
+        _ => Some(tracing_subscriber::EnvFilter::new("debug")),
+    };
     let up_matches = matches
         .subcommand_matches("up")
         .cloned()
@@ -262,9 +274,9 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async move {
         if traced {
-            // No log lines on a command's stderr; spans go out when OTLP is
-            // configured.
-            clankie_runtime::telemetry::init_with("cli", None);
+            // No log lines on a command's stderr unless -v; spans go out
+            // when OTLP is configured.
+            clankie_runtime::telemetry::init_with("cli", log_filter);
         }
         let span = if rooted {
             tracing::info_span!("cli.command", command = %command_name)

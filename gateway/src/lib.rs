@@ -119,6 +119,8 @@ pub(crate) struct Shared {
     pub(crate) owner: Option<clankie_runtime::owner::OwnerCheck>,
     /// The operator's console: its sign-ins and live feeds.
     pub(crate) console: console::Console,
+    /// Each backend's health, asked over connections kept open.
+    pub(crate) health: clankie_runtime::clients::Health,
 }
 
 /// The gateway; cheap to clone.
@@ -134,6 +136,7 @@ impl Options {
         let mcp = clankie_runtime::clients::mcp_host(&self.paths, Meta::default());
         let mailbox = clankie_runtime::clients::mailbox(&self.paths, Meta::default());
         let auto = clankie_runtime::clients::auto(&self.paths, Meta::default());
+        let health = clankie_runtime::clients::Health::new(&self.paths, Meta::default());
         let owner =
             clankie_runtime::owner::OwnerCheck::load(&self.paths.owner_credential())
                 .inspect_err(|e| {
@@ -162,6 +165,7 @@ impl Options {
                 drain: drain::Drain::after(shutdown.clone()),
                 owner,
                 console: console::Console::default(),
+                health,
             }),
         };
         tokio::spawn(feeds::watch_catalog(
@@ -288,7 +292,7 @@ impl Gateway {
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
         serve::serve(
-            listener,
+            serve::no_delay(listener),
             router,
             limits,
             |_, _| None::<()>,
@@ -330,7 +334,7 @@ impl Gateway {
     ) -> anyhow::Result<()> {
         let router = self.router(shutdown.clone());
         serve::serve(
-            listener,
+            serve::no_delay(listener),
             router,
             limits,
             |io, addr: &SocketAddr| Some(local::LocalPeer::tcp(io, *addr)),

@@ -103,6 +103,20 @@ async fn turn_away<I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut 
     let _ = tokio::time::timeout(Duration::from_secs(1), answer).await;
 }
 
+/// A TCP listener whose connections send each write at once: an answer's
+/// last bytes and every server-sent event would otherwise wait for the
+/// peer's delayed ACK (Nagle's algorithm, up to 40 ms on Linux).
+pub(crate) fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "gateway.connection.nodelay_unset");
+        }
+    })
+}
+
 /// Serves `router` on `listener` until `shutdown`. `peer` names what the
 /// kernel says about each connection (inserted as `ConnectInfo` on every
 /// request), `key` who the connection counts against.

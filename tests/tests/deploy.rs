@@ -357,6 +357,74 @@ async fn the_config_file_sits_between_the_defaults_and_the_environment() {
     assert!(err.contains("lisen") && err.contains("line 2"), "{err}");
 }
 
+/// `-q` keeps `up`'s progress off the terminal (it still serves and stops
+/// as asked); `-vv` puts the command's own debug lines on stderr, where
+/// without it there are none.
+#[tokio::test(flavor = "multi_thread")]
+async fn quiet_says_nothing_and_verbose_says_more() {
+    let state = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in("/tmp")
+        .expect("state");
+    let clankie = |args: &[&str]| {
+        std::process::Command::new(bin_dir().join("clankie"))
+            .arg("--state")
+            .arg(state.path())
+            .args(args)
+            .output()
+            .expect("clankie")
+    };
+    let plain = clankie(&["status"]);
+    assert_eq!(plain.status.code(), Some(5), "nothing runs here");
+    assert!(plain.stderr.is_empty(), "{plain:?}");
+    let loud = clankie(&["-vv", "status"]);
+    assert_eq!(loud.status.code(), Some(5));
+    assert_eq!(loud.stdout, plain.stdout, "the answer is the same");
+    assert!(
+        String::from_utf8_lossy(&loud.stderr).contains("DEBUG"),
+        "{loud:?}"
+    );
+
+    let socket = state.path().join("notify.sock");
+    let manager = UnixDatagram::bind(&socket).expect("notify socket");
+    manager
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let up = std::process::Command::new(bin_dir().join("clankie"))
+        .arg("--state")
+        .arg(state.path())
+        .args(["-q", "up"])
+        .env("NOTIFY_SOCKET", &socket)
+        .env("PATH", clankie_tests::peer_path())
+        .env("CLANKIE_GATEWAY_ADDR", "127.0.0.1:0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("clankie -q up");
+    let mut buf = [0u8; 512];
+    let n = manager.recv(&mut buf).expect("a notification");
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));
+    assert_eq!(clankie(&["status"]).status.code(), Some(0), "it serves");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("stop");
+    let out = up.wait_with_output().expect("exit");
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The macOS agent is a well-formed property list that runs `clankie up`
 /// with the time its drain needs (read with Python's plistlib: no macOS
 /// here).

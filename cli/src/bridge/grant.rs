@@ -220,6 +220,10 @@ impl ServerHandler for GrantServer {
         };
         Ok(super::era::complete(match called {
             Ok(result) => result,
+            // The gateway answered with a JSON-RPC error that is not a
+            // refusal of the grant itself (a tool the grant does not list):
+            // nothing was dispatched, and the harness hears the same error.
+            Err(rmcp::ServiceError::McpError(e)) if refused_with(&e).is_none() => return Err(e),
             Err(rmcp::ServiceError::Timeout { .. }) => {
                 uncertain(&receipt_id, "no answer within 30 s")
             }

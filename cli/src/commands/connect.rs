@@ -157,7 +157,7 @@ pub async fn disconnect(paths: StatePaths, name: String) -> anyhow::Result<ExitC
         .into_inner()
         .removed;
     if removed {
-        println!("disconnected {name}");
+        crate::say!("disconnected {name}");
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("no account named {name}");

@@ -24,7 +24,7 @@ pub async fn down(paths: StatePaths) -> anyhow::Result<ExitCode> {
         .into());
     };
     kill(Pid::from_raw(up.pid), Signal::SIGTERM)?;
-    println!("stopping clankie for {}", paths.root().display());
+    crate::say!("stopping clankie for {}", paths.root().display());
     let until = Instant::now() + WAIT;
     while supervisor::alive(&up) {
         if Instant::now() > until {
@@ -35,6 +35,6 @@ pub async fn down(paths: StatePaths) -> anyhow::Result<ExitCode> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    println!("stopped");
+    crate::say!("stopped");
     Ok(Exit::Ok.code())
 }

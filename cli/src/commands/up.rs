@@ -261,11 +261,11 @@ async fn detach(paths: &StatePaths, args: &UpArgs) -> anyhow::Result<ExitCode> {
             )
             .await;
             if state != clankie_runtime::clients::ServiceState::Down {
-                println!("clankie is up in the background");
-                println!("  gateway: {} (MCP at {}/mcp)", d.url, d.url);
-                println!("  state:   {}", paths.root().display());
-                println!("  log:     {}", log_path.display());
-                println!("  stop with `clankie down`");
+                crate::say!("clankie is up in the background");
+                crate::say!("  gateway: {} (MCP at {}/mcp)", d.url, d.url);
+                crate::say!("  state:   {}", paths.root().display());
+                crate::say!("  log:     {}", log_path.display());
+                crate::say!("  stop with `clankie down`");
                 return Ok(ExitCode::SUCCESS);
             }
         }
@@ -296,7 +296,7 @@ pub async fn run(
     // readable database: nothing in it is anyone else's to read.
     let tightened = state::tighten(paths.root()).context("making the state folder private")?;
     if tightened > 0 {
-        println!("made {tightened} file(s) in the state folder private to this user");
+        crate::say!("made {tightened} file(s) in the state folder private to this user");
     }
     owner::ensure_owner_token(&paths.owner_credential())
         .context("creating the owner credential")?;
@@ -317,7 +317,7 @@ pub async fn run(
     // gateway, and to each gateway after a restart.
     let passed = Passed::from_env().context("taking the sockets the service manager passed")?;
     if !passed.names().is_empty() {
-        println!("serving passed sockets: {}", passed.names().join(", "));
+        crate::say!("serving passed sockets: {}", passed.names().join(", "));
     }
     let bin_dir = locate_binaries(&args)?;
     state::private_dir(&paths.run_dir())?;
@@ -357,10 +357,10 @@ pub async fn run(
     if let Some(addr) = gateway.strip_prefix("http://") {
         args.listen = addr.to_string();
     }
-    println!("clankie is up");
-    println!("  gateway: {} (MCP at {}/mcp)", gateway, gateway);
-    println!("  state:   {}", paths.root().display());
-    println!("  stop with Ctrl-C");
+    crate::say!("clankie is up");
+    crate::say!("  gateway: {} (MCP at {}/mcp)", gateway, gateway);
+    crate::say!("  state:   {}", paths.root().display());
+    crate::say!("  stop with Ctrl-C");
     // Under a service manager (Type=notify): ready now.
     if let Err(e) = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]) {
         eprintln!("clankie: could not tell the service manager it is ready: {e}");
@@ -404,7 +404,7 @@ pub async fn run(
                 ) {
                     Ok(mut child) => match wait_healthy(&paths, s.service, &mut child).await {
                         Ok(()) => {
-                            println!("{} restarted", s.service);
+                            crate::say!("{} restarted", s.service);
                             s.child = Some(child);
                             s.started = Instant::now();
                         }
@@ -425,13 +425,13 @@ pub async fn run(
         }
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
-    println!("stopping");
+    crate::say!("stopping");
     for s in services.iter_mut().rev() {
         if let Some(c) = &mut s.child {
             stop(c).await;
         }
     }
-    println!("stopped");
+    crate::say!("stopped");
     Ok(ExitCode::SUCCESS)
 }
 

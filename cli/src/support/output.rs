@@ -4,6 +4,29 @@
 //! shown as an escape instead (`\u{1b}`), never sent to the terminal.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `-q`: only errors, and what a command was asked for (a token, JSON).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// A progress or status line (`clankie is up`, `stopped`), which `-q`
+/// keeps off the terminal.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if !$crate::support::output::quiet() {
+            println!($($arg)*);
+        }
+    };
+}
 
 /// One line of a table: no newline or tab inside a field either.
 pub fn field(s: &str) -> Cow<'_, str> {

@@ -83,7 +83,7 @@ impl Feed {
                 self.ended = true;
                 return Some(Event::default().event("signed-out").data("{}"));
             }
-            let mut snap = super::snapshot::snapshot(&self.shared.paths, &self.owner).await;
+            let mut snap = super::snapshot::snapshot(&self.shared.health, &self.owner).await;
             let at = snap.as_object_mut().and_then(|o| o.remove("atMs"));
             if self.last.as_ref() == Some(&snap) {
                 continue;

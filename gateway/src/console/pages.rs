@@ -173,7 +173,7 @@ pub(crate) async fn state(State(shared): State<Arc<Shared>>, headers: http::Head
     let Some(owner) = shared.console.sign_ins.find(&headers) else {
         return signed_out();
     };
-    let snap = super::snapshot::snapshot(&shared.paths, &owner).await;
+    let snap = super::snapshot::snapshot(&shared.health, &owner).await;
     let mut resp = axum::Json(snap).into_response();
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -7,9 +7,7 @@ use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::auto::v1 as auto_pb;
 use clankie_proto::mailbox::v1 as mailbox_pb;
 use clankie_proto::mcphost::v1 as mcphost_pb;
-use clankie_runtime::clients::{self, Answer as _, Call, INTERNAL};
-use clankie_runtime::grpc::Meta;
-use clankie_runtime::paths::StatePaths;
+use clankie_runtime::clients::{Answer as _, Call, Health, INTERNAL};
 use clankie_runtime::{ClankieError, Service};
 use clankie_types::fleet::Outcome;
 use clankie_types::hire::HireEnd;
@@ -20,10 +18,10 @@ use super::session::OwnerClients;
 /// The most recent calls the console lists.
 pub(crate) const RECENT_CALLS: usize = 20;
 
-/// Builds the snapshot. `at_ms` is when it was asked.
-pub(crate) async fn snapshot(paths: &StatePaths, owner: &OwnerClients) -> Value {
+/// Builds the snapshot.
+pub(crate) async fn snapshot(health: &Health, owner: &OwnerClients) -> Value {
     let (services, accounts, fleet, hires, calls, auto) = tokio::join!(
-        services(paths),
+        services(health),
         accounts(owner.clone()),
         fleet(owner.clone()),
         hires(owner.clone()),
@@ -57,9 +55,9 @@ pub(crate) async fn snapshot(paths: &StatePaths, owner: &OwnerClients) -> Value 
 
 /// Every service's health, as `clankie status` reads it (the gateway is
 /// the one answering).
-async fn services(paths: &StatePaths) -> Value {
+async fn services(health: &Health) -> Value {
     let backends = Service::BACKENDS.map(|s| async move {
-        let state = clients::service_state(paths, s, Meta::default()).await;
+        let state = health.state(s).await;
         json!({ "name": s.name(), "state": state.as_str() })
     });
     let mut all = futures::future::join_all(backends).await;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use clankie_runtime::clients::{ServiceState, service_state};
+use clankie_runtime::clients::ServiceState;
 use clankie_runtime::grpc::Meta;
 use serde_json::json;
 
@@ -21,7 +21,7 @@ pub(crate) async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     let mut ready = true;
     for service in clankie_runtime::Service::BACKENDS {
         // Readiness: serving, and its state readable.
-        let state = service_state(&shared.paths, service, Meta::default()).await;
+        let state = shared.health.state(service).await;
         ready &= state == ServiceState::Serving;
         // The wire word for a service that does not answer is `not_serving`.
         let word = match state {

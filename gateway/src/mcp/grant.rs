@@ -6,7 +6,7 @@
 //! bridge tools, no seat channel and no fleet.
 
 use clankie_proto::mcphost::v1 as mcphost_pb;
-use clankie_runtime::ClankieError;
+use clankie_runtime::{ClankieError, ErrorCode};
 use clankie_types::fleet::{Outcome, ReceiptId, ReceiptKind, meta};
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ListToolsResult, RequestMetaObject};
@@ -63,20 +63,25 @@ pub(super) async fn list(op: &GrantOp<'_>) -> Result<ListToolsResult, ErrorData>
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
-/// One granted tool, forwarded once under `receipt_id`.
+/// One granted tool, forwarded once under `receipt_id`. A name the grant
+/// does not list is a protocol error (-32602), as an unknown tool is on the
+/// fleet door; every other refusal is a result with its reason.
 pub(super) async fn call(
     op: &GrantOp<'_>,
     request: CallToolRequestParams,
     receipt_id: &str,
     hearing: Option<&Hearing>,
-) -> CallToolResult {
+) -> Result<CallToolResult, ErrorData> {
     let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
     match op
         .call(request.name.to_string(), arguments, receipt_id, hearing)
         .await
     {
-        Ok(r) => call_result(r),
-        Err(e) => refused(&e),
+        Ok(r) => Ok(call_result(r)),
+        Err(e) if e.code == ErrorCode::UnknownTool => {
+            Err(ErrorData::invalid_params(e.message, None))
+        }
+        Err(e) => Ok(refused(&e)),
     }
 }
 

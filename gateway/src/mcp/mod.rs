@@ -189,7 +189,7 @@ impl ServerHandler for Bridge {
             };
             let work = grant::call(&op, request, &receipt_id, hearing.as_ref());
             return tokio::select! {
-                r = work.instrument(span) => Ok(r.into()),
+                r = work.instrument(span) => r.map(Into::into),
                 _ = revoked.cancelled() => Ok(grant::revoked_mid_call(&receipt_id).into()),
                 _ = ct.cancelled() => {
                     op.cancel(&receipt_id).await;

@@ -141,7 +141,12 @@ pub async fn health(
     service: &str,
     meta: Meta,
 ) -> Result<bool, tonic::Status> {
-    let mut client = tonic_health::pb::health_client::HealthClient::new(grpc::client(path, meta));
+    check(&mut HealthClient::new(grpc::client(path, meta)), service).await
+}
+
+pub type HealthClient = tonic_health::pb::health_client::HealthClient<Client>;
+
+async fn check(client: &mut HealthClient, service: &str) -> Result<bool, tonic::Status> {
     let req = Call::new(tonic_health::pb::HealthCheckRequest {
         service: service.to_string(),
     })
@@ -150,6 +155,42 @@ pub async fn health(
     let resp = client.check(req).await?;
     Ok(resp.into_inner().status
         == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
+}
+
+/// Every backend's health client, each connected once and reused, for a
+/// caller that asks again and again (`/readyz`, the console).
+#[derive(Clone)]
+pub struct Health {
+    clients: Vec<(Service, HealthClient)>,
+}
+
+impl Health {
+    pub fn new(paths: &StatePaths, meta: Meta) -> Health {
+        Health {
+            clients: Service::BACKENDS
+                .iter()
+                .map(|&s| (s, HealthClient::new(channel(paths, s, meta.clone()))))
+                .collect(),
+        }
+    }
+
+    /// `service`'s readiness, then its liveness, as [`service_state`].
+    pub async fn state(&self, service: Service) -> ServiceState {
+        let Some((_, client)) = self.clients.iter().find(|(s, _)| *s == service) else {
+            return ServiceState::Down;
+        };
+        let mut client = client.clone();
+        if check(&mut client, service.health_name())
+            .await
+            .unwrap_or(false)
+        {
+            ServiceState::Serving
+        } else if check(&mut client, "").await.unwrap_or(false) {
+            ServiceState::NotReady
+        } else {
+            ServiceState::Down
+        }
+    }
 }
 
 /// A service as the stack sees it from outside.

@@ -75,9 +75,9 @@ impl McpHost {
         match who {
             Requester::Grant(g) => match g.grant.tool(name) {
                 Some(tool) => tool.check(args),
-                None => {
-                    Err(ErrorCode::ToolNotGranted.err(format!("the grant does not include {name}")))
-                }
+                None => Err(ErrorCode::UnknownTool.err(format!(
+                    "unknown tool {name}: the grant serves only the tools it lists"
+                ))),
             },
             Requester::Fleet(_) | Requester::Owner => Ok(()),
         }

@@ -173,9 +173,11 @@ impl McpHost {
         caller: &GrantCaller,
         name: &str,
     ) -> Result<(Arc<catalog::Entry>, GrantedTool), ClankieError> {
+        // A name the grant does not list is unknown on its door, as a name
+        // the fleet door does not serve is on that one.
         let tool = caller.grant.tool(name).cloned().ok_or_else(|| {
-            ErrorCode::ToolNotGranted.err(format!(
-                "grant {} does not include {name}",
+            ErrorCode::UnknownTool.err(format!(
+                "unknown tool {name}: grant {} serves only the tools it lists",
                 caller.grant.grant_id
             ))
         })?;
