@@ -279,6 +279,7 @@ impl Gateway {
             .fallback(crate::http::edges::not_served)
             .with_state(shared)
             .layer(axum::middleware::from_fn(crate::http::edges::session_end))
+            .layer(axum::middleware::from_fn(crate::http::edges::resume_after))
             .layer(axum::middleware::from_fn_with_state(hosts, origin::guard))
             .layer(axum::middleware::from_fn(crate::http::measure::record))
     }

@@ -3,17 +3,19 @@
     resume_call.py MCP_URL BEARER TOOL ARGS_JSON
 
 Opens a session, sends one `clankie_call` asking for progress, reads the
-answer's stream until its first event with an id, and drops the connection
-there. Then it asks for the rest with `GET` and `Last-Event-ID`, reads until
+answer's stream until its first progress step with an id, and drops the
+connection there. Then it asks for the rest with `GET` and `Last-Event-ID`, reads until
 the call's result, and prints one JSON line:
 
-    {"firstId": ID, "before": [methods or "result"], "after": [...], "result": RESULT}
+    {"firstId": ID, "before": [KIND...], "after": [KIND...], "status": N, "result": RESULT}
+
+where a KIND is a method (a progress step as `progress:N`) or `result`.
 """
 
 import json
 import sys
 
-import httpx
+import httpx2 as httpx  # what the MCP SDK itself speaks HTTP with
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -23,7 +25,7 @@ def events(response):
     ident, data = None, []
     for line in response.iter_lines():
         if line == "":
-            if data:
+            if data or ident:
                 yield ident, "\n".join(data)
             ident, data = None, []
         elif line.startswith("id:"):
@@ -32,7 +34,14 @@ def events(response):
             data.append(line[5:].lstrip())
 
 
+def parse(data: str) -> dict:
+    # An event with an id and no data primes the stream for resumption.
+    return json.loads(data) if data else {"method": "(priming)"}
+
+
 def kind(message: dict) -> str:
+    if message.get("method") == "notifications/progress":
+        return f"progress:{message['params']['progress']}"
     return message.get("method") or ("result" if "result" in message or "error" in message else "?")
 
 
@@ -55,8 +64,10 @@ def main() -> None:
         before, first_id = [], None
         with client.stream("POST", url, headers=headers, json=call) as r:
             for ident, data in events(r):
-                before.append(kind(json.loads(data)))
-                if ident:
+                message = parse(data)
+                before.append(kind(message))
+                # Dropped once a progress step came with an id to resume from.
+                if ident and message.get("method") == "notifications/progress":
                     first_id = ident
                     break
         # The connection is gone; the rest comes on a new one.
@@ -65,7 +76,7 @@ def main() -> None:
         with client.stream("GET", url, headers=resume) as r:
             status = r.status_code
             for _, data in events(r):
-                message = json.loads(data)
+                message = parse(data)
                 after.append(kind(message))
                 if message.get("id") == 2:
                     result = message.get("result") or message.get("error")

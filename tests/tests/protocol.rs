@@ -205,3 +205,77 @@ async fn trace_context_is_carried_from_the_client_through_every_hop() {
     .expect("json");
     assert_eq!(dispatch["traceId"], trace_id);
 }
+
+/// A caller whose connection drops mid-call picks the stream up again with
+/// `Last-Event-ID` (streamable HTTP resumption): the progress it missed and
+/// the call's result arrive on the new connection, and the call ran once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_call_stream_resumes_with_last_event_id() {
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let token = stack.token("resume");
+    let member = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&member, "everything_trigger-long-running-operation").await;
+    let out = std::process::Command::new(clankie_tests::python())
+        .arg(clankie_tests::repo_root().join("tests/clients/resume_call.py"))
+        .args([
+            stack.mcp_url.as_str(),
+            token.as_str(),
+            "everything_trigger-long-running-operation",
+            r#"{"duration": 2, "steps": 4}"#,
+        ])
+        .env("PATH", clankie_tests::peer_path())
+        .output()
+        .expect("resume_call.py");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(said.trim())
+        .unwrap_or_else(|e| panic!("{e}: {said} {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(v["firstId"].is_string(), "{v}");
+    assert_eq!(v["status"], 200, "{v}");
+    let kinds = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (before, after) = (kinds("before"), kinds("after"));
+    // What came before the drop is not sent again; what came after is.
+    let seen = before.last().cloned().unwrap_or_default();
+    assert!(seen.starts_with("progress:"), "{v}");
+    assert!(!after.contains(&seen), "replayed: {v}");
+    // Every step once, across the two connections.
+    let steps: Vec<&String> = before
+        .iter()
+        .chain(&after)
+        .filter(|k| k.starts_with("progress:"))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "progress:1.0",
+            "progress:2.0",
+            "progress:3.0",
+            "progress:4.0"
+        ],
+        "{v}"
+    );
+    assert_eq!(after.last().map(String::as_str), Some("result"), "{v}");
+    let result = &v["result"];
+    assert_ne!(result["isError"], true, "{v}");
+    assert_eq!(result["_meta"]["clankie/outcome"], "ok", "{v}");
+    // It ran once: one receipt, read back as the same call.
+    let receipt = result["_meta"]["clankie/receiptId"]
+        .as_str()
+        .expect("receipt");
+    let again = structured(
+        &call(&member, "clankie_call", json!({ "receiptId": receipt }))
+            .await
+            .expect("read back"),
+    );
+    assert_eq!(again["fromReceipt"], true, "{again}");
+}
