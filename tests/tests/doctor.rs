@@ -181,16 +181,15 @@ async fn doctor_tells_each_seats_eligibility_tools_bridge_and_stalled_calls_apar
 /// (it speaks v1alpha) lists exactly what that socket serves, `describe`
 /// reads the schema, and health answers, all without a credential; a real
 /// call without the owner credential is refused, and with the documented
-/// header it runs. grpcurl sends the socket path as `:authority` unless
-/// told otherwise, which the HTTP/2 server rejects before any code of ours
-/// runs; `-authority localhost` is the documented flag.
+/// header it runs. No extra flag: grpcurl 1.8 sends the socket's path as
+/// `:authority`, which the sockets accept (`clankie_runtime::authority`).
 #[tokio::test(flavor = "multi_thread")]
 async fn stock_grpcurl_lists_describes_and_checks_every_socket() {
     let stack = Stack::start().await.expect("stack");
     let grpcurl = clankie_tests::peers().join("venv/bin/grpcurl");
     let run = |args: &[&str]| {
         let out = std::process::Command::new(&grpcurl)
-            .args(["-plaintext", "-unix", "-authority", "localhost"])
+            .args(["-plaintext", "-unix"])
             .args(args)
             .output()
             .expect("grpcurl");

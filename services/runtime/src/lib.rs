@@ -11,6 +11,7 @@
 //! logic: the shared language is in `clankie-types`. See `README.md` and
 //! `docs/dev/recipe.md`.
 
+pub mod authority;
 pub mod clients;
 pub mod code;
 pub mod grpc;

@@ -18,14 +18,22 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::transport::server::Connected;
 
+use crate::authority::AuthorityFix;
 use crate::code::ErrorCode;
 use crate::owner::OwnerCheck;
 pub use crate::peer::{InternalPeer, StackRule};
 
-/// An accepted connection with its peer's class.
+/// An accepted connection with its peer's class. What it reads passes
+/// through [`AuthorityFix`] until the first request shows a real
+/// authority (a stock grpcurl's socket path is made `localhost`).
 pub struct CallerStream {
     inner: UnixStream,
     caller: InternalPeer,
+    fix: AuthorityFix,
+    /// Bytes the fix let through, not yet read by the server.
+    ready: Vec<u8>,
+    /// How much of `ready` was read.
+    taken: usize,
 }
 
 impl Connected for CallerStream {
@@ -42,7 +50,36 @@ impl AsyncRead for CallerStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+        let this = self.get_mut();
+        loop {
+            if this.taken < this.ready.len() {
+                let n = buf.remaining().min(this.ready.len() - this.taken);
+                buf.put_slice(&this.ready[this.taken..this.taken + n]);
+                this.taken += n;
+                if this.taken == this.ready.len() {
+                    this.ready.clear();
+                    this.taken = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.fix.passing() {
+                return Pin::new(&mut this.inner).poll_read(cx, buf);
+            }
+            let mut raw = [0u8; 8192];
+            let mut raw = ReadBuf::new(&mut raw);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut raw) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                // The end: what is held goes through as it came, then EOF.
+                Poll::Ready(Ok(())) if raw.filled().is_empty() => {
+                    this.fix.finish(&mut this.ready);
+                    if this.ready.is_empty() {
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                Poll::Ready(Ok(())) => this.fix.feed(raw.filled(), &mut this.ready),
+            }
+        }
     }
 }
 
@@ -73,6 +110,9 @@ pub fn incoming(
         accepted.map(|inner| CallerStream {
             caller: rule.classify(&inner),
             inner,
+            fix: AuthorityFix::default(),
+            ready: Vec::new(),
+            taken: 0,
         })
     })
 }
