@@ -273,7 +273,8 @@ async fn a_call_refused_before_forwarding_is_retried_once_after_the_named_wait()
     kill(admission, Signal::SIGCONT).expect("resume admission");
     assert!(
         refused.is_some(),
-        "the door refused while admission was stopped"
+        "the door refused while admission was stopped:\n{}",
+        stack.log_tails(&["gateway", "admission"], 40)
     );
     let body = tokio::time::timeout(Duration::from_secs(40), call)
         .await

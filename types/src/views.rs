@@ -167,6 +167,21 @@ pub fn project_autonomy(
     v
 }
 
+/// A project's status line as `clankie project status` and the console
+/// show it.
+pub fn project_status_line(p: &clankie_proto::auto::v1::ProjectStatusLine) -> Value {
+    json!({
+        "projectId": p.project_id,
+        "name": p.name,
+        "auto": p.auto,
+        "focus": p.focus,
+        "agentsWorking": p.agents_working,
+        "landedToday": p.landed_today,
+        "needsYou": p.needs_you,
+        "leadConversationId": p.lead_conversation_id,
+    })
+}
+
 /// A landing review candidate; the patch text only when asked for.
 pub fn candidate(c: &mailbox_pb::ReviewCandidate, with_patch: bool) -> Value {
     let mut v = json!({

@@ -318,16 +318,11 @@ pub async fn project_status(paths: &StatePaths, json: bool) -> anyhow::Result<Ex
     if json {
         print_json(&json!({
             "needsYouTotal": r.needs_you_total,
-            "projects": r.projects.iter().map(|p| json!({
-                "projectId": p.project_id,
-                "name": p.name,
-                "auto": p.auto,
-                "focus": p.focus,
-                "agentsWorking": p.agents_working,
-                "landedToday": p.landed_today,
-                "needsYou": p.needs_you,
-                "leadConversationId": p.lead_conversation_id,
-            })).collect::<Vec<_>>(),
+            "projects": r
+                .projects
+                .iter()
+                .map(clankie_types::views::project_status_line)
+                .collect::<Vec<_>>(),
         }));
     } else {
         for p in &r.projects {

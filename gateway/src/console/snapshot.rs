@@ -173,15 +173,10 @@ async fn auto(owner: OwnerClients) -> Result<Value, ClankieError> {
         "readable": autonomy.readable,
         "nextRoundMs": (status.next_deadline_ms > 0).then_some(status.next_deadline_ms),
         "cadenceProblem": (!status.cadence_problem.is_empty()).then_some(status.cadence_problem),
-        "projects": lines.projects.iter().map(|p| json!({
-            "projectId": p.project_id,
-            "name": p.name,
-            "auto": p.auto,
-            "focus": p.focus,
-            "agentsWorking": p.agents_working,
-            "landedToday": p.landed_today,
-            "needsYou": p.needs_you,
-            "leadConversationId": p.lead_conversation_id,
-        })).collect::<Vec<_>>(),
+        "projects": lines
+            .projects
+            .iter()
+            .map(clankie_types::views::project_status_line)
+            .collect::<Vec<_>>(),
     }))
 }
