@@ -328,7 +328,7 @@ fn main() -> std::process::ExitCode {
                 Command::Doctor { json } => doctor::doctor(paths, json).await,
                 Command::Config {
                     command: ConfigCommand::Check { json },
-                } => support::config::check(&paths, json),
+                } => config::check(&paths, json),
                 Command::Version { json } => {
                     version::print(json);
                     Ok(std::process::ExitCode::SUCCESS)

@@ -6,6 +6,7 @@ pub mod access;
 pub mod accounts;
 pub mod auto;
 pub mod claude;
+pub mod config;
 pub mod connect;
 pub mod diagnostics;
 pub mod doctor;

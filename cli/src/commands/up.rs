@@ -286,8 +286,8 @@ pub async fn run(
     matches: clap::ArgMatches,
 ) -> anyhow::Result<ExitCode> {
     // The state folder's config.toml, under the environment and the flags.
-    let file = crate::support::config::load(&paths)?;
-    let resolved = crate::support::config::apply(&file, &mut args, &matches);
+    let file = super::config::load(&paths)?;
+    let resolved = super::config::apply(&file, &mut args, &matches);
     if args.detach {
         return detach(&paths, &args).await;
     }

@@ -7,7 +7,6 @@ pub mod activation;
 pub mod claude;
 pub mod clients;
 pub mod codex;
-pub mod config;
 pub mod discovery;
 pub mod exit;
 pub mod grant_file;

@@ -25,7 +25,7 @@ use clap::parser::ValueSource;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::commands::up::UpArgs;
+use super::up::UpArgs;
 
 /// The file's name in the state folder.
 pub const FILE: &str = "config.toml";
