@@ -32,9 +32,13 @@ impl Browser {
             );
         }
         let port = free_port();
-        // Its own process group, so the browser it starts ends with it.
+        let profile = tempfile::tempdir()?;
+        // Its own process group, so the browser it starts ends with it;
+        // the browser's own temporary files go in the profile folder, which
+        // goes with this browser.
         let driver = Command::new(CHROMEDRIVER)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", profile.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
@@ -47,7 +51,6 @@ impl Browser {
         })
         .await;
         anyhow::ensure!(listening.is_some(), "chromedriver did not listen");
-        let profile = tempfile::tempdir()?;
         let mut caps = serde_json::Map::new();
         caps.insert("browserName".into(), json!("chrome"));
         caps.insert(
@@ -63,7 +66,7 @@ impl Browser {
                     "--disable-dev-shm-usage",
                     "--disable-background-networking",
                     "--no-first-run",
-                    format!("--user-data-dir={}", profile.path().display()),
+                    format!("--user-data-dir={}", profile.path().join("data").display()),
                 ],
             }),
         );

@@ -23,6 +23,31 @@ fn installed(unit: &str, dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
+/// `clankie --state STATE [FLAGS] up` told to notify a service manager:
+/// the running `up` (its output piped) and the manager's socket, which
+/// hears READY=1 once it serves.
+fn up_notifying(state: &std::path::Path, flags: &[&str]) -> (std::process::Child, UnixDatagram) {
+    let socket = state.join("notify.sock");
+    let manager = UnixDatagram::bind(&socket).expect("notify socket");
+    manager
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let up = std::process::Command::new(bin_dir().join("clankie"))
+        .arg("--state")
+        .arg(state)
+        .args(flags)
+        .arg("up")
+        .env("NOTIFY_SOCKET", &socket)
+        .env("PATH", clankie_tests::peer_path())
+        .env("CLANKIE_GATEWAY_ADDR", "127.0.0.1:0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("clankie up");
+    (up, manager)
+}
+
 #[test]
 fn the_units_verify_and_the_system_unit_is_hardened() {
     let dir = tempfile::tempdir().expect("dir");
@@ -67,23 +92,7 @@ async fn clankie_up_tells_its_service_manager_when_it_serves_and_when_it_stops()
         .prefix("ck")
         .tempdir_in("/tmp")
         .expect("state");
-    let socket = state.path().join("notify.sock");
-    let manager = UnixDatagram::bind(&socket).expect("notify socket");
-    manager
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    let mut up = std::process::Command::new(bin_dir().join("clankie"))
-        .arg("--state")
-        .arg(state.path())
-        .arg("up")
-        .env("NOTIFY_SOCKET", &socket)
-        .env("PATH", clankie_tests::peer_path())
-        .env("CLANKIE_GATEWAY_ADDR", "127.0.0.1:0")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("clankie up");
+    let (mut up, manager) = up_notifying(state.path(), &[]);
     let mut buf = [0u8; 512];
     let n = manager.recv(&mut buf).expect("a notification");
     let said = String::from_utf8_lossy(&buf[..n]).to_string();
@@ -385,23 +394,7 @@ async fn quiet_says_nothing_and_verbose_says_more() {
         "{loud:?}"
     );
 
-    let socket = state.path().join("notify.sock");
-    let manager = UnixDatagram::bind(&socket).expect("notify socket");
-    manager
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    let up = std::process::Command::new(bin_dir().join("clankie"))
-        .arg("--state")
-        .arg(state.path())
-        .args(["-q", "up"])
-        .env("NOTIFY_SOCKET", &socket)
-        .env("PATH", clankie_tests::peer_path())
-        .env("CLANKIE_GATEWAY_ADDR", "127.0.0.1:0")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("clankie -q up");
+    let (up, manager) = up_notifying(state.path(), &["-q"]);
     let mut buf = [0u8; 512];
     let n = manager.recv(&mut buf).expect("a notification");
     assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));

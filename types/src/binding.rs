@@ -16,6 +16,17 @@ crate::closed_set! {
     }
 }
 
+impl FleetTools {
+    /// The word for a wire value, `unknown` for one this build does not
+    /// know (status views print it; the settings never hold it).
+    pub fn word_or_unknown(value: i32) -> &'static str {
+        match FleetTools::wire_word(value) {
+            "" => "unknown",
+            word => word,
+        }
+    }
+}
+
 /// Where a project's (or a workspace's saved) tracker calls go.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TrackerBinding {

@@ -91,10 +91,7 @@ pub enum OnOff {
 }
 
 fn tools_name(t: i32) -> &'static str {
-    match clankie_types::FleetTools::wire_word(t) {
-        "" => "unknown",
-        word => word,
-    }
+    clankie_types::FleetTools::word_or_unknown(t)
 }
 
 fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {

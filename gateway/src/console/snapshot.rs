@@ -15,6 +15,11 @@ use serde_json::{Value, json};
 
 use super::session::OwnerClients;
 
+/// One owner request with the internal budget.
+fn ask<T>(message: T) -> tonic::Request<T> {
+    Call::new(message).timeout(INTERNAL).request()
+}
+
 /// The most recent calls the console lists.
 pub(crate) const RECENT_CALLS: usize = 20;
 
@@ -66,9 +71,7 @@ async fn services(health: &Health) -> Value {
 }
 
 async fn accounts(mut owner: OwnerClients) -> Result<Value, ClankieError> {
-    let req = Call::new(mcphost_pb::ListAccountsRequest {})
-        .timeout(INTERNAL)
-        .request();
+    let req = ask(mcphost_pb::ListAccountsRequest {});
     let r = owner.mcp.list_accounts(req).await.answer()?;
     Ok(r.accounts
         .iter()
@@ -77,16 +80,11 @@ async fn accounts(mut owner: OwnerClients) -> Result<Value, ClankieError> {
 }
 
 async fn fleet(mut owner: OwnerClients) -> Result<Value, ClankieError> {
-    let req = Call::new(admission_pb::FleetStatusRequest {})
-        .timeout(INTERNAL)
-        .request();
+    let req = ask(admission_pb::FleetStatusRequest {});
     let r = owner.admission.fleet_status(req).await.answer()?;
     let s = r.settings.unwrap_or_default();
     Ok(json!({
-        "tools": match clankie_types::FleetTools::wire_word(s.tools) {
-            "" => "unknown",
-            word => word,
-        },
+        "tools": clankie_types::FleetTools::word_or_unknown(s.tools),
         "peerMessages": s.peer_messages,
         "workerSandbox": s.worker_sandbox,
         "unreadable": s.unreadable,
@@ -96,9 +94,7 @@ async fn fleet(mut owner: OwnerClients) -> Result<Value, ClankieError> {
 }
 
 async fn hires(mut owner: OwnerClients) -> Result<Value, ClankieError> {
-    let req = Call::new(mailbox_pb::RosterRequest {})
-        .timeout(INTERNAL)
-        .request();
+    let req = ask(mailbox_pb::RosterRequest {});
     let r = owner.mailbox.roster(req).await.answer()?;
     Ok(r.hires
         .iter()
@@ -108,9 +104,7 @@ async fn hires(mut owner: OwnerClients) -> Result<Value, ClankieError> {
 }
 
 async fn calls(mut owner: OwnerClients) -> Result<Value, ClankieError> {
-    let req = Call::new(mcphost_pb::ReceiptStatsRequest {})
-        .timeout(INTERNAL)
-        .request();
+    let req = ask(mcphost_pb::ReceiptStatsRequest {});
     let r = owner.mcp.receipt_stats(req).await.answer()?;
     let recent: Vec<Value> = r
         .recent
@@ -154,16 +148,8 @@ async fn calls(mut owner: OwnerClients) -> Result<Value, ClankieError> {
 async fn auto(owner: OwnerClients) -> Result<Value, ClankieError> {
     let mut a = owner.auto.clone();
     let mut b = owner.auto;
-    let status = a.status(
-        Call::new(auto_pb::StatusRequest {})
-            .timeout(INTERNAL)
-            .request(),
-    );
-    let lines = b.project_status(
-        Call::new(auto_pb::ProjectStatusRequest {})
-            .timeout(INTERNAL)
-            .request(),
-    );
+    let status = a.status(ask(auto_pb::StatusRequest {}));
+    let lines = b.project_status(ask(auto_pb::ProjectStatusRequest {}));
     let (status, lines) = tokio::join!(status, lines);
     let status = status.answer()?;
     let lines = lines.answer()?;
