@@ -188,7 +188,10 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
         // process batches on its own), so wait for a whole tree too.
         let one: Vec<&Span> = spans.iter().filter(|s| s.trace == trace).collect();
         let ids: BTreeSet<&str> = one.iter().map(|s| s.span.as_str()).collect();
-        let roots = one.iter().filter(|s| !ids.contains(s.parent.as_str())).count();
+        let roots = one
+            .iter()
+            .filter(|s| !ids.contains(s.parent.as_str()))
+            .count();
         wanted.iter().all(|w| services.contains(w)) && roots == 1
     };
     let spans = eventually(Duration::from_secs(20), async || {
