@@ -76,14 +76,16 @@ fn edge_line(log: &std::path::Path, tag: &str) -> Option<(String, String)> {
     })
 }
 
+/// The spans of one trace whose parent is not among them.
+fn roots_of<'a>(spans: impl Iterator<Item = &'a Span> + Clone) -> Vec<&'a Span> {
+    let ids: BTreeSet<&str> = spans.clone().map(|s| s.span.as_str()).collect();
+    spans.filter(|s| !ids.contains(s.parent.as_str())).collect()
+}
+
 /// Checks that `spans` (one trace) form one tree hanging from `root_parent`
 /// (the caller's own span, never exported; "" when the bridge began it).
 fn assert_one_tree(spans: &[Span], root_parent: &str) {
-    let ids: BTreeSet<&str> = spans.iter().map(|s| s.span.as_str()).collect();
-    let roots: Vec<&Span> = spans
-        .iter()
-        .filter(|s| !ids.contains(s.parent.as_str()))
-        .collect();
+    let roots = roots_of(spans.iter());
     assert_eq!(
         roots.len(),
         1,
@@ -179,20 +181,11 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
         "clankie-mcp-host",
     ];
     let complete = |spans: &[Span], trace: &str| {
-        let services: BTreeSet<&str> = spans
-            .iter()
-            .filter(|s| s.trace == trace)
-            .map(|s| s.service.as_str())
-            .collect();
+        let one = spans.iter().filter(|s| s.trace == trace);
+        let services: BTreeSet<&str> = one.clone().map(|s| s.service.as_str()).collect();
         // A span can reach the receiver before its parent does (each
         // process batches on its own), so wait for a whole tree too.
-        let one: Vec<&Span> = spans.iter().filter(|s| s.trace == trace).collect();
-        let ids: BTreeSet<&str> = one.iter().map(|s| s.span.as_str()).collect();
-        let roots = one
-            .iter()
-            .filter(|s| !ids.contains(s.parent.as_str()))
-            .count();
-        wanted.iter().all(|w| services.contains(w)) && roots == 1
+        wanted.iter().all(|w| services.contains(w)) && roots_of(one).len() == 1
     };
     let spans = eventually(Duration::from_secs(20), async || {
         let spans = receiver.spans();
