@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::{line, summarize};
 
 /// Resident memory of a process, in KiB (from /proc/PID/status).
-fn rss_kib(pid: i32) -> f64 {
+pub(crate) fn rss_kib(pid: i32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()

@@ -13,6 +13,8 @@
 //!                            socket vs a bare gRPC round trip on it
 //!   clankie-bench memory     gateway memory per parked session vs per idle
 //!                            connection
+//!   clankie-bench history    mcp-host restart and memory with 1,000,000
+//!                            retained receipts vs 1,000
 //!   clankie-bench recovery   kill -9 of mcp-host to the first good call vs
 //!                            a plain start of the binary until ready
 //!   clankie-bench grants     a direct grant tool call through the gateway vs
@@ -155,6 +157,23 @@ async fn bench_call(rounds: usize, seconds: u64) -> anyhow::Result<()> {
         "  throughput (8 callers): direct {dr:.0} calls/s, bridge {br:.0} calls/s (x{:.2})",
         br / dr.max(1e-9)
     );
+    // 64 callers, each with its own session as separate harnesses would be.
+    let mut bridges = Vec::with_capacity(8);
+    for _ in 0..8 {
+        bridges.push(Arc::new(stack.client(&token).await?));
+    }
+    let d = direct.clone();
+    let d64 = throughput(seconds, 64, move || direct_call(d.clone())).await?;
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let b64 = throughput(seconds, 64, move || {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bridge_call(bridges[i % bridges.len()].clone())
+    })
+    .await?;
+    println!(
+        "  throughput (64 callers over 8 sessions): direct {d64:.0} calls/s, bridge {b64:.0} calls/s (x{:.2})",
+        b64 / d64.max(1e-9)
+    );
     drop(stack);
     Ok(())
 }
@@ -185,7 +204,7 @@ where
     Ok(total as f64 / started.elapsed().as_secs_f64())
 }
 
-fn record(id: String) -> Record {
+pub(crate) fn record(id: String) -> Record {
     Record {
         receipt_id: id,
         seq: 0,
@@ -220,7 +239,7 @@ async fn fill(store: &ReceiptStore, n: usize) -> anyhow::Result<()> {
             let body = body.clone();
             tasks.push(tokio::spawn(async move {
                 s.begin(record(id.clone())).await?;
-                s.settle(&id, Outcome::Ok, Some(body), None).await?;
+                s.settle(&id, Outcome::Ok, Some(body), None)?;
                 Ok::<(), clankie_runtime::ClankieError>(())
             }));
         }
@@ -244,11 +263,25 @@ async fn bench_receipts(calls: usize) -> anyhow::Result<()> {
     let body = json!({"content": [{"type": "text", "text": "Echo: bench"}], "isError": false});
     let one = |store: ReceiptStore, id: String, body: serde_json::Value| async move {
         store.begin(record(id.clone())).await?;
-        store.settle(&id, Outcome::Ok, Some(body), None).await?;
+        store.settle(&id, Outcome::Ok, Some(body), None)?;
         Ok::<(), clankie_runtime::ClankieError>(())
     };
-    // The floor on this disk: one small file written and fsync'd, then its
-    // directory fsync'd (a commit does about two of these).
+    // The floors on this disk: one bare fdatasync of a small write, and one
+    // small file written and fsync'd, renamed, then its directory fsync'd.
+    let bare = {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::create(base.path().join("bare"))?;
+        let page = [7u8; 512];
+        let mut v = Vec::new();
+        for _ in 0..calls {
+            let t = Instant::now();
+            f.write_at(&page, 0)?;
+            f.sync_data()?;
+            v.push(t.elapsed());
+        }
+        summarize(v)
+    };
+    line("baseline: pwrite + fdatasync", &bare);
     let mut floor = Vec::new();
     for i in 0..calls {
         let t = Instant::now();
@@ -257,6 +290,7 @@ async fn bench_receipts(calls: usize) -> anyhow::Result<()> {
     }
     line("baseline: one atomic_write", &summarize(floor));
     let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (small0, large0) = (small.stats(), large.stats());
     for i in 0..calls {
         let t = Instant::now();
         one(small.clone(), format!("s-{i}"), body.clone()).await?;
@@ -269,10 +303,22 @@ async fn bench_receipts(calls: usize) -> anyhow::Result<()> {
     line("1,000 retained (one caller)", &sa);
     line("100,000 retained (one caller)", &sb);
     println!(
-        "  ratio 100k/1k: p50 x{:.2}, p99 x{:.2}",
+        "  ratio 100k/1k: p50 x{:.2}, p99 x{:.2}; 1k vs bare fdatasync: p50 x{:.2}",
         us(sb.p50) / us(sa.p50).max(1e-9),
-        us(sb.p99) / us(sa.p99).max(1e-9)
+        us(sb.p99) / us(sa.p99).max(1e-9),
+        us(sa.p50) / us(bare.p50).max(1e-9)
     );
+    for (name, store, before) in [("1,000", &small, small0), ("100,000", &large, large0)] {
+        let after = store.stats();
+        let commits = (after.commits - before.commits).max(1) as f64;
+        println!(
+            "  {name:>7} retained: {:.2} syncs and {:.0} bytes written per commit, {:.2} commits per call, {} buckets in memory",
+            (after.syncs - before.syncs) as f64 / commits,
+            (after.bytes_written - before.bytes_written) as f64 / commits,
+            commits / calls as f64,
+            after.hot_buckets
+        );
+    }
     // Group commit: 512 concurrent callers share syncs.
     for (name, store) in [("1,000", &small), ("100,000", &large)] {
         let before = store.stats();
@@ -456,6 +502,7 @@ mod console;
 mod faults;
 mod grants;
 mod harnesses;
+mod history;
 mod observability;
 mod pi;
 mod proof;
@@ -491,6 +538,13 @@ async fn main() -> anyhow::Result<()> {
         "tracker" => tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
         "auto" => auto::bench_auto(if quick { 3 } else { 10 }).await?,
         "memory" => faults::bench_memory(if quick { 100 } else { 500 }).await?,
+        "history" => {
+            history::bench_history(
+                if quick { 100_000 } else { 1_000_000 },
+                if quick { 3 } else { 7 },
+            )
+            .await?
+        }
         "recovery" => faults::bench_recovery(if quick { 2 } else { 5 }).await?,
         "grants" => grants::bench_grants(rounds.min(500)).await?,
         "pi" => pi::bench_pi(if quick { 10 } else { 30 }).await?,
@@ -511,6 +565,11 @@ async fn main() -> anyhow::Result<()> {
             tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?;
             auto::bench_auto(if quick { 3 } else { 10 }).await?;
             faults::bench_memory(if quick { 100 } else { 500 }).await?;
+            history::bench_history(
+                if quick { 100_000 } else { 1_000_000 },
+                if quick { 3 } else { 7 },
+            )
+            .await?;
             faults::bench_recovery(if quick { 2 } else { 5 }).await?;
             grants::bench_grants(rounds.min(500)).await?;
             pi::bench_pi(if quick { 10 } else { 30 }).await?;
@@ -522,7 +581,7 @@ async fn main() -> anyhow::Result<()> {
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, recovery, grants, pi, sandbox, harnesses, observability, console or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, history, recovery, grants, pi, sandbox, harnesses, observability, console or all"
             )
         }
     }

@@ -225,6 +225,13 @@ impl McpHost {
     /// Closes every account connection (after in-flight calls settle).
     pub async fn close(&self) {
         self.inner.accounts.close().await;
+        // Outcomes recorded since the last commit become durable before exit.
+        if let Err(e) = self.inner.receipts.sync().await {
+            tracing::error!(
+                reason = e.code.as_str(),
+                "receipt outcomes not made durable at stop"
+            );
+        }
     }
 
     /// The current catalog.

@@ -176,9 +176,10 @@ impl McpHost {
                     body
                 };
                 crate::metrics::call(&account, &tool, outcome.as_str(), started);
-                let committing = std::time::Instant::now();
-                let settled = store.settle(&rid, outcome, body, detail).await;
-                crate::metrics::commit("settle", settled.is_ok(), committing);
+                // Recorded now, durable with the next commit: the reply does
+                // not wait for it (a crash before then reopens the receipt as
+                // uncertain).
+                let settled = store.settle(&rid, outcome, body, detail);
                 host.inner.cancels.done(&rid);
                 audit.record(&audit::Event {
                     event: "settle",
@@ -196,8 +197,9 @@ impl McpHost {
         rx
     }
 
-    /// The settled outcome, if it is durable within `budget` (less the
-    /// reply margin); otherwise `uncertain`, naming the receipt.
+    /// The settled outcome, if it is recorded within `budget` (less the
+    /// reply margin); otherwise `uncertain`, naming the receipt. The outcome
+    /// is made durable by the next commit, after this reply.
     pub(crate) async fn answer(
         &self,
         settled: Settled,
@@ -207,9 +209,8 @@ impl McpHost {
         let wait = budget.saturating_sub(REPLY_MARGIN);
         let detail = match tokio::time::timeout(wait, settled).await {
             Ok(Ok(Ok(settled))) => return result_pb(&settled, false),
-            // The outcome is known but not durable: a crash now would leave
-            // the receipt reading "dispatched", so the honest answer is
-            // uncertain until the store takes the write.
+            // The outcome is known but could not be recorded: the honest
+            // answer is uncertain.
             Ok(Ok(Err(e))) => format!(
                 "the call ran, but its outcome could not be recorded ({}); reconcile with clankie_call({{receiptId}})",
                 e.code.as_str()
