@@ -157,9 +157,12 @@ async fn bench_call(rounds: usize, seconds: u64) -> anyhow::Result<()> {
         "  throughput (8 callers): direct {dr:.0} calls/s, bridge {br:.0} calls/s (x{:.2})",
         br / dr.max(1e-9)
     );
-    // 64 callers, each with its own session as separate harnesses would be.
+    // 64 callers over 8 harnesses: each harness is its own member with its
+    // own session, as separate panes would be (one member may hold at most
+    // 64 connections to the gateway).
     let mut bridges = Vec::with_capacity(8);
-    for _ in 0..8 {
+    for i in 0..8 {
+        let token = stack.token(&format!("bench-{i}"));
         bridges.push(Arc::new(stack.client(&token).await?));
     }
     let d = direct.clone();

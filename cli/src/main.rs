@@ -165,6 +165,8 @@ enum Command {
         /// Wait up to this many milliseconds for a new entry (at most 25000).
         #[arg(long, default_value_t = 0)]
         wait: u32,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -302,8 +304,8 @@ fn main() -> std::process::ExitCode {
                     workers: true,
                     pi: pi_path,
                     node,
-                    ..
-                } => pi::workers(pi_path.as_deref(), node.as_deref()).await,
+                    json,
+                } => pi::workers(pi_path.as_deref(), node.as_deref(), json).await,
                 Command::Accounts { json, .. } => accounts::accounts(paths, json).await,
                 Command::Fleet { command } => fleet::fleet(paths, command).await,
                 Command::Access { command } => access::access(paths, command).await,
@@ -345,7 +347,8 @@ fn main() -> std::process::ExitCode {
                     conversation,
                     after,
                     wait,
-                } => transcript::transcript(paths, conversation, after, wait).await,
+                    json,
+                } => transcript::transcript(paths, conversation, after, wait, json).await,
             }
         };
         tracing::Instrument::instrument(run, span).await

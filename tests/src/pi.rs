@@ -146,7 +146,7 @@ pub async fn lead_hears(
 }
 
 pub fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
-    json_of(&stack.clankie_ok(&["transcript", conversation]))["entries"]
+    json_of(&stack.clankie_ok(&["transcript", conversation, "--json"]))["entries"]
         .as_array()
         .cloned()
         .unwrap_or_default()

@@ -44,7 +44,7 @@ fn commit(ws: &Path, msg: &str) {
 
 /// The wakes in a conversation's transcript: (wake id, text).
 fn wakes(stack: &Stack, conversation: &str) -> Vec<(String, String)> {
-    let t = json_of(&stack.clankie_ok(&["transcript", conversation]));
+    let t = json_of(&stack.clankie_ok(&["transcript", conversation, "--json"]));
     t["entries"]
         .as_array()
         .expect("entries")

@@ -541,6 +541,18 @@ async fn a_broken_upstream_is_named_with_its_own_words_and_a_minimal_path_finds_
     let doctor = stack.clankie(&["doctor", "--json"]);
     let d: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("doctor json");
     assert_eq!(d["healthy"], false, "{d}");
+    let gh = d["accounts"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == "gh"))
+        .unwrap_or_else(|| panic!("doctor names gh: {d}"));
+    assert_eq!(gh["state"], s["degradedAccounts"]["gh"], "{d}");
+    assert!(
+        gh["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("GITHUB_TOKEN"),
+        "the owner's doctor shows the server's own words: {d}"
+    );
     let (code, body) = clankie_tests::http(&format!("{}/readyz", stack.url), "GET", &[], "");
     let r: serde_json::Value = serde_json::from_str(&body).expect("readyz json");
     assert_eq!(code, 200, "{body}");

@@ -221,6 +221,11 @@ async fn stock_grpcurl_lists_describes_and_checks_every_socket() {
         );
         let (ok, health) = run(&[&socket, "grpc.health.v1.Health/Check"]);
         assert!(ok && health.contains("SERVING"), "{service}: {health}");
+        // grpcurl 1.8 speaks reflection v1alpha; grpcio asks v1.
+        let v1 = reflection_v1(&socket);
+        let mut v1: Vec<&str> = v1.lines().collect();
+        v1.sort();
+        assert_eq!(v1, expected, "{service} over reflection v1");
     }
     let tracker = clankie_runtime::Service::Tracker
         .socket(&paths)
@@ -239,6 +244,49 @@ async fn stock_grpcurl_lists_describes_and_checks_every_socket() {
         "clankie.tracker.v1.Tracker/Ownership",
     ]);
     assert!(ok, "{answered}");
+}
+
+/// The services a socket lists over `grpc.reflection.v1`, asked by grpcio
+/// with a hand-encoded `list_services` request (field 7, empty), one name a
+/// line: each name is read from the response's `ServiceResponse.name`.
+fn reflection_v1(socket: &str) -> String {
+    const SCRIPT: &str = r#"
+import sys, grpc
+def varint(b, i):
+    n = s = 0
+    while True:
+        c = b[i]; i += 1; n |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return n, i
+def fields(b):
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        if key & 7 == 2:
+            n, i = varint(b, i); yield key >> 3, b[i:i + n]; i += n
+        elif key & 7 == 0:
+            _, i = varint(b, i)
+        else:
+            raise SystemExit("unexpected wire type %d" % (key & 7))
+ch = grpc.insecure_channel("unix:" + sys.argv[1])
+call = ch.stream_stream("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo")
+for resp in call(iter([b"\x3a\x00"]), timeout=10):
+    for f, v in fields(resp):
+        if f == 6:
+            for g, svc in fields(v):
+                for h, name in fields(svc):
+                    if h == 1: print(name.decode())
+"#;
+    let out = std::process::Command::new(clankie_tests::peers().join("venv/bin/python"))
+        .args(["-c", SCRIPT, socket])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The stack's life from the command line, as an operator runs it:

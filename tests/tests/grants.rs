@@ -491,7 +491,7 @@ async fn verification_keeps_grants_on_the_same_identity_and_ends_them_on_a_chang
         &[("STANDIN_USER", "u1"), ("STANDIN_WORKSPACE", "w1")],
     );
     // Connecting read the identity the server offers, and recorded it.
-    let shown = json_of(&stack.clankie_ok(&["access", "acme"]));
+    let shown = json_of(&stack.clankie_ok(&["access", "acme", "--json"]));
     assert_eq!(shown["providerIdentity"]["userId"], "u1", "{shown}");
     assert_eq!(shown["providerIdentity"]["email"], "u1@example.test");
     assert_eq!(shown["providerIdentity"]["workspaceId"], "w1", "{shown}");
@@ -519,7 +519,7 @@ async fn verification_keeps_grants_on_the_same_identity_and_ends_them_on_a_chang
     let (ok, failed) = verify(&stack, "acme").await;
     assert!(!ok && failed.contains("account_unavailable"), "{failed}");
     assert_eq!(standing(&stack, &grant_id), "active");
-    let shown = json_of(&stack.clankie_ok(&["access", "acme"]));
+    let shown = json_of(&stack.clankie_ok(&["access", "acme", "--json"]));
     assert_eq!(shown["providerIdentity"]["userId"], "u1", "{shown}");
 
     // Another user behind the same account: its grants end.
@@ -531,7 +531,7 @@ async fn verification_keeps_grants_on_the_same_identity_and_ends_them_on_a_chang
     );
     // Connecting recorded the new user at once, and the grant ended.
     assert_eq!(standing(&stack, &grant_id), "invalidated");
-    let shown = json_of(&stack.clankie_ok(&["access", "acme"]));
+    let shown = json_of(&stack.clankie_ok(&["access", "acme", "--json"]));
     assert_eq!(shown["providerIdentity"]["userId"], "u2", "{shown}");
     let (ok, again) = verify(&stack, "acme").await;
     assert!(ok && json_of(&again)["change"] == "same", "{again}");

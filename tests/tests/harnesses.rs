@@ -138,7 +138,10 @@ async fn a_claude_authors_change_is_approved_by_a_codex_reviewer() {
         file_lines(&f.model.log)
     );
     // The owner's view: approved, on the exact patch the author committed.
-    let shown = clankie_tests::seat::json_of(&f.stack.clankie_ok(&["review", "show", &candidate]));
+    let shown = clankie_tests::seat::json_of(
+        &f.stack
+            .clankie_ok(&["review", "show", &candidate, "--json"]),
+    );
     assert_eq!(shown["state"], "approved", "{shown}");
     assert_eq!(shown["patchId"], expected.as_str(), "{shown}");
     assert!(

@@ -57,7 +57,7 @@ async fn kill_mailbox(stack: &Stack) {
 }
 
 fn transcript(stack: &Stack, conversation: &str) -> Vec<Value> {
-    json_of(&stack.clankie_ok(&["transcript", conversation]))["entries"]
+    json_of(&stack.clankie_ok(&["transcript", conversation, "--json"]))["entries"]
         .as_array()
         .cloned()
         .unwrap_or_default()
@@ -401,7 +401,7 @@ async fn workspaces_are_removed_only_at_the_revision_read_and_bearers_cannot_rep
         "local_process_membership_required"
     );
     assert!(
-        json_of(&stack.clankie_ok(&["transcript", "global-default"]))["entries"]
+        json_of(&stack.clankie_ok(&["transcript", "global-default", "--json"]))["entries"]
             .as_array()
             .is_some_and(Vec::is_empty)
     );

@@ -100,7 +100,7 @@ async fn seats_message_each_other_with_honest_receipts() {
     assert_eq!(again["result"]["original"], true, "{again}");
     assert_eq!(again["result"]["peerMessageId"], first_id.as_str());
     // Written to the sender's lead's transcript as agent output, source peer.
-    let written = json_of(&stack.clankie_ok(&["transcript", &lead]));
+    let written = json_of(&stack.clankie_ok(&["transcript", &lead, "--json"]));
     let peers: Vec<&Value> = written["entries"]
         .as_array()
         .map(|e| e.iter().filter(|x| x["kind"] == "peer").collect())

@@ -148,6 +148,7 @@ async fn the_probe_passes_on_both_releases_and_refuses_an_older_one_unrun() {
     let workers = json_of(&stack.clankie_ok(&[
         "accounts",
         "--workers",
+        "--json",
         "--pi",
         &pi_bin(NEWEST).display().to_string(),
         "--node",
@@ -459,7 +460,7 @@ async fn a_pi_reviewer_lands_its_verdict_on_a_pi_authors_change() {
     );
     let stack = &f.stack;
     let approved = eventually(Duration::from_secs(120), async || {
-        let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+        let listed = json_of(&stack.clankie_ok(&["review", "list", "--json"]));
         listed["candidates"]
             .as_array()
             .and_then(|c| c.iter().find(|c| c["state"] == "approved").cloned())

@@ -69,7 +69,7 @@ async fn landing_review_routes_the_exact_change_to_the_reviewer() {
         assert_eq!(r["isError"], true, "{r}");
         assert_eq!(r["result"]["error"]["code"], "invalid_argument", "{r}");
     }
-    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+    let listed = json_of(&stack.clankie_ok(&["review", "list", "--json"]));
     assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(0));
 
     // A folder inside the checkout resolves to its work-tree root.
@@ -167,7 +167,19 @@ async fn landing_review_routes_the_exact_change_to_the_reviewer() {
         )
         .await;
     assert_eq!(ok["result"]["state"], "approved", "{ok}");
-    let shown = json_of(&stack.clankie_ok(&["review", "show", &second]));
+    let shown = json_of(&stack.clankie_ok(&["review", "show", &second, "--json"]));
     assert_eq!(shown["state"], "approved");
     assert!(shown["patch"].as_str().unwrap_or("").contains("summary"));
+    // Without --json: the same candidate as text, one line per candidate
+    // in the list, the patch after the finding lines in the show.
+    let listed = stack.clankie_ok(&["review", "list"]);
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with(second.as_str()))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(line.contains("approved"), "{listed}");
+    assert!(!listed.contains('{'), "{listed}");
+    let shown = stack.clankie_ok(&["review", "show", &second]);
+    assert!(shown.contains("diff --git"), "{shown}");
+    assert!(shown.contains(&second_patch), "{shown}");
 }

@@ -159,7 +159,7 @@ async fn another_panes_pid_named_to_any_internal_socket_gets_nothing() {
     assert!(auto.to_lowercase().contains("off"), "{auto}");
     assert!(
         stack
-            .clankie_ok(&["review", "list"])
+            .clankie_ok(&["review", "list", "--json"])
             .contains("\"candidates\": []"),
         "no candidate"
     );
@@ -402,7 +402,7 @@ async fn a_review_holds_only_what_its_bytes_say_from_inside_the_workspaces() {
             "{r}"
         );
     }
-    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+    let listed = json_of(&stack.clankie_ok(&["review", "list", "--json"]));
     assert_eq!(listed["candidates"], json!([]), "nothing was stored");
 
     // The honest submission goes through with the id the service computed.
@@ -426,7 +426,7 @@ async fn a_review_holds_only_what_its_bytes_say_from_inside_the_workspaces() {
         )
         .await;
     assert_eq!(big["result"]["error"]["code"], "payload_too_large", "{big}");
-    let listed = json_of(&stack.clankie_ok(&["review", "list"]));
+    let listed = json_of(&stack.clankie_ok(&["review", "list", "--json"]));
     assert_eq!(listed["candidates"].as_array().map(Vec::len), Some(1));
 }
 

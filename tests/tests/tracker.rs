@@ -460,6 +460,21 @@ async fn sixty_writes_a_minute_exactly_under_concurrency() {
             .is_some_and(|a| a.iter().any(|x| x["refused"] == 5)),
         "{work}"
     );
+    // The role profiles, as JSON and as the same figures in text.
+    let profiles = json_of(&w.stack.clankie_ok(&["tracker", "profiles", "--json"]));
+    let worker = profiles["roles"]
+        .as_array()
+        .and_then(|r| r.iter().find(|p| p["role"] == "worker"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{profiles}"));
+    assert!(worker["tools"].as_u64().unwrap_or(0) > 0, "{profiles}");
+    let text = w.stack.clankie_ok(&["tracker", "profiles"]);
+    let line = format!("tools={}", worker["tools"]);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("worker") && l.contains(&line)),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

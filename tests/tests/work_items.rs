@@ -88,10 +88,15 @@ async fn a_work_item_gesture_is_written_once_per_request_id_on_its_recorded_trac
     assert_eq!(code, 0, "{repeat} {err}");
     assert_eq!(repeat["fromReceipt"], true, "{repeat}");
     assert_eq!(repeat["result"], wrote["result"], "{repeat}");
-    let (code, read, err) = work(&stack, &["receipt", &id]);
+    let (code, read, err) = work(&stack, &["receipt", &id, "--json"]);
     assert_eq!(code, 0, "{read} {err}");
     assert_eq!(read["fromReceipt"], true, "{read}");
     assert_eq!(read["outcome"], "ok", "{read}");
+    let text = stack.clankie_ok(&["work", "receipt", &id]);
+    assert!(
+        text.starts_with(&format!("request {id}: ok (from its receipt)")),
+        "{text}"
+    );
     assert_eq!(blocked_events(&stack, "ENG-1"), 1, "no repeat wrote");
 
     // The journal checks the source item and the gesture before it gives
@@ -109,7 +114,7 @@ async fn a_work_item_gesture_is_written_once_per_request_id_on_its_recorded_trac
     }
     assert_eq!(blocked_events(&stack, "ENG-2"), 0);
     assert_eq!(blocked_events(&stack, "ENG-1"), 1);
-    let (code, _, err) = work(&stack, &["receipt", "work_never_written"]);
+    let (code, _, err) = work(&stack, &["receipt", "work_never_written", "--json"]);
     assert_ne!(code, 0);
     assert!(err.contains("receipt_not_found"), "{err}");
 

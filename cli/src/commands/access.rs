@@ -175,10 +175,12 @@ async fn issue(
 
 /// `access ACCOUNT [verify]`.
 async fn account(paths: &StatePaths, words: &[String]) -> anyhow::Result<ExitCode> {
-    let (name, verb) = match words {
-        [name] => (name.clone(), None),
-        [name, verb] => (name.clone(), Some(verb.as_str())),
-        _ => bail!("use `clankie access ACCOUNT` or `clankie access ACCOUNT verify`"),
+    let json = words.iter().any(|w| w == "--json");
+    let words: Vec<&String> = words.iter().filter(|w| *w != "--json").collect();
+    let (name, verb) = match words.as_slice() {
+        [name] => ((*name).clone(), None),
+        [name, verb] => ((*name).clone(), Some(verb.as_str())),
+        _ => bail!("use `clankie access ACCOUNT [--json]` or `clankie access ACCOUNT verify`"),
     };
     let mut host = clients::mcp_host(paths)?;
     match verb {
@@ -193,7 +195,11 @@ async fn account(paths: &StatePaths, words: &[String]) -> anyhow::Result<ExitCod
                 .iter()
                 .find(|a| a.name == name)
                 .with_context(|| format!("no connected account {name}"))?;
-            print_json(&super::accounts::account_json(a));
+            if json {
+                print_json(&super::accounts::account_json(a));
+            } else {
+                super::accounts::print_account(a);
+            }
         }
         Some("verify") => {
             let v = host

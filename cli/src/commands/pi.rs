@@ -45,11 +45,33 @@ pub async fn run(command: PiCommand) -> anyhow::Result<ExitCode> {
 
 /// `clankie accounts --workers`: each worker harness and whether it can
 /// be hired now (Pi: its release probe).
-pub async fn workers(pi_path: Option<&Path>, node: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub async fn workers(
+    pi_path: Option<&Path>,
+    node: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let verdict = probe(pi_path, node).await;
-    crate::support::output::print_json(&json!({
-        "workers": [{ "harness": "pi", "hireable": verdict["ok"] == true, "probe": verdict }]
-    }));
+    let hireable = verdict["ok"] == true;
+    if json {
+        crate::support::output::print_json(&json!({
+            "workers": [{ "harness": "pi", "hireable": hireable, "probe": verdict }]
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let word = |k: &str| verdict[k].as_str().map(str::to_string);
+    let release = word("release").unwrap_or_else(|| "-".into());
+    if hireable {
+        println!(
+            "pi  hireable  release {release}  probed in {} ms",
+            verdict["ms"]
+        );
+    } else {
+        println!(
+            "pi  not hireable  release {release}  {} failed: {}",
+            word("surface").unwrap_or_default(),
+            crate::support::output::field(&word("error").unwrap_or_default())
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::bridge::submit::submit;
 use crate::support::clients::{self, refused};
 use crate::support::discovery;
-use crate::support::output::print_json;
+use crate::support::output::{field, print_json};
 
 #[derive(Subcommand)]
 pub enum ReviewCommand {
@@ -32,9 +32,16 @@ pub enum ReviewCommand {
         base: String,
     },
     /// Owner: every candidate.
-    List,
+    List {
+        #[arg(long)]
+        json: bool,
+    },
     /// Owner: one candidate with its patch.
-    Show { candidate_id: String },
+    Show {
+        candidate_id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<ExitCode> {
@@ -72,9 +79,9 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                 }
             }
         }
-        ReviewCommand::List | ReviewCommand::Show { .. } => {
+        ReviewCommand::List { json } | ReviewCommand::Show { json, .. } => {
             let id = match &command {
-                ReviewCommand::Show { candidate_id } => candidate_id.clone(),
+                ReviewCommand::Show { candidate_id, .. } => candidate_id.clone(),
                 _ => String::new(),
             };
             let mut client = clients::mailbox(&paths)?;
@@ -86,7 +93,21 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
                 .map_err(refused)?
                 .into_inner()
                 .candidates;
-            if id.is_empty() {
+            if !json {
+                if id.is_empty() {
+                    if all.is_empty() {
+                        println!("no review candidates");
+                    }
+                    for c in &all {
+                        println!("{}", candidate_line(c));
+                    }
+                } else {
+                    let c = all
+                        .first()
+                        .ok_or_else(|| anyhow::anyhow!("no candidate {id}"))?;
+                    print_candidate(c);
+                }
+            } else if id.is_empty() {
                 let list: Vec<Value> = all
                     .iter()
                     .map(|c| clankie_types::views::candidate(c, false))
@@ -101,5 +122,49 @@ pub async fn run(paths: StatePaths, command: ReviewCommand) -> anyhow::Result<Ex
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// One candidate on one line: id, state, project, author and summary.
+fn candidate_line(c: &mailbox_pb::ReviewCandidate) -> String {
+    format!(
+        "{}  {:<10} project {}  seat {}  {}",
+        field(&c.candidate_id),
+        clankie_types::landing::ReviewState::wire_word(c.state),
+        field(&c.project_id),
+        field(&c.author_seat),
+        field(&c.summary)
+    )
+}
+
+/// A candidate in full: what it is, its findings, then its patch. Every
+/// word a seat wrote is shown escaped.
+fn print_candidate(c: &mailbox_pb::ReviewCandidate) {
+    println!("{}", candidate_line(c));
+    println!("  checkout {}", field(&c.checkout));
+    println!("  head {}  base {}", field(&c.head), field(&c.base));
+    println!(
+        "  patch {} sha256 {}",
+        field(&c.patch_id),
+        field(&c.patch_sha256)
+    );
+    if !c.issue.is_empty() {
+        println!("  issue {}", field(&c.issue));
+    }
+    if !c.reviewer_seat.is_empty() {
+        println!("  reviewer seat {}", field(&c.reviewer_seat));
+    }
+    if !c.evidence.is_empty() {
+        println!("  evidence {}", field(&c.evidence));
+    }
+    if !c.verdict_summary.is_empty() {
+        println!("  verdict {}", field(&c.verdict_summary));
+    }
+    for f in &c.findings {
+        println!("  finding {}:{} {}", field(&f.file), f.line, field(&f.text));
+    }
+    println!();
+    for l in String::from_utf8_lossy(&c.patch).lines() {
+        println!("{}", field(l));
     }
 }

@@ -52,7 +52,10 @@ pub enum TrackerCommand {
         issue_state: String,
     },
     /// The vocabulary's size as each role sees it.
-    Profiles,
+    Profiles {
+        #[arg(long)]
+        json: bool,
+    },
     /// The per-actor request budgets.
     Budgets {
         #[arg(long)]
@@ -138,12 +141,29 @@ pub async fn run(paths: StatePaths, command: TrackerCommand) -> anyhow::Result<E
             print_json(&serde_json::from_str(&r.result_json).unwrap_or(Value::Null));
             Ok(ExitCode::SUCCESS)
         }
-        TrackerCommand::Profiles => {
+        TrackerCommand::Profiles { json } => {
             let r = clients::mcp_host(&paths)?
                 .tracker_profiles(mcphost_pb::TrackerProfilesRequest {})
                 .await
                 .map_err(refused)?
                 .into_inner();
+            if !json {
+                for p in &r.roles {
+                    println!(
+                        "{:<10} tools={:<3} schema={} B ~{} tokens{}",
+                        clankie_types::Role::wire_word(p.role),
+                        p.tools,
+                        p.schema_bytes,
+                        p.estimated_tokens,
+                        if p.hidden.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" hidden={}", p.hidden.join(","))
+                        }
+                    );
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             print_json(&json!({
                 "roles": r.roles.iter().map(|p| json!({
                     "role": clankie_types::Role::wire_word(p.role),

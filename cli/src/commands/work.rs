@@ -25,7 +25,11 @@ pub enum WorkCommand {
     /// Prints a requestId to keep.
     Write(super::work_item::WriteArgs),
     /// A work-item write's recorded result, by its requestId (never writes).
-    Receipt { request_id: String },
+    Receipt {
+        request_id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `clankie work status`.
@@ -33,8 +37,8 @@ pub async fn work(paths: StatePaths, command: WorkCommand) -> anyhow::Result<Exi
     let json = match command {
         WorkCommand::Status { json } => json,
         WorkCommand::Write(args) => return super::work_item::write(paths, args).await,
-        WorkCommand::Receipt { request_id } => {
-            return super::work_item::receipt(paths, request_id).await;
+        WorkCommand::Receipt { request_id, json } => {
+            return super::work_item::receipt(paths, request_id, json).await;
         }
     };
     let mut mailbox = clients::mailbox(&paths)?;

@@ -17,7 +17,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::support::clients::{self, refused};
-use crate::support::output::print_json;
+use crate::support::output::{field, json_text, print_json};
 
 /// One gesture on one item.
 #[derive(Args)]
@@ -55,17 +55,37 @@ fn role(word: &str) -> anyhow::Result<i32> {
         .with_context(|| format!("{word} is not a role ({})", Role::WORDS.join(", ")))
 }
 
-fn printed(r: mcphost_pb::WorkItemWriteResponse) -> ExitCode {
+fn printed(r: mcphost_pb::WorkItemWriteResponse, json: bool) -> ExitCode {
     let result = r.result.unwrap_or_default();
     let body: Value = serde_json::from_str(&result.result_json).unwrap_or(Value::Null);
     let outcome = Outcome::from_wire(result.outcome);
-    print_json(&json!({
-        "requestId": r.request_id,
-        "outcome": outcome,
-        "fromReceipt": result.from_receipt,
-        "result": body.get("structuredContent").cloned().unwrap_or(body),
-        "detail": (!result.detail.is_empty()).then_some(&result.detail),
-    }));
+    let shown = body.get("structuredContent").cloned().unwrap_or(body);
+    if json {
+        print_json(&json!({
+            "requestId": r.request_id,
+            "outcome": outcome,
+            "fromReceipt": result.from_receipt,
+            "result": shown,
+            "detail": (!result.detail.is_empty()).then_some(&result.detail),
+        }));
+    } else {
+        println!(
+            "request {}: {}{}",
+            r.request_id,
+            outcome.map_or("unknown", |o| o.as_str()),
+            if result.from_receipt {
+                " (from its receipt)"
+            } else {
+                ""
+            }
+        );
+        if !result.detail.is_empty() {
+            println!("  {}", field(&result.detail));
+        }
+        if !shown.is_null() {
+            println!("{}", json_text(&shown));
+        }
+    }
     match outcome {
         Some(Outcome::Ok) => ExitCode::SUCCESS,
         Some(Outcome::Uncertain) => {
@@ -110,15 +130,19 @@ pub async fn write(paths: StatePaths, a: WriteArgs) -> anyhow::Result<ExitCode> 
         .await
         .map_err(refused)?
         .into_inner();
-    Ok(printed(r))
+    Ok(printed(r, true))
 }
 
 /// `clankie work receipt REQUEST_ID`: reads, never writes.
-pub async fn receipt(paths: StatePaths, request_id: String) -> anyhow::Result<ExitCode> {
+pub async fn receipt(
+    paths: StatePaths,
+    request_id: String,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let r = clients::mcp_host(&paths)?
         .work_item_receipt(mcphost_pb::WorkItemReceiptRequest { request_id })
         .await
         .map_err(refused)?
         .into_inner();
-    Ok(printed(r))
+    Ok(printed(r, json))
 }
