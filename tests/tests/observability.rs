@@ -156,6 +156,15 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
         .await
         .expect("call");
     assert_eq!(structured(&r)["outcome"], "ok", "{r:?}");
+    // A tracker call: mcp-host asks the mailbox who the caller is, then the
+    // tracker answers; both hops are in the caller's trace.
+    let tracker_trace = "6df92f3577b34da6a3ce929d0e0e4738";
+    let mut p = call("linear_list_teams", "", Some(tracker_trace));
+    p.arguments = json!({"name": "linear_list_teams", "arguments": {}})
+        .as_object()
+        .cloned();
+    let r = bridge.call_tool(p).await.expect("tracker call");
+    assert_eq!(structured(&r)["outcome"], "ok", "{r:?}");
 
     // The upstreams heard the caller's trace: a stdio one in `_meta`, an
     // HTTP one in `_meta` and as the `traceparent` header.
@@ -187,12 +196,23 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
         // process batches on its own), so wait for a whole tree too.
         wanted.iter().all(|w| services.contains(w)) && roots_of(one).len() == 1
     };
+    let with_tracker = |spans: &[Span]| {
+        let services: BTreeSet<&str> = spans
+            .iter()
+            .filter(|s| s.trace == tracker_trace)
+            .map(|s| s.service.as_str())
+            .collect();
+        complete(spans, tracker_trace)
+            && services.contains("clankie-mailbox")
+            && services.contains("clankie-tracker")
+    };
     let spans = eventually(Duration::from_secs(20), async || {
         let spans = receiver.spans();
-        [trace, http_trace, &second]
+        ([trace, http_trace, &second]
             .iter()
             .all(|t| complete(&spans, t))
-            .then_some(spans)
+            && with_tracker(&spans))
+        .then_some(spans)
     })
     .await;
     let spans = spans.unwrap_or_else(|| {
@@ -203,6 +223,12 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
             });
         panic!("spans by trace and service: {by:#?}")
     });
+    let tracked: Vec<Span> = spans
+        .iter()
+        .filter(|s| s.trace == tracker_trace)
+        .cloned()
+        .collect();
+    assert_one_tree(&tracked, caller_span);
     for t in [trace, http_trace] {
         let one: Vec<Span> = spans.iter().filter(|s| s.trace == t).cloned().collect();
         assert_one_tree(&one, caller_span);
@@ -225,6 +251,53 @@ async fn one_call_through_the_bridge_is_one_trace_across_every_process_and_upstr
         &edge_line(&stdio_log, "untraced").expect("ran").0,
         &hop.span
     ));
+}
+
+/// A CLI command is a trace of its own: the `cli.command` span is the
+/// root, exported and flushed before the process ends, and the service it
+/// asked answers inside that trace.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cli_command_exports_its_span_and_the_service_joins_its_trace() {
+    let receiver = OtlpReceiver::start();
+    let stack = Stack::start_with(StackOptions {
+        env: otlp_env(receiver.grpc_endpoint(), "grpc"),
+        ..Default::default()
+    })
+    .await
+    .expect("stack");
+    let out = stack
+        .clankie_cmd(&["accounts", "--json"])
+        .envs(otlp_env(receiver.http_endpoint(), "http/protobuf"))
+        .output()
+        .expect("clankie accounts");
+    assert!(out.status.success(), "{out:?}");
+    // The process has ended: its span is only there if it flushed at exit.
+    let root = eventually(Duration::from_secs(5), async || {
+        receiver
+            .spans()
+            .into_iter()
+            .find(|s| s.service == "clankie-cli" && s.name == "cli.command")
+    })
+    .await
+    .unwrap_or_else(|| panic!("the CLI flushed its span: {:#?}", receiver.spans()));
+    assert_eq!(root.parent, "", "{root:#?}");
+    let joined = eventually(Duration::from_secs(20), async || {
+        let one: Vec<Span> = receiver
+            .spans()
+            .into_iter()
+            .filter(|s| s.trace == root.trace)
+            .collect();
+        (one.iter().any(|s| s.service == "clankie-mcp-host") && roots_of(one.iter()).len() == 1)
+            .then_some(one)
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "mcp-host answered in the CLI's trace: {:#?}",
+            receiver.spans()
+        )
+    });
+    assert_eq!(roots_of(joined.iter())[0].span, root.span, "{joined:#?}");
 }
 
 /// Whether `traceparent` names `span` as its parent span.
