@@ -2,8 +2,8 @@
 //! verify` once the install paths point at this build, the system unit's
 //! hardening keeps `systemd-analyze security` under 5, and `clankie up`
 //! speaks the unit's `Type=notify`: READY=1 once it serves, STOPPING=1 as
-//! it stops. (That accounts come back under the unit's minimal PATH is
-//! `connected_tools::a_broken_upstream_is_named_…`.)
+//! it stops; under nothing but the user unit's environment, `clankie up`
+//! brings back the accounts connected from a shell.
 
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
@@ -113,6 +113,133 @@ async fn clankie_up_tells_its_service_manager_when_it_serves_and_when_it_stops()
     let n = manager.recv(&mut buf).expect("a notification");
     assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
     assert!(up.wait().expect("exit").success());
+}
+
+/// The `Environment=` assignments of an installed unit.
+fn unit_environment(unit: &std::path::Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(unit)
+        .expect("the unit")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Environment="))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Waits for READY=1 on `manager`; panics with what `up` said otherwise.
+fn ready(manager: &UnixDatagram, up: &mut std::process::Child) {
+    let mut buf = [0u8; 512];
+    match manager.recv(&mut buf) {
+        Ok(n) if String::from_utf8_lossy(&buf[..n]).contains("READY=1") => {}
+        other => {
+            let _ = up.kill();
+            panic!("no READY=1 ({other:?}); up: {:?}", up.wait());
+        }
+    }
+}
+
+fn stop(up: &mut std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("stop");
+    assert!(up.wait().expect("exit").success());
+}
+
+/// What a service manager gives the user unit is all `clankie up` gets: the
+/// unit's own `Environment=` (a PATH without the shell's tool folders), HOME
+/// and the notify socket. The accounts connected from a shell, whose
+/// programs live on that shell's PATH (a Python venv, an npm prefix), come
+/// back verified with their tools.
+#[tokio::test(flavor = "multi_thread")]
+async fn clankie_up_under_the_user_units_environment_brings_its_accounts_back() {
+    let home = tempfile::Builder::new()
+        .prefix("ck")
+        .tempdir_in("/tmp")
+        .expect("home");
+    let state = home.path().join(".clankie");
+    std::fs::create_dir(&state).expect("state");
+    let port = clankie_tests::free_port();
+    std::fs::write(
+        state.join("config.toml"),
+        format!("[gateway]\nlisten = \"127.0.0.1:{port}\"\n"),
+    )
+    .expect("config");
+    let clankie = |args: &[&str]| {
+        std::process::Command::new(bin_dir().join("clankie"))
+            .arg("--state")
+            .arg(&state)
+            .args(args)
+            .env("PATH", clankie_tests::peer_path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("clankie")
+    };
+
+    // From the owner's shell: up, connect two stdio servers found on its PATH.
+    let (mut up, manager) = up_notifying(&state, &[]);
+    ready(&manager, &mut up);
+    for args in [
+        &["connect", "time", "--", "mcp-server-time"][..],
+        &[
+            "connect",
+            "everything",
+            "--",
+            "mcp-server-everything",
+            "stdio",
+        ],
+    ] {
+        let out = clankie(args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    }
+    stop(&mut up);
+    drop(manager);
+    std::fs::remove_file(state.join("notify.sock")).expect("old socket");
+
+    // Under the unit: a cleared environment, then what systemd would give.
+    let dir = tempfile::tempdir().expect("dir");
+    let unit = installed("clankie-user.service", dir.path());
+    let env = unit_environment(&unit);
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "PATH" && !v.contains(".venv") && !v.contains("peers")),
+        "{env:?}"
+    );
+    let socket = state.join("notify.sock");
+    let manager = UnixDatagram::bind(&socket).expect("notify socket");
+    manager
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let mut up = std::process::Command::new(bin_dir().join("clankie"))
+        .arg("up")
+        .env_clear()
+        .envs(env)
+        .env("HOME", home.path())
+        .env("NOTIFY_SOCKET", &socket)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("clankie up under the unit");
+    ready(&manager, &mut up);
+    let verified = clankie_tests::eventually(Duration::from_secs(30), async || {
+        let out = clankie(&["accounts", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let accounts = v["accounts"].as_array()?.clone();
+        (accounts.len() == 2
+            && accounts
+                .iter()
+                .all(|a| a["state"] == "verified" && a["tools"].as_u64() > Some(0)))
+        .then_some(v)
+    })
+    .await;
+    let said = String::from_utf8_lossy(&clankie(&["accounts"]).stdout).into_owned();
+    stop(&mut up);
+    assert!(
+        verified.is_some(),
+        "both accounts back under the unit: {said}"
+    );
 }
 
 /// The inode of the socket listening on loopback `port` (/proc/net/tcp).
