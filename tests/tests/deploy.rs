@@ -253,6 +253,29 @@ fn listening_inode(port: u16) -> Option<String> {
     })
 }
 
+/// The inode of the Unix socket listening at `path` (/proc/net/unix).
+fn unix_inode(path: &std::path::Path) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
+    let path = path.to_str()?;
+    table.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(7) == Some(&path)).then(|| f.get(6).map(|s| s.to_string()))?
+    })
+}
+
+/// `GET /healthz` over the Unix socket at `path`: the raw answer.
+fn unix_healthz(path: &std::path::Path) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(path).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer
+}
+
 /// Whether process `pid` holds the socket with `inode` open.
 fn holds(pid: i32, inode: &str) -> bool {
     let want = format!("socket:[{inode}]");
@@ -264,11 +287,12 @@ fn holds(pid: i32, inode: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// `systemd-socket-activate` holds the gateway's port and passes it to
-/// `clankie up`, as the socket unit does: the gateway serves on it (it could
-/// not bind the port itself), no other service holds it or sees the
-/// activation variables, and a gateway restarted after a crash serves the
-/// same socket.
+/// `systemd-socket-activate` holds the gateway's three listeners (bearer,
+/// local-tcp, local-unix at `run/fleet/mcp.sock`) and passes them to
+/// `clankie up` by name, as the socket units do: the gateway serves on each
+/// (it could not bind the ports itself), no other service holds them or
+/// sees the activation variables, and a gateway restarted after a crash
+/// serves the same sockets.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_gateway_serves_the_socket_a_service_manager_passes_across_a_restart() {
     let state = tempfile::Builder::new()
@@ -277,16 +301,25 @@ async fn the_gateway_serves_the_socket_a_service_manager_passes_across_a_restart
         .expect("state");
     let port = clankie_tests::free_port();
     let addr = format!("127.0.0.1:{port}");
+    let local_port = clankie_tests::free_port();
+    let local_addr = format!("127.0.0.1:{local_port}");
+    // The local Unix listener is passed at the path bridges look for it.
+    let fleet = state.path().join("run/fleet");
+    std::fs::create_dir_all(&fleet).expect("run/fleet");
+    let unix_path = fleet.join("mcp.sock");
     let out = std::fs::File::create(state.path().join("up.out")).expect("out");
     let mut up = std::process::Command::new("systemd-socket-activate")
-        .args(["-l", &addr, "--fdname=bearer"])
+        .args(["-l", &addr, "-l", &local_addr, "-l"])
+        .arg(&unix_path)
+        .arg("--fdname=bearer:local-tcp:local-unix")
         .arg(bin_dir().join("clankie"))
         .arg("--state")
         .arg(state.path())
         .arg("up")
         .env("PATH", clankie_tests::peer_path())
-        // The port is held by the manager: binding it here would fail.
+        // The ports are held by the manager: binding them here would fail.
         .env("CLANKIE_GATEWAY_ADDR", &addr)
+        .env("CLANKIE_GATEWAY_LOCAL_ADDR", &local_addr)
         .stdin(std::process::Stdio::null())
         .stdout(out.try_clone().expect("out"))
         .stderr(out)
@@ -322,7 +355,7 @@ async fn the_gateway_serves_the_socket_a_service_manager_passes_across_a_restart
     .await
     .unwrap_or_else(|| std::fs::read_to_string(state.path().join("up.out")).unwrap_or_default());
     assert!(
-        served.contains("serving passed sockets: bearer"),
+        served.contains("serving passed sockets: bearer, local-tcp, local-unix"),
         "{served}"
     );
     assert!(
@@ -331,16 +364,30 @@ async fn the_gateway_serves_the_socket_a_service_manager_passes_across_a_restart
     );
     assert_eq!(clankie_tests::http(&url, "GET", &[], "").0, 200);
 
-    let inode = listening_inode(port).expect("the listening socket");
+    // The local doors answer on what was passed too.
+    assert_eq!(
+        clankie_tests::http(&format!("http://{local_addr}/healthz"), "GET", &[], "").0,
+        200
+    );
+    assert!(unix_healthz(&unix_path).starts_with("HTTP/1.1 200"));
+    let inodes = [
+        listening_inode(port).expect("the bearer socket"),
+        listening_inode(local_port).expect("the local TCP socket"),
+        unix_inode(&unix_path).expect("the local Unix socket"),
+    ];
     let gateway = clankie_tests::Stack::children_matching(up_pid, "clankie-gateway");
     assert_eq!(gateway.len(), 1, "one gateway");
-    assert!(
-        holds(gateway[0], &inode),
-        "the gateway serves the passed socket"
-    );
+    for i in &inodes {
+        assert!(
+            holds(gateway[0], i),
+            "the gateway serves the passed socket {i}"
+        );
+    }
     for service in ["admission", "tracker", "mcp-host", "mailbox", "auto"] {
         for pid in clankie_tests::Stack::children_matching(up_pid, &format!("clankie-{service}")) {
-            assert!(!holds(pid, &inode), "{service} holds the gateway's socket");
+            for i in &inodes {
+                assert!(!holds(pid, i), "{service} holds the gateway's socket");
+            }
             let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
             assert!(
                 !String::from_utf8_lossy(&environ).contains("LISTEN_FDS"),
@@ -364,9 +411,12 @@ async fn the_gateway_serves_the_socket_a_service_manager_passes_across_a_restart
     assert_eq!(clankie_tests::http(&url, "GET", &[], "").0, 200);
     let successor = clankie_tests::Stack::children_matching(up_pid, "clankie-gateway");
     assert!(
-        successor.len() == 1 && successor[0] != gateway[0] && holds(successor[0], &inode),
-        "the new gateway serves the same socket"
+        successor.len() == 1
+            && successor[0] != gateway[0]
+            && inodes.iter().all(|i| holds(successor[0], i)),
+        "the new gateway serves the same sockets"
     );
+    assert!(unix_healthz(&unix_path).starts_with("HTTP/1.1 200"));
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(up_pid),
