@@ -672,3 +672,71 @@ async fn a_cancel_after_dispatch_stops_the_upstream_and_leaves_the_receipt_uncer
         .expect("read back");
     assert_eq!(error_code(&r), "receipt_not_found", "{r:?}");
 }
+
+/// An upstream that does not implement cancellation answers within the
+/// grace after a cancel: its answer, not "uncertain", settles the receipt,
+/// since it proves what happened. (The Python SDK's servers never answer a
+/// cancelled request, so this upstream is a plain JSON-RPC one.)
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_within_the_grace_after_a_cancel_settles_the_receipt() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    let stack = Stack::start().await.expect("stack");
+    let log = stack.state.path().join("edge.log");
+    let deaf = clankie_tests::repo_root().join("tests/peers/deaf_server.py");
+    let py = clankie_tests::python();
+    stack.connect_stdio(
+        "deaf",
+        &[py.to_str().expect("utf8"), deaf.to_str().expect("utf8")],
+        &[("EDGE_LOG", log.to_str().expect("utf8"))],
+    );
+    let token = stack.token("alpha");
+    let client = stack.client(&token).await.expect("client");
+    clankie_tests::wait_tool(&client, "deaf_late").await;
+
+    let receipt = "rcpt-grace-0001";
+    let mut params = CallToolRequestParams::new("clankie_call");
+    params.arguments = json!({
+        "name": "deaf_late",
+        "receiptId": receipt,
+        "arguments": {"seconds": 0.5, "tag": "late"}
+    })
+    .as_object()
+    .cloned();
+    let handle = client
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("sent");
+    assert!(
+        clankie_tests::wait_file_line(&log, "late", Duration::from_secs(20)).await,
+        "{:?}",
+        file_lines(&log)
+    );
+    handle
+        .cancel(Some("changed my mind".into()))
+        .await
+        .expect("cancel");
+    assert!(
+        clankie_tests::wait_file_line(&log, "late:done", Duration::from_secs(20)).await,
+        "the work finished: {:?}",
+        file_lines(&log)
+    );
+    let settled = clankie_tests::eventually(Duration::from_secs(20), async || {
+        let r = call(&client, "clankie_call", json!({"receiptId": receipt}))
+            .await
+            .ok()?;
+        let outcome = r.meta.as_ref()?.get("clankie/outcome")?.clone();
+        (outcome != json!("pending")).then_some(r)
+    })
+    .await
+    .expect("settled");
+    let outcome = settled.meta.as_ref().and_then(|m| m.get("clankie/outcome"));
+    assert_eq!(outcome, Some(&json!("ok")), "{settled:?}");
+    assert!(
+        structured(&settled).to_string().contains("done late"),
+        "the upstream's own answer is the receipt's: {settled:?}"
+    );
+}

@@ -272,9 +272,30 @@ impl Stops {
 
 /// Tells an upstream its request `id` is cancelled (MCP
 /// `notifications/cancelled`); a connection already gone hears nothing.
-async fn tell_cancelled(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId) {
-    let why =
-        rmcp::model::CancelledNotificationParam::new(Some(id), Some("the caller cancelled".into()));
+///
+/// Sent as a plain notification with the standard method: rmcp's own
+/// `notify_cancelled` also drops the waiter for the request, so an answer
+/// the upstream still sends (one that does not implement cancellation)
+/// would be thrown away, and that answer is what settles the receipt.
+async fn tell_cancelled(peer: &rmcp::Peer<rmcp::RoleClient>, id: &rmcp::model::RequestId) {
+    let notice = rmcp::model::CustomNotification::new(
+        "notifications/cancelled",
+        Some(serde_json::json!({ "requestId": id, "reason": "the caller cancelled" })),
+    );
+    let _ = peer
+        .send_notification(rmcp::model::ClientNotification::CustomNotification(notice))
+        .await;
+}
+
+/// Ends rmcp's wait for a request whose answer is no longer wanted (the
+/// grace after a cancel passed): its own cancel removes the waiter, and the
+/// upstream hears the cancel again, which a receiver ignores for a request
+/// it already dropped.
+async fn give_up(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId) {
+    let why = rmcp::model::CancelledNotificationParam::new(
+        Some(id),
+        Some("the caller cancelled; no answer came".into()),
+    );
     let _ = peer.notify_cancelled(why).await;
 }
 
@@ -360,13 +381,16 @@ async fn invoke_upstream(
             tokio::select! {
                 answer = &mut waiting => answer,
                 _ = cancel.cancelled() => {
-                    tell_cancelled(&peer, id).await;
+                    tell_cancelled(&peer, &id).await;
                     match tokio::time::timeout(CANCEL_GRACE, &mut waiting).await {
                         // The upstream's own answer proves what happened.
                         Ok(answer @ (Ok(_) | Err(rmcp::ServiceError::McpError(_)))) => answer,
                         // No answer (the request was given up here, or the
                         // grace passed): it may have applied.
-                        _ => {
+                        other => {
+                            if other.is_err() {
+                                give_up(&peer, id).await;
+                            }
                             return (
                                 Outcome::Uncertain,
                                 None,
