@@ -191,6 +191,11 @@ where
             drop(place);
         });
     }
+    // Closed now, not when the open connections are done: a connection
+    // made during the drain would wait in the backlog for an accept that
+    // never comes; refused, its client knows at once. (A socket passed by a
+    // service manager stays open there, for the next start.)
+    drop(listener);
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
         .is_err()

@@ -649,10 +649,27 @@ async fn a_stop_answers_every_open_call_with_its_receipt() {
         clankie_tests::file_lines(&log)
     );
 
+    let addr = stack
+        .url
+        .strip_prefix("http://")
+        .expect("http url")
+        .to_owned();
     let stopped = tokio::task::spawn_blocking(move || {
         let clean = stack.stop();
         (clean, stack)
     });
+    // The stop accepts nothing new while the calls in flight are still open.
+    let closed = clankie_tests::eventually(Duration::from_secs(10), async || {
+        std::net::TcpStream::connect(&addr).is_err().then_some(())
+    })
+    .await;
+    assert!(closed.is_some(), "the gateway still accepts after SIGTERM");
+    assert!(
+        raw.iter()
+            .filter(|(_, seconds, _)| *seconds == 60)
+            .all(|(_, _, t)| !t.is_finished()),
+        "refused new connections while the open calls drain"
+    );
     for (id, seconds, t) in raw {
         let (status, _, answer) = t.join().expect("raw caller");
         assert_eq!(status, 200, "{id}: {answer}");
