@@ -90,6 +90,8 @@ function draw(s) {
     cell(p.agentsWorking),
     cell(p.needsYou),
     cell(p.leadConversationId, "mono"),
+    // Rounds run for every project on Auto at once, while the switch is on.
+    cell(auto.on && p.auto && auto.nextRoundMs ? when(auto.nextRoundMs) : "-"),
   ]);
   $("updated").textContent = "updated " + new Date(s.atMs).toLocaleTimeString();
   drawn.count += 1;
