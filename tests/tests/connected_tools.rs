@@ -740,3 +740,52 @@ async fn an_answer_within_the_grace_after_a_cancel_settles_the_receipt() {
         "the upstream's own answer is the receipt's: {settled:?}"
     );
 }
+
+/// An HTTP account at a URL that is no MCP endpoint (a plain web server's
+/// root): the account's error says what the server answered and the URL to
+/// try, with no Rust type names and no page markup.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_account_at_the_wrong_path_says_the_url_to_try() {
+    let stack = Stack::start().await.expect("stack");
+    let port = clankie_tests::free_port();
+    let web = tempfile::tempdir().expect("web root");
+    let mut server = std::process::Command::new(clankie_tests::python())
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(web.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("http.server");
+    let up = clankie_tests::eventually(Duration::from_secs(20), async || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    })
+    .await;
+    assert!(up.is_some(), "http.server listens");
+    let out = stack.clankie(&[
+        "connect",
+        "web",
+        "--url",
+        &format!("http://127.0.0.1:{port}/"),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let accounts = clankie_tests::seat::json_of(&stack.clankie_ok(&["accounts", "--json"]));
+    let error = accounts["accounts"][0]["lastError"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(error.contains("HTTP 501"), "{error}");
+    assert!(
+        error.contains(&format!("try http://127.0.0.1:{port}/mcp")),
+        "{error}"
+    );
+    assert!(!error.contains("::") && !error.contains('<'), "{error}");
+    assert!(!said.contains("::"), "{said}");
+}

@@ -10,6 +10,7 @@ use rmcp::service::{NotificationContext, Peer, RoleClient};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::sync::Notify;
 
+use super::error_text;
 use super::stderr::StderrTail;
 use super::*;
 
@@ -83,7 +84,7 @@ pub(super) async fn open_connection(
             handler
                 .serve(Tap::new(transport, tap))
                 .await
-                .map_err(|e| format!("initialize failed: {e}"))
+                .map_err(|e| error_text::plain(&format!("initialize failed: {e}")))
         }
         Transport::Http { url, headers } => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -106,10 +107,11 @@ pub(super) async fn open_connection(
                 TraceHeaders(mcp_http_client()),
                 cfg.custom_headers(custom),
             );
-            handler
-                .serve(Tap::new(transport, tap))
-                .await
-                .map_err(|e| format!("initialize failed: {e}"))
+            handler.serve(Tap::new(transport, tap)).await.map_err(|e| {
+                let text = error_text::plain(&format!("initialize failed: {e}"));
+                let hint = error_text::url_hint(url.as_str(), &text).unwrap_or_default();
+                text + &hint
+            })
         }
     }
 }
@@ -118,5 +120,5 @@ pub(super) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::mode
     tokio::time::timeout(CONNECT_TIMEOUT, peer.list_all_tools())
         .await
         .map_err(|_| "tools/list timed out".to_string())?
-        .map_err(|e| format!("tools/list failed: {e}"))
+        .map_err(|e| error_text::plain(&format!("tools/list failed: {e}")))
 }

@@ -9,6 +9,7 @@
 //! removes another's tools.
 
 mod connection;
+pub(crate) mod error_text;
 mod stderr;
 mod supervise;
 mod transport;

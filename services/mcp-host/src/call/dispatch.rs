@@ -431,9 +431,9 @@ async fn invoke_upstream(
         Err(e) => (
             Outcome::Uncertain,
             None,
-            Some(format!(
+            Some(crate::accounts::error_text::plain(&format!(
                 "the connection failed after dispatch ({e}); the call may have applied"
-            )),
+            ))),
         ),
     }
 }
