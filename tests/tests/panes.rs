@@ -62,6 +62,71 @@ async fn tmux_reports_each_panes_shell_and_forgets_closed_panes() {
     assert!(matches!(gone.panes().await, Err(PaneError::Unavailable(_))));
 }
 
+/// A burst of pane reads (every seat relisting after a catalog change)
+/// shares listings, and each read still sees tmux as it was after it asked:
+/// a pane killed before the burst is gone for every read that names it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_pane_reads_shares_listings_and_none_is_stale() {
+    let server = TmuxServer::start("work");
+    let mut ids = vec![server.run(&["display-message", "-p", "-t", "work", "#{pane_id}"])];
+    for _ in 0..23 {
+        ids.push(server.run(&["new-window", "-t", "work", "-P", "-F", "#{pane_id}"]));
+    }
+    let host = Tmux::new(server.socket.clone(), Some("work".into()));
+    let all = host.panes().await.expect("panes");
+    assert_eq!(all.len(), ids.len());
+    let before = host.listings();
+    // The server stopped, so the first read waits for its answer and every
+    // other read is asked behind it; then it goes on.
+    let server_pid: i32 = server
+        .run(&["display-message", "-p", "#{pid}"])
+        .parse()
+        .expect("pid");
+    let pid = nix::unistd::Pid::from_raw(server_pid);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("stop tmux");
+    let asked = host.reads();
+    let reads: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let (host, id) = (host.clone(), id.clone());
+            tokio::spawn(async move { host.pane(&id).await })
+        })
+        .collect();
+    while host.reads() < asked + ids.len() as u64 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).expect("continue tmux");
+    for (id, read) in ids.iter().zip(reads) {
+        let pane = read.await.expect("join").expect("pane");
+        let shell = all.iter().find(|p| &p.pane_id == id).expect("listed");
+        assert_eq!(pane.shell_pid, shell.shell_pid, "{id}");
+    }
+    // The first read's own listing, then one whole listing for the rest.
+    let used = host.listings() - before;
+    assert_eq!(used, 2, "{} reads took {used} listings", ids.len());
+
+    // Killed, then read in a burst: gone for every read that names it,
+    // although an earlier whole listing still held it.
+    let victim = ids.pop().expect("a pane");
+    server.run(&["kill-pane", "-t", &victim]);
+    let reads: Vec<_> = ids
+        .iter()
+        .chain(std::iter::once(&victim))
+        .map(|id| {
+            let (host, id) = (host.clone(), id.clone());
+            tokio::spawn(async move { (id.clone(), host.pane(&id).await) })
+        })
+        .collect();
+    for read in reads {
+        let (id, pane) = read.await.expect("join");
+        if id == victim {
+            assert_eq!(pane, Err(PaneError::NotFound));
+        } else {
+            assert!(pane.is_ok(), "{id}: {pane:?}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_herdr_client_speaks_the_schema_and_reads_shell_pids() {
     use clankie_panes::Herdr;

@@ -55,7 +55,9 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
         };
         match fresh {
             Some(r) => {
-                let changed = !revision.is_empty() && r != revision;
+                // The first revision is a change too: the bridge listed
+                // before it knew one.
+                let changed = r != revision;
                 revision = r;
                 if changed || listed.elapsed() >= RECHECK {
                     up.relist.notify_one();

@@ -3,7 +3,11 @@
 //! proven once per connection).
 //!
 //! - Each poll waits up to 25 s and carries the catalog revision; a changed
-//!   revision makes the bridge list its tools again.
+//!   revision makes the bridge list its tools again. The first poll does
+//!   not wait: without a revision the gateway cannot end a poll on a
+//!   change, so a seat would hear of one only when its first 25 s were up.
+//!   The revision it learns is a change too (the bridge listed before it
+//!   knew one), so it lists once more.
 //! - Listed deliveries are claimed first (exclusively: a claim survives
 //!   timeouts and lost responses). Each claimed one goes to the harness as an
 //!   MCP notification, `notifications/claude/channel` with `{content, meta}`
@@ -65,9 +69,11 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
                     .join(",")
             })
             .unwrap_or_default();
+        let wait = if revision.is_empty() { 0 } else { POLL_WAIT_MS };
         let path = format!(
-            "{}?wait={POLL_WAIT_MS}&revision={revision}&tools={}",
+            "{}?wait={wait}&revision={}&tools={}",
             route(SeatRoute::Mailbox),
+            encode(&revision),
             encode(&tools)
         );
         let (status, body) = match http.call("GET", &path, None).await {
@@ -99,7 +105,7 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
                 continue;
             }
         };
-        if !revision.is_empty() && polled.catalog_revision != revision {
+        if polled.catalog_revision != revision {
             up.relist.notify_one();
         }
         revision = polled.catalog_revision;

@@ -8,6 +8,7 @@ mod act;
 mod control;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use act::{close, live, open, session};
 pub use control::{Block, BlockReader, parse_tmux};
@@ -21,11 +22,28 @@ use crate::host::{Pane, PaneError, PaneHost, READ_TIMEOUT};
 /// attach-session -f read-only,ignore-size,no-output`), so a pane read is a
 /// line on a pipe, not a process; if that client cannot run, each read falls
 /// back to one `tmux list-panes` process.
+///
+/// Reads that wait for the client together are answered together: a read
+/// waiting behind another takes the next listing of the whole scope, and
+/// every read that asked before that listing began shares it. Each answer
+/// still comes from tmux after its read was asked, so none is older than a
+/// read of its own would be; a burst of N reads (a catalog change relisted
+/// by every seat) costs two listings instead of N.
 #[derive(Debug, Clone)]
 pub struct Tmux {
     pub socket: PathBuf,
     pub session: Option<String>,
     control: std::sync::Arc<tokio::sync::Mutex<Option<Control>>>,
+    shared: std::sync::Arc<SharedReads>,
+}
+
+/// The reads asked so far, and the last whole listing with the number of
+/// reads asked before it began.
+#[derive(Debug, Default)]
+struct SharedReads {
+    asked: AtomicU64,
+    listed: AtomicU64,
+    last: parking_lot::Mutex<Option<(u64, Vec<Pane>)>>,
 }
 
 impl Tmux {
@@ -34,7 +52,18 @@ impl Tmux {
             socket: socket.into(),
             session,
             control: Default::default(),
+            shared: Default::default(),
         }
+    }
+
+    /// How many reads have been asked so far.
+    pub fn reads(&self) -> u64 {
+        self.shared.asked.load(Ordering::SeqCst)
+    }
+
+    /// How many listings the control client has answered so far.
+    pub fn listings(&self) -> u64 {
+        self.shared.listed.load(Ordering::Relaxed)
     }
 }
 
@@ -61,9 +90,28 @@ impl Tmux {
                     .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         });
         if sane_session {
-            let mut slot = tokio::time::timeout(READ_TIMEOUT, self.control.lock())
-                .await
-                .map_err(|_| PaneError::Unavailable("tmux_timeout"))?;
+            // This read's number, taken before it waits for the client.
+            let ticket = self.shared.asked.fetch_add(1, Ordering::SeqCst) + 1;
+            let mut slot = match self.control.try_lock() {
+                Ok(slot) => slot,
+                Err(_) => {
+                    let slot = tokio::time::timeout(READ_TIMEOUT, self.control.lock())
+                        .await
+                        .map_err(|_| PaneError::Unavailable("tmux_timeout"))?;
+                    // It waited: a listing that began after it asked answers it.
+                    if let Some((began, panes)) = self.shared.last.lock().as_ref()
+                        && *began >= ticket
+                    {
+                        return Ok(only(panes, target));
+                    }
+                    slot
+                }
+            };
+            // A read that waited lists the whole scope, for the reads queued
+            // behind it; an uncontended one lists just its target.
+            let whole = target.is_some() && self.shared.asked.load(Ordering::SeqCst) > ticket;
+            let began = self.shared.asked.load(Ordering::SeqCst);
+            let asking = if whole { None } else { target };
             for _ in 0..2 {
                 if slot.is_none() {
                     *slot = tokio::time::timeout(
@@ -76,13 +124,18 @@ impl Tmux {
                 }
                 let Some(control) = slot.as_mut() else { break };
                 let answer =
-                    tokio::time::timeout(READ_TIMEOUT, control.command(&self.command_line(target)))
+                    tokio::time::timeout(READ_TIMEOUT, control.command(&self.command_line(asking)))
                         .await
                         .ok()
                         .flatten();
+                self.shared.listed.fetch_add(1, Ordering::Relaxed);
                 match answer {
                     Some(Block::Ok(lines)) => {
-                        return Ok(self.keep(lines.iter().filter_map(|l| parse_tmux(l))));
+                        let panes = self.keep(lines.iter().filter_map(|l| parse_tmux(l)));
+                        if asking.is_none() {
+                            *self.shared.last.lock() = Some((began, panes.clone()));
+                        }
+                        return Ok(only(&panes, target));
                     }
                     Some(Block::Error(e)) if target.is_some() && e.contains("can't find") => {
                         return Err(PaneError::NotFound);
@@ -124,6 +177,14 @@ impl Tmux {
                 .lines()
                 .filter_map(parse_tmux),
         ))
+    }
+}
+
+/// The panes a read asked for: `target`'s alone (not found: none), or all.
+fn only(panes: &[Pane], target: Option<&str>) -> Vec<Pane> {
+    match target {
+        Some(t) => panes.iter().filter(|p| p.pane_id == t).cloned().collect(),
+        None => panes.to_vec(),
     }
 }
 
