@@ -296,10 +296,14 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
         }
     }
     let last = told.iter().max().copied().unwrap_or_default();
+    let late = told
+        .iter()
+        .filter(|t| **t > Duration::from_millis(400))
+        .count();
     let t = summarize(told);
     line(&format!("catalog change → {seats} bridges told"), &t);
     println!(
-        "  last of {seats} bridges told {:.1} ms after the change committed",
+        "  last of {seats} bridges told {:.1} ms after the change committed; {late} told after 400 ms",
         last.as_secs_f64() * 1e3
     );
     tmux.kill();

@@ -213,3 +213,187 @@ async fn a_cancelled_active_job_is_drained_before_the_next_job() {
         Some(helper_pb::reply::Result::Pong(_))
     ));
 }
+
+fn observe(pids: Vec<i32>) -> helper_pb::request::Job {
+    helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
+        pids,
+        with_ancestry: false,
+    })
+}
+
+/// The helper process this test's client started.
+fn helper_pid() -> i32 {
+    let me = std::process::id() as i32;
+    std::fs::read_dir("/proc")
+        .expect("proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            clankie_tests::ppid(*pid) == me
+                && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "clankie-helper")
+        })
+        .expect("the helper")
+}
+
+/// Plain observations queued together are one exchange with the real
+/// helper, and each job hears exactly its own processes, as they are now.
+#[tokio::test(flavor = "multi_thread")]
+async fn observations_queued_together_are_one_exchange_and_each_gets_its_own_facts() {
+    let client = HelperClient::start(real(), CancellationToken::new());
+    client.run(ping()).await.expect("warm up");
+    let mut children: Vec<std::process::Child> = (0..10)
+        .map(|_| {
+            std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .expect("sleep")
+        })
+        .collect();
+    // One of them is gone before anything is asked.
+    let mut gone = children.pop().expect("a child");
+    let gone_pid = gone.id() as i32;
+    gone.kill().expect("kill");
+    gone.wait().expect("reap");
+    let pids: Vec<i32> = children.iter().map(|c| c.id() as i32).collect();
+
+    // The helper stopped: the first job waits for its answer, the rest
+    // queue behind it; then it goes on.
+    let helper = nix::unistd::Pid::from_raw(helper_pid());
+    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    let before = client.exchanges();
+    let first = {
+        let c = client.clone();
+        let pid = pids[0];
+        tokio::spawn(async move { c.run(observe(vec![pid])).await })
+    };
+    while client.taken() < 2 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let mut jobs = Vec::new();
+    for (i, pid) in pids.iter().enumerate().skip(1) {
+        let c = client.clone();
+        // Each job names its own child, the one before it, and the gone one.
+        let mine = vec![*pid, pids[i - 1], gone_pid];
+        jobs.push((
+            mine.clone(),
+            tokio::spawn(async move { c.run(observe(mine)).await }),
+        ));
+    }
+    while client.queued() < jobs.len() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGCONT).expect("continue");
+
+    let reply = first.await.expect("join").expect("first");
+    let Some(helper_pb::reply::Result::Observation(o)) = reply.result else {
+        panic!("{reply:?}");
+    };
+    assert_eq!(o.processes.len(), 1);
+    for (mine, job) in jobs {
+        let reply = job.await.expect("join").expect("observed");
+        let Some(helper_pb::reply::Result::Observation(o)) = reply.result else {
+            panic!("{reply:?}");
+        };
+        let got: Vec<i32> = o.processes.iter().map(|f| f.pid).collect();
+        assert_eq!(got, mine, "its own processes, in its order");
+        for f in &o.processes {
+            assert_eq!(f.exited, f.pid == gone_pid, "{f:?}");
+            if !f.exited {
+                assert!(f.pidfs_id > 0 && f.start_time > 0, "{f:?}");
+            }
+        }
+    }
+    assert_eq!(
+        client.exchanges() - before,
+        2,
+        "the first job's own exchange, then one for the nine behind it"
+    );
+
+    // With ancestry: each job hears its processes and their parents up to
+    // init, exactly as a job of its own hears them, though the chains meet.
+    let ancestry = |pids: Vec<i32>| {
+        helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
+            pids,
+            with_ancestry: true,
+        })
+    };
+    let chain = |r: helper_pb::Reply| match r.result {
+        Some(helper_pb::reply::Result::Observation(o)) => o
+            .processes
+            .iter()
+            .map(|f| (f.pid, f.ppid, f.pidfs_id, f.exited))
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    let before = client.exchanges();
+    let taken = client.taken();
+    let first = {
+        let c = client.clone();
+        let pid = pids[0];
+        tokio::spawn(async move { c.run(ancestry(vec![pid])).await })
+    };
+    while client.taken() < taken + 1 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let mut jobs = Vec::new();
+    for (i, pid) in pids.iter().enumerate().skip(1) {
+        let c = client.clone();
+        let mine = vec![*pid, pids[i - 1]];
+        let job = ancestry(mine.clone());
+        jobs.push((mine, tokio::spawn(async move { c.run(job).await })));
+    }
+    while client.queued() < jobs.len() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGCONT).expect("continue");
+    first.await.expect("join").expect("first");
+    let mut merged = Vec::new();
+    for (mine, job) in jobs {
+        merged.push((mine, chain(job.await.expect("join").expect("observed"))));
+    }
+    assert_eq!(client.exchanges() - before, 2, "merged with ancestry too");
+    for (mine, got) in merged {
+        let alone = chain(client.run(ancestry(mine.clone())).await.expect("alone"));
+        assert_eq!(got, alone, "{mine:?}");
+        assert!(got.iter().any(|f| f.1 == 0), "up to init: {got:?}");
+    }
+    for mut c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// A merged observation the helper does not answer as one (this fake
+/// answers every request with a pong) is run again job by job: each job
+/// still gets the helper's answer to itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_merged_observation_refused_as_a_whole_runs_job_by_job() {
+    let client = HelperClient::start(fake(&["delay", "0.3"]), CancellationToken::new());
+    client.run(ping()).await.expect("warm up");
+    let before = client.exchanges();
+    let active = {
+        let c = client.clone();
+        tokio::spawn(async move { c.run(ping()).await })
+    };
+    while client.exchanges() == before {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let jobs: Vec<_> = (1..=4)
+        .map(|pid| {
+            let c = client.clone();
+            tokio::spawn(async move { c.run(observe(vec![pid])).await })
+        })
+        .collect();
+    active.await.expect("join").expect("ping");
+    for job in jobs {
+        let reply = job.await.expect("join").expect("answered");
+        assert!(
+            matches!(reply.result, Some(helper_pb::reply::Result::Pong(_))),
+            "{reply:?}"
+        );
+    }
+    // The ping, one merged try, then each of the four on its own.
+    assert_eq!(client.exchanges() - before, 6);
+}

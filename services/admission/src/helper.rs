@@ -12,6 +12,14 @@
 //! - a malformed reply, an active timeout or the helper's exit refuses every
 //!   pending observation and closes that helper;
 //! - shutdown closes only this service's own helper.
+//!
+//! Observations waiting together (alike in following ancestry or not) go
+//! to the helper as one: a burst of rechecks and seat observations (every
+//! seat relisting after a catalog change) is one exchange instead of one
+//! each. Every fact still comes from an
+//! observation made after its job was queued, so none is older than a job
+//! of its own would see. A merged observation the helper refuses is run
+//! again job by job, so one job's unreadable process fails only that job.
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -63,6 +71,104 @@ impl Failure {
 struct Job {
     job: helper_pb::request::Job,
     reply: oneshot::Sender<Result<helper_pb::Reply, Failure>>,
+    /// Runs on its own: its merged observation was refused.
+    alone: bool,
+}
+
+/// The most plain observations merged into one exchange, and the most
+/// processes one observation may name (the helper's own bound).
+const MERGE_JOBS: usize = 64;
+const MERGE_PIDS: usize = 256;
+
+/// The pids of an observation that may be merged, and whether it follows
+/// ancestry (only observations alike are merged).
+fn mergeable(job: &Job) -> Option<(&[i32], bool)> {
+    match &job.job {
+        helper_pb::request::Job::Observe(o) if !job.alone => Some((&o.pids, o.with_ancestry)),
+        _ => None,
+    }
+}
+
+/// Takes the observations like `first` queued behind it, up to the bounds,
+/// leaving everything else in its place.
+fn take_mergeable(shared: &Shared, first: &Job) -> Vec<Job> {
+    let Some((pids, ancestry)) = mergeable(first) else {
+        return Vec::new();
+    };
+    let mut count = pids.len();
+    let mut q = shared.queue.lock();
+    let mut taken = Vec::new();
+    let mut kept = VecDeque::with_capacity(q.len());
+    while let Some(job) = q.pop_front() {
+        let fits =
+            mergeable(&job).is_some_and(|(p, a)| a == ancestry && count + p.len() <= MERGE_PIDS);
+        if fits && taken.len() + 1 < MERGE_JOBS && !job.reply.is_closed() {
+            count += mergeable(&job).map_or(0, |(p, _)| p.len());
+            shared
+                .taken
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            taken.push(job);
+        } else {
+            kept.push_back(job);
+        }
+    }
+    *q = kept;
+    taken
+}
+
+/// One observation naming every pid of `jobs`, once each.
+fn merged(jobs: &[&Job]) -> helper_pb::request::Job {
+    let mut seen = std::collections::HashSet::new();
+    let ancestry = jobs
+        .first()
+        .and_then(|j| mergeable(j))
+        .is_some_and(|(_, a)| a);
+    let pids = jobs
+        .iter()
+        .flat_map(|j| mergeable(j).map_or(&[][..], |(p, _)| p).iter().copied())
+        .filter(|p| seen.insert(*p))
+        .collect();
+    helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
+        pids,
+        with_ancestry: ancestry,
+    })
+}
+
+/// The helper's bound on one ancestry walk.
+const MAX_HOPS: usize = 65;
+
+/// `job`'s own answer out of a merged observation's facts, as the helper
+/// answers a job of its own: each pid once, in order, and with ancestry
+/// each one's parents up to init (or to one already given, one gone, or
+/// the hop bound). The merged observation walked every such chain, each
+/// process once, so every fact a chain needs is there.
+fn split(
+    job: &Job,
+    id: u64,
+    facts: &std::collections::HashMap<i32, helper_pb::ProcessFact>,
+) -> Result<helper_pb::Reply, Failure> {
+    let (pids, ancestry) = mergeable(job).unwrap_or((&[], false));
+    let mut seen = std::collections::HashSet::new();
+    let mut processes = Vec::new();
+    for pid in pids {
+        let mut next = Some(*pid);
+        let mut hops = 0;
+        while let Some(p) = next {
+            if p <= 0 || !seen.insert(p) || hops >= MAX_HOPS {
+                break;
+            }
+            hops += 1;
+            let fact = facts.get(&p).cloned().ok_or(Failure::Malformed)?;
+            next = (ancestry && fact.ppid > 0).then_some(fact.ppid);
+            processes.push(fact);
+        }
+    }
+    Ok(helper_pb::Reply {
+        id,
+        result: Some(helper_pb::reply::Result::Observation(
+            helper_pb::Observation { processes },
+        )),
+    })
 }
 
 struct Shared {
@@ -70,6 +176,8 @@ struct Shared {
     ready: Notify,
     /// Jobs the driver has made active, for diagnostics.
     taken: std::sync::atomic::AtomicU64,
+    /// Requests written to a helper.
+    exchanges: std::sync::atomic::AtomicU64,
 }
 
 /// A cheap handle to the helper queue.
@@ -86,6 +194,7 @@ impl HelperClient {
             queue: Mutex::new(VecDeque::new()),
             ready: Notify::new(),
             taken: std::sync::atomic::AtomicU64::new(0),
+            exchanges: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(drive(shared.clone(), command, shutdown));
         HelperClient { shared }
@@ -106,7 +215,11 @@ impl HelperClient {
             if q.len() >= MAX_QUEUE {
                 return Err(Failure::QueueFull);
             }
-            q.push_back(Job { job, reply: tx });
+            q.push_back(Job {
+                job,
+                reply: tx,
+                alone: false,
+            });
         }
         self.shared.ready.notify_one();
         rx.await.unwrap_or(Err(Failure::ShuttingDown))
@@ -115,6 +228,13 @@ impl HelperClient {
     /// Jobs the driver has taken from the queue so far.
     pub fn taken(&self) -> u64 {
         self.shared.taken.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Requests written to a helper so far (merged observations are one).
+    pub fn exchanges(&self) -> u64 {
+        self.shared
+            .exchanges
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Jobs waiting (cancelled ones excluded).
@@ -225,9 +345,15 @@ async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: Cancellation
         };
         next_id += 1;
         let id = next_id;
+        let more = take_mergeable(&shared, &job);
+        let request = if more.is_empty() {
+            job.job.clone()
+        } else {
+            merged(&std::iter::once(&job).chain(&more).collect::<Vec<_>>())
+        };
         let frame = helper_pb::Request {
             id,
-            job: Some(job.job),
+            job: Some(request),
         }
         .encode_length_delimited_to_vec();
         // The timeout starts now that the job is active.
@@ -236,6 +362,9 @@ async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: Cancellation
         } else {
             ACTIVE_TIMEOUT
         };
+        shared
+            .exchanges
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let exchange = async {
             helper
                 .stdin
@@ -254,10 +383,45 @@ async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: Cancellation
             Err(_) => Err(Failure::Timeout),
         };
         match outcome {
-            Ok(reply) => {
+            Ok(reply) if more.is_empty() => {
                 helper.fresh = false;
                 // A cancelled caller's reply is drained here and discarded.
                 let _ = job.reply.send(Ok(reply));
+            }
+            Ok(reply) => {
+                helper.fresh = false;
+                let Some(helper_pb::reply::Result::Observation(o)) = reply.result else {
+                    // Refused as a whole: each job again on its own, first.
+                    let mut q = shared.queue.lock();
+                    shared
+                        .taken
+                        .fetch_sub(1 + more.len() as u64, std::sync::atomic::Ordering::AcqRel);
+                    for mut j in std::iter::once(job).chain(more).rev() {
+                        j.alone = true;
+                        q.push_front(j);
+                    }
+                    continue;
+                };
+                let facts = o.processes.into_iter().map(|f| (f.pid, f)).collect();
+                let mut again = Vec::new();
+                for j in std::iter::once(job).chain(more) {
+                    match split(&j, id, &facts) {
+                        Ok(answer) => {
+                            let _ = j.reply.send(Ok(answer));
+                        }
+                        // A chain the merged walk cut short (the hop
+                        // bound): that job on its own.
+                        Err(_) => again.push(j),
+                    }
+                }
+                let mut q = shared.queue.lock();
+                for mut j in again.into_iter().rev() {
+                    shared
+                        .taken
+                        .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                    j.alone = true;
+                    q.push_front(j);
+                }
             }
             Err(failure) => {
                 tracing::warn!(reason = failure.reason(), "fleet.local_proof.diagnostic");
@@ -269,7 +433,9 @@ async fn drive(shared: Arc<Shared>, command: Vec<String>, shutdown: Cancellation
                     let _ = dead.child.start_kill();
                     let _ = dead.child.wait().await;
                 }
-                let _ = job.reply.send(Err(failure));
+                for j in std::iter::once(job).chain(more) {
+                    let _ = j.reply.send(Err(failure));
+                }
             }
         }
     }
