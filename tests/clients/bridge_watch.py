@@ -1,6 +1,7 @@
 """Holds a channel-less fleet bridge (`clankie mcp --fleet --no-channel`,
-as a harness that reads its deliveries itself starts it) with the Python
-MCP SDK over stdio, and writes what it lists: once at the start, then after
+as a harness that reads its deliveries itself starts it; with
+BRIDGE_WATCH_CHANNEL=1 in the environment, one with its seat channel) with
+the Python MCP SDK over stdio, and writes what it lists: once at the start, then after
 every `notifications/tools/list_changed` it hears. Runs until killed.
 
 Usage: python bridge_watch.py CLANKIE_BIN OUT [AGAIN]
@@ -48,7 +49,8 @@ async def main() -> None:
 
     # The bridge's own log lines go to OUT.err, for a test to read.
     errlog = open(out + ".err", "w")
-    async with stdio_client(bridge.fleet(clankie, "--no-channel"), errlog=errlog) as (read, write):
+    extra = () if os.environ.get("BRIDGE_WATCH_CHANNEL") == "1" else ("--no-channel",)
+    async with stdio_client(bridge.fleet(clankie, *extra), errlog=errlog) as (read, write):
         async with ClientSession(read, write, message_handler=on_message) as s:
             await s.initialize()
             note(out, "listed", (await s.list_tools()).tools)

@@ -479,6 +479,85 @@ async fn a_channel_less_bridge_hears_a_catalog_change_after_the_gateway_restarts
     assert!(changed.is_some(), "{:?}", listings());
 }
 
+/// A seat's parked poll that ends on a catalog change carries the new
+/// listing, and the bridge takes it instead of listing again: the real
+/// bridge says which it did, and its harness (the Python SDK) hears
+/// `tools/list_changed` and lists the tools gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parked_seat_poll_carries_the_changed_listing_to_its_harness() {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("watch.jsonl");
+    let err = out.with_extension("jsonl.err");
+    let python = python().display().to_string();
+    let script = repo_root().join("tests/clients/bridge_watch.py");
+    let script = script.display().to_string();
+    let clankie = bin_dir().join("clankie").display().to_string();
+    let out_arg = out.display().to_string();
+    stack.clankie_ok(&[
+        "hire",
+        "--project",
+        "alpha",
+        "--",
+        "env",
+        "BRIDGE_WATCH_CHANNEL=1",
+        "RUST_LOG=info,clankie=debug,clankie_cli=debug",
+        &python,
+        &script,
+        &clankie,
+        &out_arg,
+    ]);
+    let listings = || -> Vec<Value> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let has_call = |v: &Value| {
+        v["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|n| n == "clankie_call"))
+    };
+    let bridge_log = || std::fs::read_to_string(&err).unwrap_or_default();
+    // Parked: the first poll (which does not wait) was answered, so the
+    // next one waits on a revision.
+    let parked = clankie_tests::eventually(Duration::from_secs(60), async || {
+        bridge_log()
+            .lines()
+            .any(|l| l.contains("seat poll") && l.contains("wait=25000"))
+            .then_some(())
+    })
+    .await;
+    assert!(parked.is_some(), "{}", bridge_log());
+    let first = listings();
+    assert!(first.first().is_some_and(has_call), "{first:?}");
+
+    stack.clankie_ok(&["fleet", "set", "--tools", "off"]);
+    let changed = clankie_tests::eventually(Duration::from_secs(60), async || {
+        listings()
+            .into_iter()
+            .find(|l| l["event"] == "changed" && !has_call(l))
+    })
+    .await;
+    assert!(changed.is_some(), "{:?}\n{}", listings(), bridge_log());
+    let changed = changed.unwrap_or_default();
+    let tools = changed["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t == "message_clankie"),
+        "the seat keeps its own tools: {changed}"
+    );
+    assert!(
+        bridge_log()
+            .lines()
+            .any(|l| l.contains("took the listing a seat poll carried") && l.contains("changed=true")),
+        "{}",
+        bridge_log()
+    );
+}
+
 /// `tests/peers/stalling_gateway.py` on `dir/gateway.sock`, logging to
 /// `dir/LOG`; `stall`: whether it holds every tool listing open. Returns
 /// once it listens.

@@ -6,8 +6,9 @@
 //! ends it, and nothing reopens it until the harness asks).
 //!
 //! - `GET /v1/fleet/seats/{pane}/tool-catalog?wait=25000&revision=R` on
-//!   one kept-alive connection; a changed revision makes the bridge list
-//!   again, and its harness hears of it only if the tools really changed.
+//!   one kept-alive connection; a changed revision carries the new listing
+//!   (else the bridge lists again), and its harness hears of it only if
+//!   the tools really changed.
 //! - An unchanged catalog is still listed again every 5 minutes.
 //! - With no fresh revision (a failing poll, a refusal, a 404 from a
 //!   service without the route) the bridge lists every 5 s, and tries the
@@ -41,9 +42,7 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
         }
         let path = format!("{base}?wait={WAIT_MS}&revision={}", encode(&revision));
         let fresh = match http.call("GET", &path, None).await {
-            Ok((200, body)) => serde_json::from_value::<CatalogAnswer>(body)
-                .ok()
-                .map(|a| a.catalog_revision),
+            Ok((200, body)) => serde_json::from_value::<CatalogAnswer>(body).ok(),
             Ok((status, _)) => {
                 tracing::debug!(status, "catalog poll refused");
                 None
@@ -54,14 +53,21 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
             }
         };
         match fresh {
-            Some(r) => {
+            Some(answer) => {
                 // The first revision is a change too: the bridge listed
                 // before it knew one.
-                let changed = r != revision;
-                revision = r;
-                if changed || listed.elapsed() >= RECHECK {
-                    up.relist.notify_one();
-                    listed = Instant::now();
+                let changed = answer.catalog_revision != revision;
+                revision = answer.catalog_revision;
+                match answer.listing {
+                    Some(listing) if changed => {
+                        up.carry(listing);
+                        listed = Instant::now();
+                    }
+                    _ if changed || listed.elapsed() >= RECHECK => {
+                        up.relist.notify_one();
+                        listed = Instant::now();
+                    }
+                    _ => {}
                 }
             }
             None => {

@@ -7,7 +7,8 @@
 //!   not wait: without a revision the gateway cannot end a poll on a
 //!   change, so a seat would hear of one only when its first 25 s were up.
 //!   The revision it learns is a change too (the bridge listed before it
-//!   knew one), so it lists once more.
+//!   knew one), so it lists once more. A poll ended by a change carries the
+//!   new listing, which the bridge takes instead of listing again.
 //! - Listed deliveries are claimed first (exclusively: a claim survives
 //!   timeouts and lost responses). Each claimed one goes to the harness as an
 //!   MCP notification, `notifications/claude/channel` with `{content, meta}`
@@ -70,6 +71,7 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
             })
             .unwrap_or_default();
         let wait = if revision.is_empty() { 0 } else { POLL_WAIT_MS };
+        tracing::debug!(wait, "seat poll");
         let path = format!(
             "{}?wait={wait}&revision={}&tools={}",
             route(SeatRoute::Mailbox),
@@ -106,7 +108,10 @@ pub async fn run(up: Arc<Gateway>, socket: String, pane: String) {
             }
         };
         if polled.catalog_revision != revision {
-            up.relist.notify_one();
+            match polled.listing {
+                Some(listing) => up.carry(listing),
+                None => up.relist.notify_one(),
+            }
         }
         revision = polled.catalog_revision;
         if polled.deliveries.is_empty() {

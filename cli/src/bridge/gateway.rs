@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use clankie_runtime::ErrorCode;
 use clankie_types::fleet::catalog::CatalogSettings;
+use clankie_types::fleet::seat::Listing;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use rmcp::ServiceExt;
@@ -63,6 +64,9 @@ pub(crate) struct Gateway {
     pub(crate) settings: RwLock<Option<CatalogSettings>>,
     pub(crate) last_error: RwLock<String>,
     pub(crate) relist: Arc<Notify>,
+    /// A listing a seat poll carried, taken by the relist task instead of
+    /// listing again.
+    pub(crate) carried: std::sync::Mutex<Option<Listing>>,
     /// The harness's side: list changes, progress and log lines.
     pub(crate) echo: super::echo::Echo,
     /// Set by a definite non-member refusal; automatic requests stop.
@@ -222,7 +226,7 @@ impl Gateway {
     pub(crate) async fn refresh_inner(&self) -> Result<bool, String> {
         let peer = self.peer().await?;
         let listed = tokio::time::timeout(REQUEST_BUDGET, list_with_settings(&peer)).await;
-        let (mut tools, settings) = match listed {
+        let (tools, settings) = match listed {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 let msg = e.to_string();
@@ -236,6 +240,44 @@ impl Gateway {
                 return Err("tools/list timed out".into());
             }
         };
+        Ok(self.keep(tools, settings).await)
+    }
+
+    /// Hands the relist task a listing a seat poll carried.
+    pub(crate) fn carry(&self, listing: Listing) {
+        if let Ok(mut slot) = self.carried.lock() {
+            *slot = Some(listing);
+        }
+        self.relist.notify_one();
+    }
+
+    /// The catalog now: the listing a poll carried if there is one, else a
+    /// fresh `tools/list`. Returns whether it differs from the last one.
+    pub(crate) async fn renew(&self) -> Result<bool, String> {
+        let carried = self.carried.lock().ok().and_then(|mut c| c.take());
+        let Some(Listing(listing)) = carried else {
+            return self.refresh().await;
+        };
+        match serde_json::from_value::<rmcp::model::ListToolsResult>(listing) {
+            Ok(listed) => {
+                let settings = listed
+                    .meta
+                    .as_ref()
+                    .and_then(|m| CatalogSettings::read(&m.0));
+                let changed = self.keep(listed.tools, settings).await;
+                self.note_outcome::<()>(&Ok(()));
+                tracing::debug!(changed, "took the listing a seat poll carried");
+                Ok(changed)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a carried listing is unreadable; listing again");
+                self.refresh().await
+            }
+        }
+    }
+
+    /// Keeps a verified listing; returns whether it differs from the last.
+    async fn keep(&self, mut tools: Vec<Tool>, settings: Option<CatalogSettings>) -> bool {
         // A family the settings switch off never stays in the catalog.
         if let Some(s) = settings {
             tools.retain(|t| s.keeps(&t.name));
@@ -245,7 +287,7 @@ impl Gateway {
         let changed = cache.as_ref().map(|c| !same(c, &tools)).unwrap_or(true);
         *cache = Some(tools);
         self.last_error.write().await.clear();
-        Ok(changed)
+        changed
     }
 
     /// A name for the catalog the bridge holds now: the hash of its tool

@@ -551,6 +551,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
         settings: RwLock::new(None),
         last_error: RwLock::new(String::new()),
         relist: Arc::new(Notify::new()),
+        carried: Default::default(),
         echo: Default::default(),
         quiet: std::sync::atomic::AtomicBool::new(false),
     });
@@ -565,7 +566,7 @@ pub async fn run(paths: StatePaths, args: McpArgs) -> anyhow::Result<ExitCode> {
                 if up.is_quiet() {
                     continue;
                 }
-                match up.refresh().await {
+                match up.renew().await {
                     Ok(true) => {
                         up.notify_downstream().await;
                         // Codex refreshes only when its registration changes.

@@ -152,20 +152,31 @@ impl Op<'_> {
                     seat_id: Some(r.seat_id),
                     catalog_revision: revision,
                     deliveries: seat::deliveries(&r.deliveries).map_err(unreadable)?,
+                    listing: None,
                 })
             }
             revision = changed => Ok(PollAnswer {
                 seat_id: None,
                 catalog_revision: revision,
                 deliveries: Vec::new(),
+                listing: crate::mcp::listing::at_revision(self.shared, self.who).await,
             }),
         }
     }
 
     /// The catalog-only long poll: never reads or binds the mailbox.
     pub(crate) async fn catalog_revision(&self, wait: Duration, known: &str) -> CatalogAnswer {
+        let revision = self.settled_revision(known, wait).await;
+        // A published change carries its listing; the first answer does
+        // not (the bridge lists once it knows a revision).
+        let listing = if !known.is_empty() && revision != known {
+            crate::mcp::listing::at_revision(self.shared, self.who).await
+        } else {
+            None
+        };
         CatalogAnswer {
-            catalog_revision: self.settled_revision(known, wait).await,
+            catalog_revision: revision,
+            listing,
         }
     }
 

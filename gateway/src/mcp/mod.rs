@@ -10,14 +10,13 @@ mod definitions;
 mod dispatch;
 mod grant;
 mod hear;
+pub(crate) mod listing;
 mod watch;
 
 pub(crate) use watch::announce;
 
-use clankie_types::fleet::catalog::{CatalogSettings, Switch};
 use std::sync::Arc;
 
-use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::fleet::FleetTool;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
@@ -25,14 +24,13 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::Instrument as _;
 
 use crate::Shared;
 use crate::doors::Admitted;
 use crate::fleet::grant::GrantOp;
 use crate::fleet::{Budget, Op};
-use definitions::*;
 
 /// One MCP session's handler (the service makes one per session).
 #[derive(Clone)]
@@ -110,47 +108,13 @@ impl ServerHandler for Bridge {
             return grant::list(&op).instrument(span).await;
         }
         async move {
-            let op = Op::new(&self.shared, &a);
-            let mut tools = if a.tools_on {
-                let info = op.catalog_now().await;
-                tool_definitions(&info.connected, info.revision)
+            let info = if a.tools_on {
+                Op::new(&self.shared, &a).catalog_now().await
             } else {
-                Vec::new()
+                self.shared.catalog.borrow().clone()
             };
-            // The settings it is served under go with it, so a bridge can
-            // drop a family they switch off (`fleet::catalog`).
-            let mut settings = CatalogSettings {
-                tools: a.tools_on.into(),
-                peer_messages: Switch::Off,
-                reviews: Switch::Off,
-            };
-            // Reports are the seat's own channel, apart from fleet.tools.
-            if a.is_seat() {
-                tools.push(report_definition());
-                if self.shared.settings.borrow().peer_messages {
-                    tools.extend(peer_definitions());
-                    settings.peer_messages = Switch::On;
-                }
-                // Review tools only when the seat's project has a standing
-                // reviewer (and the mailbox answers).
-                let req = Call::new(clankie_proto::mailbox::v1::SeatToolsRequest {})
-                    .timeout(INTERNAL)
-                    .ticket(&a.ticket)
-                    .request();
-                if let Ok(seat) = self.shared.mailbox.clone().seat_tools(req).await {
-                    let seat = seat.into_inner();
-                    if seat.reviews {
-                        tools.extend(review_definitions());
-                        settings.reviews = Switch::On;
-                    }
-                    if seat.lead {
-                        tools.extend(lead_definitions());
-                    }
-                }
-            }
-            let mut meta = serde_json::Map::new();
-            settings.write(&mut meta);
-            serde_json::from_value(json!({ "tools": tools, "_meta": meta }))
+            let listed = listing::listing(&self.shared, &a, a.tools_on, &info).await;
+            serde_json::from_value(listed.listing)
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
         }
         .instrument(span)

@@ -152,7 +152,7 @@ pub fn deliveries(ds: &[mailbox_pb::Delivery]) -> Result<Vec<Delivery>, Unspecif
 }
 
 /// The mailbox long poll's answer. A poll ended by a catalog change names
-/// no seat and carries no deliveries.
+/// no seat and carries no deliveries, but usually the new listing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PollAnswer {
@@ -160,6 +160,8 @@ pub struct PollAnswer {
     pub seat_id: Option<String>,
     pub catalog_revision: String,
     pub deliveries: Vec<Delivery>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listing: Option<Listing>,
 }
 
 /// The catalog-only long poll's answer.
@@ -167,7 +169,17 @@ pub struct PollAnswer {
 #[serde(rename_all = "camelCase")]
 pub struct CatalogAnswer {
     pub catalog_revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listing: Option<Listing>,
 }
+
+/// What the member lists at a poll's new revision, exactly as its
+/// `tools/list` would answer (`tools`, and `_meta` with the settings they
+/// are served under). A poll that ends on a catalog change carries it, so
+/// a parked bridge is told without listing again; without it (the seat's
+/// own tools could not be read) the bridge lists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Listing(pub serde_json::Value);
 
 /// `POST …/mailbox/claim`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -343,6 +355,12 @@ mod tests {
         assert_eq!(serde_json::to_value(&poll).expect("json"), f["poll"]);
         let changed: PollAnswer = serde_json::from_value(f["pollChanged"].clone()).expect("poll");
         assert_eq!(changed.seat_id, None);
+        let served = changed
+            .listing
+            .as_ref()
+            .and_then(|l| l.0["_meta"].as_object())
+            .and_then(crate::fleet::catalog::CatalogSettings::read);
+        assert!(served.is_some(), "a carried listing names its settings");
         assert_eq!(
             serde_json::to_value(&changed).expect("json"),
             f["pollChanged"]
