@@ -552,7 +552,8 @@ async fn a_parked_seat_poll_carries_the_changed_listing_to_its_harness() {
     assert!(
         bridge_log()
             .lines()
-            .any(|l| l.contains("took the listing a seat poll carried") && l.contains("changed=true")),
+            .any(|l| l.contains("took the listing a seat poll carried")
+                && l.contains("changed=true")),
         "{}",
         bridge_log()
     );

@@ -33,7 +33,21 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         request: Request<admission_pb::RecheckRequest>,
     ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
         let (principal, settings) = self
-            .recheck(&request.into_inner().ticket)
+            .recheck(&request.into_inner().ticket, true)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(admission_pb::RecheckResponse {
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
+    }
+
+    async fn ticket_principal(
+        &self,
+        request: Request<admission_pb::RecheckRequest>,
+    ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
+        let (principal, settings) = self
+            .recheck(&request.into_inner().ticket, false)
             .await
             .map_err(refused)?;
         Ok(Response::new(admission_pb::RecheckResponse {
@@ -251,7 +265,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
     ) -> Result<Response<admission_pb::SeatIdentity>, Status> {
         let ticket = request.into_inner().ticket;
         // The ticket's proof is rechecked first: a stale proof is no seat.
-        let (_, settings) = self.recheck(&ticket).await.map_err(refused)?;
+        let (_, settings) = self.recheck(&ticket, true).await.map_err(refused)?;
         let local = lock(&self.inner.tickets)
             .get(&ticket)
             .and_then(|t| t.local.clone());

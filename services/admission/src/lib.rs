@@ -386,9 +386,13 @@ impl AdmissionService {
         ticket
     }
 
+    /// Rechecks a ticket: a local proof is observed again (`observe`), and
+    /// its link must stand. Without `observe`, only the ticket and its link
+    /// are looked up (`TicketPrincipal`).
     async fn recheck(
         &self,
         ticket: &str,
+        observe: bool,
     ) -> Result<(Principal, admission_pb::FleetSettings), ClankieError> {
         let (link_id, principal, local) = {
             let tickets = lock(&self.inner.tickets);
@@ -402,7 +406,7 @@ impl AdmissionService {
             (t.link_id.clone(), t.principal.clone(), t.local.clone())
         };
         // A local proof is rechecked cheaply; a failure discards it.
-        if let Some((link, proof)) = &local {
+        if let Some((link, proof)) = local.as_ref().filter(|_| observe) {
             if let Err(r) = local::recheck(&self.inner.helper, link, proof).await {
                 lock(&self.inner.tickets).remove(ticket);
                 self.count_refusal(r.reason);
@@ -648,7 +652,7 @@ mod tests {
         let link = add_link(&svc, "timed");
         let (link_id, p) = svc.admit_bearer("timed").expect("admit");
         let ticket = svc.issue_ticket(link_id, p, None);
-        svc.recheck(&ticket).await.expect("recheck");
+        svc.recheck(&ticket, true).await.expect("recheck");
         lock(&svc.inner.links)
             .update(|f| {
                 for l in f.links.iter_mut().filter(|l| l.link_id == link) {
@@ -660,7 +664,7 @@ mod tests {
         assert_eq!(refused.code, ErrorCode::FleetCredentialInvalid);
         assert!(refused.message.contains("expired"), "{}", refused.message);
         assert_eq!(
-            svc.recheck(&ticket).await.expect_err("expired").code,
+            svc.recheck(&ticket, true).await.expect_err("expired").code,
             ErrorCode::FleetAdmissionRevoked
         );
     }
@@ -681,13 +685,26 @@ mod tests {
         assert_eq!(p.fleet_id, "alpha");
         assert!(p.pane_id.is_empty());
         let ticket = svc.issue_ticket(link_id, p, None);
-        svc.recheck(&ticket).await.expect("recheck");
+        svc.recheck(&ticket, true).await.expect("recheck");
         lock(&svc.inner.links)
             .update(|f| f.links.retain(|l| l.link_id != link))
             .expect("saved");
         assert_eq!(
-            svc.recheck(&ticket).await.expect_err("revoked").code,
+            svc.recheck(&ticket, true).await.expect_err("revoked").code,
             ErrorCode::FleetAdmissionRevoked
+        );
+        // A lookup without observation (`TicketPrincipal`) stops with it,
+        // and a ticket never issued names no one.
+        assert_eq!(
+            svc.recheck(&ticket, false).await.expect_err("revoked").code,
+            ErrorCode::FleetAdmissionRevoked
+        );
+        assert_eq!(
+            svc.recheck("tkt-forged", false)
+                .await
+                .expect_err("forged")
+                .code,
+            ErrorCode::FleetCredentialRequired
         );
     }
 

@@ -71,6 +71,33 @@ impl MailboxService {
         Ok(principal)
     }
 
+    /// The pane a request's ticket was issued to, looked up without a
+    /// fresh observation: only for what the gateway asks while serving a
+    /// request it already rechecked (a seat's own tool families).
+    pub(crate) async fn ticket_pane<T>(
+        &self,
+        req: &Request<T>,
+    ) -> Result<clankie_proto::common::v1::Principal, ClankieError> {
+        let ticket = Self::ticket_of(req)?;
+        let call = Call::new(admission_pb::RecheckRequest { ticket })
+            .timeout(INTERNAL)
+            .request();
+        let principal = self
+            .inner
+            .admission
+            .clone()
+            .ticket_principal(call)
+            .await
+            .answer()?
+            .principal
+            .unwrap_or_default();
+        if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
+            return Err(ErrorCode::LocalProcessMembershipRequired
+                .err("a seat's tools need a proven pane; a bearer link has none"));
+        }
+        Ok(principal)
+    }
+
     pub(crate) fn ticket_of<T>(req: &Request<T>) -> Result<String, ClankieError> {
         grpc::ticket(req.metadata())
             .map(str::to_string)

@@ -459,7 +459,8 @@ impl MailboxService {
         &self,
         request: Request<mailbox_pb::SeatToolsRequest>,
     ) -> Result<Response<mailbox_pb::SeatToolsResponse>, ClankieError> {
-        let principal = self.pane_principal(&request).await?;
+        // The gateway rechecked this ticket for the request it serves.
+        let principal = self.ticket_pane(&request).await?;
         self.hold_codex_pane(&request, &principal).await?;
         let store = self.inner.store.lock().await;
         let reviews = store
