@@ -397,3 +397,81 @@ async fn a_merged_observation_refused_as_a_whole_runs_job_by_job() {
     // The ping, one merged try, then each of the four on its own.
     assert_eq!(client.exchanges() - before, 6);
 }
+
+/// The queue's 128 counts helper requests: a burst of alike observations
+/// behind an active exchange holds one slot per merged group, so it is not
+/// refused, and the slots left are exactly what other jobs may still take.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_alike_observations_holds_one_queue_slot_per_merged_group() {
+    let client = HelperClient::start(real(), CancellationToken::new());
+    client.run(ping()).await.expect("warm up");
+    let me = std::process::id() as i32;
+    let helper = nix::unistd::Pid::from_raw(helper_pid());
+    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    let before = client.exchanges();
+    let first = {
+        let c = client.clone();
+        tokio::spawn(async move { c.run(observe(vec![me])).await })
+    };
+    while client.taken() < 2 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    const BURST: usize = 300;
+    let observations: Vec<_> = (0..BURST)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { c.run(observe(vec![me])).await })
+        })
+        .collect();
+    while client.queued() < BURST {
+        assert!(
+            !observations.iter().any(|j| j.is_finished()),
+            "an observation of the burst was refused"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let groups = BURST.div_ceil(64);
+    assert_eq!(client.depth(), groups as u64, "merged groups, not jobs");
+    // Jobs that cannot merge take one slot each, up to the bound.
+    let pings: Vec<_> = (0..MAX_QUEUE)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { c.run(ping()).await })
+        })
+        .collect();
+    let room = MAX_QUEUE - groups;
+    let started = Instant::now();
+    while pings.iter().filter(|j| j.is_finished()).count() < MAX_QUEUE - room {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "refusals were not immediate"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(client.depth(), MAX_QUEUE as u64);
+    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGCONT).expect("continue");
+
+    first.await.expect("join").expect("first");
+    for job in observations {
+        let reply = job.await.expect("join").expect("observed");
+        let Some(helper_pb::reply::Result::Observation(o)) = reply.result else {
+            panic!("{reply:?}");
+        };
+        let got: Vec<i32> = o.processes.iter().map(|f| f.pid).collect();
+        assert_eq!(got, vec![me]);
+    }
+    let mut refused = 0;
+    for job in pings {
+        match job.await.expect("join") {
+            Ok(_) => {}
+            Err(Failure::QueueFull) => refused += 1,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(refused, MAX_QUEUE - room, "only the pings past the bound");
+    assert_eq!(
+        client.exchanges() - before,
+        (1 + groups + room) as u64,
+        "the first, one per merged group, one per ping"
+    );
+}

@@ -35,8 +35,12 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-/// Queue depth beyond which requests are refused.
+/// Queue depth (the helper requests the queued jobs will take) beyond which
+/// jobs are refused.
 pub const MAX_QUEUE: usize = 128;
+/// The most jobs queued at once, merged or not: keeps the cost of counting
+/// the depth on each arrival, and the queue's memory, bounded.
+pub const MAX_QUEUED_JOBS: usize = 1024;
 /// Transport timeout of an active job.
 pub const ACTIVE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Timeout of a fresh helper's first reply (it pays for its start).
@@ -114,6 +118,34 @@ fn take_mergeable(shared: &Shared, first: &Job) -> Vec<Job> {
     }
     *q = kept;
     taken
+}
+
+/// The helper requests the queued jobs will take: one each, except that
+/// observations alike in ancestry go merged, up to the bounds (the same
+/// greedy grouping the driver takes them in). The queue's 128 counts these,
+/// so a burst of alike observations holds a few slots, not one each.
+fn requests<'a>(jobs: impl Iterator<Item = &'a Job>) -> usize {
+    let mut n = 0;
+    // The open group per ancestry flag: its jobs and pids.
+    let mut open: [Option<(usize, usize)>; 2] = [None, None];
+    for job in jobs.filter(|j| !j.reply.is_closed()) {
+        let Some((pids, ancestry)) = mergeable(job) else {
+            n += 1;
+            continue;
+        };
+        let group = &mut open[usize::from(ancestry)];
+        match group {
+            Some((j, p)) if *j < MERGE_JOBS && *p + pids.len() <= MERGE_PIDS => {
+                *j += 1;
+                *p += pids.len();
+            }
+            _ => {
+                n += 1;
+                *group = Some((1, pids.len()));
+            }
+        }
+    }
+    n
 }
 
 /// One observation naming every pid of `jobs`, once each.
@@ -200,9 +232,9 @@ impl HelperClient {
         HelperClient { shared }
     }
 
-    /// How many jobs wait in the queue now.
+    /// The queue's depth: the helper requests its jobs will take.
     pub fn depth(&self) -> u64 {
-        self.shared.queue.lock().len() as u64
+        requests(self.shared.queue.lock().iter()) as u64
     }
 
     /// Runs one job. Dropping the returned future cancels it: a queued job is
@@ -212,14 +244,17 @@ impl HelperClient {
         {
             let mut q = self.shared.queue.lock();
             q.retain(|j| !j.reply.is_closed());
-            if q.len() >= MAX_QUEUE {
-                return Err(Failure::QueueFull);
-            }
-            q.push_back(Job {
+            let job = Job {
                 job,
                 reply: tx,
                 alone: false,
-            });
+            };
+            if q.len() >= MAX_QUEUED_JOBS
+                || requests(q.iter().chain(std::iter::once(&job))) > MAX_QUEUE
+            {
+                return Err(Failure::QueueFull);
+            }
+            q.push_back(job);
         }
         self.shared.ready.notify_one();
         rx.await.unwrap_or(Err(Failure::ShuttingDown))

@@ -558,7 +558,7 @@ impl AdmissionService {
                     .iter()
                     .map(|(k, v)| (k.to_string(), *v))
                     .collect(),
-                helper_queue_depth: u32::try_from(self.inner.helper.queued()).unwrap_or(u32::MAX),
+                helper_queue_depth: u32::try_from(self.inner.helper.depth()).unwrap_or(u32::MAX),
                 last_proof_at_ms: stats.last_proof_at_ms,
             }),
         }
