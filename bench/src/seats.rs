@@ -222,6 +222,22 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
         bare.push(t.elapsed());
     }
 
+    // What admission does for them: its counters before and after.
+    let mut admission = clankie_runtime::clients::admission(
+        &stack.paths(),
+        clankie_runtime::grpc::Meta::owner(token.trim()),
+    );
+    let mut proof_stats = async || -> anyhow::Result<(u64, u64, u64)> {
+        let s = admission
+            .fleet_status(clankie_proto::admission::v1::FleetStatusRequest {})
+            .await?
+            .into_inner()
+            .local_proofs
+            .unwrap_or_default();
+        Ok((s.proofs, s.reuses, s.helper_exchanges))
+    };
+    let before = proof_stats().await?;
+
     // Sequential peer messages from a to b, each handed to b's harness.
     let recv = dir.path().join("b.recv");
     let started = Instant::now();
@@ -244,6 +260,7 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
         "{} of {messages} handed off",
         lat.len()
     );
+    let after = proof_stats().await?;
     let (b, p) = (summarize(bare), summarize(lat));
     line("bare gRPC round trip (mailbox.sock)", &b);
     line("peer send → recipient handoff", &p);
@@ -252,6 +269,13 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
         us(p.p50) / us(b.p50).max(1e-9),
         us(p.p99) / us(b.p99).max(1e-9),
         messages as f64 / wall.as_secs_f64()
+    );
+    let per = |a: u64, b: u64| (a - b) as f64 / messages as f64;
+    println!(
+        "  per message (both bridges' polls, claims and acks included): {:.1} full proofs, {:.1} rechecks, {:.1} census helper exchanges",
+        per(after.0, before.0),
+        per(after.1, before.1),
+        per(after.2, before.2)
     );
 
     // Catalog change → every waiting bridge told (tools/list_changed).

@@ -154,7 +154,8 @@ impl Gateway {
             Route::Local { socket } => {
                 let cfg = StreamableHttpClientTransportConfig::with_uri("http://localhost/mcp")
                     .reinit_on_expired_session(true);
-                let client = rmcp::transport::UnixSocketHttpClient::new(socket, &cfg.uri);
+                // One kept-alive connection is proven once, then rechecked.
+                let client = clankie_runtime::telemetry::mcp_unix_client(socket.as_ref());
                 let transport =
                     StreamableHttpClientTransport::with_client(TraceHeaders(client), cfg);
                 let transport = Tap::new(transport, self.echo.observer());

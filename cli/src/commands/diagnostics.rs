@@ -119,6 +119,7 @@ pub fn proofs(status: Option<&clankie_proto::admission::v1::LocalProofStats>) ->
                 .then(|| (clankie_runtime::now_ms() - s.last_proof_at_ms).max(0)),
             "proofs": s.proofs,
             "reuses": s.reuses,
+            "helperExchanges": s.helper_exchanges,
         }),
     }
 }

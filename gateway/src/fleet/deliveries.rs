@@ -128,16 +128,21 @@ impl Op<'_> {
         })?;
         let mut mailbox = self.shared.mailbox.clone();
         let poll = mailbox.seat_poll(req);
+        // The seat's own tool families are read while it waits, so a change
+        // wakes it with nothing left to ask.
         let changed = async {
             if known.is_empty() {
-                return std::future::pending::<String>().await;
+                return std::future::pending().await;
             }
-            let revision = self.settled_revision(&known, wait).await;
+            let (revision, families) = tokio::join!(
+                self.settled_revision(&known, wait),
+                crate::mcp::listing::seat_families(self.shared, self.who)
+            );
             if revision == known {
                 // Held (or unchanged) to the end: let the poll answer.
-                std::future::pending::<String>().await
+                std::future::pending().await
             } else {
-                revision
+                (revision, families)
             }
         };
         tokio::select! {
@@ -155,22 +160,25 @@ impl Op<'_> {
                     listing: None,
                 })
             }
-            revision = changed => Ok(PollAnswer {
+            (revision, families) = changed => Ok(PollAnswer {
                 seat_id: None,
                 catalog_revision: revision,
                 deliveries: Vec::new(),
-                listing: crate::mcp::listing::at_revision(self.shared, self.who).await,
+                listing: crate::mcp::listing::at_revision(self.shared, self.who, families),
             }),
         }
     }
 
-    /// The catalog-only long poll: never reads or binds the mailbox.
+    /// The catalog-only long poll: never binds a seat in the mailbox; a
+    /// published change reads the seat's tool families, as `tools/list`
+    /// does.
     pub(crate) async fn catalog_revision(&self, wait: Duration, known: &str) -> CatalogAnswer {
         let revision = self.settled_revision(known, wait).await;
         // A published change carries its listing; the first answer does
         // not (the bridge lists once it knows a revision).
         let listing = if !known.is_empty() && revision != known {
-            crate::mcp::listing::at_revision(self.shared, self.who).await
+            let families = crate::mcp::listing::seat_families(self.shared, self.who).await;
+            crate::mcp::listing::at_revision(self.shared, self.who, families)
         } else {
             None
         };

@@ -8,26 +8,48 @@
 use clankie_proto::mcphost::v1 as mcphost_pb;
 use clankie_runtime::clients::{Call, INTERNAL};
 use clankie_types::fleet::catalog::{CatalogSettings, Switch};
+use clankie_types::fleet::seat::Listing;
 use serde_json::{Value, json};
 
 use super::definitions::*;
 use crate::Shared;
 use crate::doors::Admitted;
 
-/// A member's listing, and whether the seat's own tools (review, lead)
-/// were read: when the mailbox does not answer they are left out.
-pub(crate) struct Listed {
-    pub(crate) listing: Value,
-    pub(crate) seat_known: bool,
+/// A seat's own tool families: review (its project names a standing
+/// reviewer) and lead (it holds a lead hire).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SeatFamilies {
+    reviews: bool,
+    lead: bool,
 }
 
-/// What `a` lists with connected tools `tools_on`, at catalog `info`.
-pub(crate) async fn listing(
+/// What the mailbox says of `a`'s own families; None when `a` is no seat
+/// or the mailbox does not answer.
+pub(crate) async fn seat_families(shared: &Shared, a: &Admitted) -> Option<SeatFamilies> {
+    if !a.is_seat() {
+        return None;
+    }
+    let req = Call::new(clankie_proto::mailbox::v1::SeatToolsRequest {})
+        .timeout(INTERNAL)
+        .ticket(&a.ticket)
+        .request();
+    let seat = shared.mailbox.clone().seat_tools(req).await.ok()?;
+    let seat = seat.into_inner();
+    Some(SeatFamilies {
+        reviews: seat.reviews,
+        lead: seat.lead,
+    })
+}
+
+/// What `a` lists with connected tools `tools_on`, at catalog `info`; a
+/// seat's review and lead tools as `families` says (none when unknown).
+pub(crate) fn listing(
     shared: &Shared,
     a: &Admitted,
     tools_on: bool,
     info: &mcphost_pb::CatalogInfo,
-) -> Listed {
+    families: Option<SeatFamilies>,
+) -> Value {
     let mut tools = if tools_on {
         tool_definitions(&info.connected, info.revision)
     } else {
@@ -40,7 +62,6 @@ pub(crate) async fn listing(
         peer_messages: Switch::Off,
         reviews: Switch::Off,
     };
-    let mut seat_known = true;
     // Reports are the seat's own channel, apart from fleet.tools.
     if a.is_seat() {
         tools.push(report_definition());
@@ -48,45 +69,31 @@ pub(crate) async fn listing(
             tools.extend(peer_definitions());
             settings.peer_messages = Switch::On;
         }
-        // Review tools only when the seat's project has a standing
-        // reviewer (and the mailbox answers).
-        let req = Call::new(clankie_proto::mailbox::v1::SeatToolsRequest {})
-            .timeout(INTERNAL)
-            .ticket(&a.ticket)
-            .request();
-        match shared.mailbox.clone().seat_tools(req).await {
-            Ok(seat) => {
-                let seat = seat.into_inner();
-                if seat.reviews {
-                    tools.extend(review_definitions());
-                    settings.reviews = Switch::On;
-                }
-                if seat.lead {
-                    tools.extend(lead_definitions());
-                }
-            }
-            Err(_) => seat_known = false,
+        let families = families.unwrap_or_default();
+        if families.reviews {
+            tools.extend(review_definitions());
+            settings.reviews = Switch::On;
+        }
+        if families.lead {
+            tools.extend(lead_definitions());
         }
     }
     let mut meta = serde_json::Map::new();
     settings.write(&mut meta);
-    Listed {
-        listing: json!({ "tools": tools, "_meta": meta }),
-        seat_known,
-    }
+    json!({ "tools": tools, "_meta": meta })
 }
 
 /// The listing a seat's poll carries at the revision it ends on: the
-/// settings and catalog the gateway holds now. None when the seat's own
-/// tools could not be read; its bridge then lists.
-pub(crate) async fn at_revision(
+/// settings and catalog the gateway holds now, and the seat's families as
+/// read when the poll began (they change with hires, not with the catalog).
+/// None when those could not be read; its bridge then lists.
+pub(crate) fn at_revision(
     shared: &Shared,
     a: &Admitted,
-) -> Option<clankie_types::fleet::seat::Listing> {
+    families: Option<SeatFamilies>,
+) -> Option<Listing> {
+    let families = families?;
     let tools_on = crate::doors::tools_on(Some(&shared.settings.borrow()));
     let info = shared.catalog.borrow().clone();
-    let listed = listing(shared, a, tools_on, &info).await;
-    listed
-        .seat_known
-        .then_some(clankie_types::fleet::seat::Listing(listed.listing))
+    Some(Listing(listing(shared, a, tools_on, &info, Some(families))))
 }

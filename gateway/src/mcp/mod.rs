@@ -113,8 +113,11 @@ impl ServerHandler for Bridge {
             } else {
                 self.shared.catalog.borrow().clone()
             };
-            let listed = listing::listing(&self.shared, &a, a.tools_on, &info).await;
-            serde_json::from_value(listed.listing)
+            // Review tools only when the seat's project has a standing
+            // reviewer (and the mailbox answers).
+            let families = listing::seat_families(&self.shared, &a).await;
+            let listed = listing::listing(&self.shared, &a, a.tools_on, &info, families);
+            serde_json::from_value(listed)
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
         }
         .instrument(span)

@@ -560,6 +560,7 @@ impl AdmissionService {
                     .collect(),
                 helper_queue_depth: u32::try_from(self.inner.helper.depth()).unwrap_or(u32::MAX),
                 last_proof_at_ms: stats.last_proof_at_ms,
+                helper_exchanges: self.inner.helper.exchanges(),
             }),
         }
     }

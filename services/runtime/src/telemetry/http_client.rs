@@ -175,3 +175,16 @@ pub fn mcp_http_client() -> reqwest::Client {
         .build()
         .unwrap_or_default()
 }
+
+/// The same over the gateway's local Unix socket, keeping its connections
+/// alive between requests: the gateway proves a local connection once from
+/// kernel facts and rechecks it cheaply after, so a new connection per
+/// request (rmcp's own Unix client) pays the whole proof every time. A Unix
+/// socket has no delayed ACKs to stall a reused connection.
+pub fn mcp_unix_client(socket: &std::path::Path) -> reqwest::Client {
+    reqwest::Client::builder()
+        .unix_socket(socket)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
+}

@@ -18,7 +18,7 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 static PROVIDER: OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> = OnceLock::new();
 
-pub use http_client::{TraceHeaders, mcp_http_client};
+pub use http_client::{TraceHeaders, mcp_http_client, mcp_unix_client};
 pub use propagate::{
     TRACEPARENT, TRACESTATE, adopt_http_parent, adopt_mcp_parent, adopt_meta_parent,
     current_trace_id, inject_context, inject_meta, server_span,
