@@ -1,7 +1,9 @@
 """Runs `clankie mcp --fleet` with no token (the local socket route), lists
 its tools and calls mcp-server-time through it; writes what it saw to OUT.
 
-Usage: python local_call.py CLANKIE_BIN OUT
+Usage: python local_call.py CLANKIE_BIN OUT [AGAIN]
+With AGAIN, the call is made that many times more in the same session
+("again": how many of those were ok).
 """
 import os
 import sys
@@ -16,6 +18,7 @@ from harness.seat_files import write_json  # noqa: E402
 
 async def main() -> None:
     clankie, out = sys.argv[1], sys.argv[2]
+    again = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     env = {k: v for k, v in os.environ.items() if k != "CLANKIE_FLEET_TOKEN"}
     seen = {}
     params = StdioServerParameters(command=clankie, args=["mcp", "--fleet"], env=env)
@@ -33,6 +36,14 @@ async def main() -> None:
             )
             seen["call"] = bridge.envelope(r)
             seen["isError"] = r.is_error
+            ok = 0
+            for _ in range(again):
+                r = await s.call_tool(
+                    "clankie_call",
+                    {"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}},
+                )
+                ok += bridge.envelope(r).get("outcome") == "ok"
+            seen["again"] = ok
     write_json(out, seen)
 
 

@@ -172,6 +172,7 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
     let args = [
         bin_dir().join("clankie").display().to_string(),
         result.display().to_string(),
+        "10".into(),
     ];
     let pane = run_in_pane(&stack, &tmux, "tests/clients/local_call.py", &args);
     let seen = wait_file(&result, Duration::from_secs(60))
@@ -179,6 +180,15 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
         .expect("the pane's client finished");
     assert_eq!(seen["tools"], seat_tools(), "{seen}");
     assert_eq!(seen["call"]["outcome"], "ok", "{seen}");
+    assert_eq!(seen["again"], 10, "{seen}");
+    // The bridge keeps its connections: eleven calls (and its listing and
+    // seat channel) are a few full proofs, each connection's first, and the
+    // rest rechecks of them.
+    let status = fleet_status(&stack);
+    let counters = &status["localProofs"];
+    let proofs = counters["proofs"].as_u64().unwrap_or(0);
+    assert!((1..=5).contains(&proofs), "{status}");
+    assert!(counters["reuses"].as_u64().unwrap_or(0) >= 11, "{status}");
     let audit = file_lines(&stack.state.path().join("audit/connected-calls.jsonl"));
     assert!(
         audit
@@ -212,8 +222,8 @@ async fn a_bridge_in_a_linked_pane_needs_no_token_and_one_outside_is_refused() {
             .iter()
             .filter(|l| l.contains("\"dispatch\""))
             .count(),
-        1,
-        "nothing was forwarded for the refused client"
+        11,
+        "the inside client's eleven calls; nothing was forwarded for the refused one"
     );
 
     // The counters saw one proven connection reused, and the refusals by reason.
