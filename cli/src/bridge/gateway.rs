@@ -66,7 +66,7 @@ pub(crate) struct Gateway {
     pub(crate) relist: Arc<Notify>,
     /// A listing a seat poll carried, taken by the relist task instead of
     /// listing again.
-    pub(crate) carried: std::sync::Mutex<Option<Listing>>,
+    pub(crate) carried: parking_lot::Mutex<Option<Listing>>,
     /// The harness's side: list changes, progress and log lines.
     pub(crate) echo: super::echo::Echo,
     /// Set by a definite non-member refusal; automatic requests stop.
@@ -246,16 +246,14 @@ impl Gateway {
 
     /// Hands the relist task a listing a seat poll carried.
     pub(crate) fn carry(&self, listing: Listing) {
-        if let Ok(mut slot) = self.carried.lock() {
-            *slot = Some(listing);
-        }
+        *self.carried.lock() = Some(listing);
         self.relist.notify_one();
     }
 
     /// The catalog now: the listing a poll carried if there is one, else a
     /// fresh `tools/list`. Returns whether it differs from the last one.
     pub(crate) async fn renew(&self) -> Result<bool, String> {
-        let carried = self.carried.lock().ok().and_then(|mut c| c.take());
+        let carried = self.carried.lock().take();
         let Some(Listing(listing)) = carried else {
             return self.refresh().await;
         };
