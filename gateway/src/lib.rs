@@ -33,6 +33,7 @@ mod fleet;
 mod http;
 mod intake;
 mod listeners;
+mod listing;
 mod mcp;
 mod origin;
 mod refusal;

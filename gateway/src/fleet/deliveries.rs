@@ -136,7 +136,7 @@ impl Op<'_> {
             }
             let (revision, families) = tokio::join!(
                 self.settled_revision(&known, wait),
-                crate::mcp::listing::seat_families(self.shared, self.who)
+                crate::listing::seat_families(self.shared, self.who)
             );
             if revision == known {
                 // Held (or unchanged) to the end: let the poll answer.
@@ -164,7 +164,7 @@ impl Op<'_> {
                 seat_id: None,
                 catalog_revision: revision,
                 deliveries: Vec::new(),
-                listing: crate::mcp::listing::at_revision(self.shared, self.who, families),
+                listing: crate::listing::at_revision(self.shared, self.who, families),
             }),
         }
     }
@@ -177,8 +177,8 @@ impl Op<'_> {
         // A published change carries its listing; the first answer does
         // not (the bridge lists once it knows a revision).
         let listing = if !known.is_empty() && revision != known {
-            let families = crate::mcp::listing::seat_families(self.shared, self.who).await;
-            crate::mcp::listing::at_revision(self.shared, self.who, families)
+            let families = crate::listing::seat_families(self.shared, self.who).await;
+            crate::listing::at_revision(self.shared, self.who, families)
         } else {
             None
         };

@@ -6,11 +6,9 @@
 //! Each request was admitted by a door (`doors/`); the handler parses it and
 //! runs the fleet operation (`fleet/`) it names.
 
-mod definitions;
 mod dispatch;
 mod grant;
 mod hear;
-pub(crate) mod listing;
 mod watch;
 
 pub(crate) use watch::announce;
@@ -115,8 +113,8 @@ impl ServerHandler for Bridge {
             };
             // Review tools only when the seat's project has a standing
             // reviewer (and the mailbox answers).
-            let families = listing::seat_families(&self.shared, &a).await;
-            let listed = listing::listing(&self.shared, &a, a.tools_on, &info, families);
+            let families = crate::listing::seat_families(&self.shared, &a).await;
+            let listed = crate::listing::listing(&self.shared, &a, a.tools_on, &info, families);
             serde_json::from_value(listed)
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))
         }

@@ -11,9 +11,11 @@ use clankie_types::fleet::catalog::{CatalogSettings, Switch};
 use clankie_types::fleet::seat::Listing;
 use serde_json::{Value, json};
 
-use super::definitions::*;
+mod definitions;
+
 use crate::Shared;
 use crate::doors::Admitted;
+use definitions::*;
 
 /// A seat's own tool families: review (its project names a standing
 /// reviewer) and lead (it holds a lead hire).
