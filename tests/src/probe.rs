@@ -90,6 +90,10 @@ impl Probe {
             .await;
         self.note("admission.Recheck", outcome(r));
         let r = admission
+            .ticket_principal(req(admission_pb::RecheckRequest { ticket: t.into() }, ""))
+            .await;
+        self.note("admission.TicketPrincipal", outcome(r));
+        let r = admission
             .observe_ticket_seat(req(admission_pb::RecheckRequest { ticket: t.into() }, ""))
             .await;
         self.note("admission.ObserveTicketSeat", outcome(r));

@@ -413,6 +413,23 @@ async fn a_refused_bridge_keeps_answering_with_its_verified_catalog() {
     assert_eq!(asked["tools"], first["tools"], "the verified list: {asked}");
 }
 
+/// What `tests/clients/bridge_watch.py` wrote to `out` so far: one
+/// listing per line.
+fn watched(out: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Whether a watched listing holds `clankie_call`.
+fn has_call(v: &Value) -> bool {
+    v["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|n| n == "clankie_call"))
+}
+
 /// A bridge without the seat channel (a harness that reads its deliveries
 /// itself) watches the catalog alone. The gateway restarts under it, which
 /// ends the bridge's MCP stream, and then the owner turns fleet tools off:
@@ -439,18 +456,7 @@ async fn a_channel_less_bridge_hears_a_catalog_change_after_the_gateway_restarts
     let mut hire = vec!["hire", "--project", "alpha", "--"];
     hire.extend(args.iter().map(String::as_str));
     stack.clankie_ok(&hire);
-    let listings = || -> Vec<Value> {
-        std::fs::read_to_string(&out)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    };
-    let has_call = |v: &Value| {
-        v["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|n| n == "clankie_call"))
-    };
+    let listings = || watched(&out);
     let first = clankie_tests::eventually(Duration::from_secs(60), async || {
         listings().into_iter().find(|l| l["event"] == "listed")
     })
@@ -509,18 +515,7 @@ async fn a_parked_seat_poll_carries_the_changed_listing_to_its_harness() {
         &clankie,
         &out_arg,
     ]);
-    let listings = || -> Vec<Value> {
-        std::fs::read_to_string(&out)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    };
-    let has_call = |v: &Value| {
-        v["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|n| n == "clankie_call"))
-    };
+    let listings = || watched(&out);
     let bridge_log = || std::fs::read_to_string(&err).unwrap_or_default();
     // Parked: the first poll (which does not wait) was answered, so the
     // next one waits on a revision.

@@ -32,28 +32,14 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         &self,
         request: Request<admission_pb::RecheckRequest>,
     ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
-        let (principal, settings) = self
-            .recheck(&request.into_inner().ticket, true)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(admission_pb::RecheckResponse {
-            principal: Some(principal),
-            settings: Some(settings),
-        }))
+        self.answer_recheck(request, true).await
     }
 
     async fn ticket_principal(
         &self,
         request: Request<admission_pb::RecheckRequest>,
     ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
-        let (principal, settings) = self
-            .recheck(&request.into_inner().ticket, false)
-            .await
-            .map_err(refused)?;
-        Ok(Response::new(admission_pb::RecheckResponse {
-            principal: Some(principal),
-            settings: Some(settings),
-        }))
+        self.answer_recheck(request, false).await
     }
 
     async fn create_fleet_token(
@@ -328,5 +314,24 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         let rx = self.inner.settings.subscribe();
         let stream = tokio_stream::wrappers::WatchStream::new(rx).map(|s| Ok(s.to_pb()));
         Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+impl AdmissionService {
+    /// `Recheck` (`observe`) or `TicketPrincipal`: the ticket's principal
+    /// and the settings now.
+    async fn answer_recheck(
+        &self,
+        request: Request<admission_pb::RecheckRequest>,
+        observe: bool,
+    ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
+        let (principal, settings) = self
+            .recheck(&request.into_inner().ticket, observe)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(admission_pb::RecheckResponse {
+            principal: Some(principal),
+            settings: Some(settings),
+        }))
     }
 }

@@ -42,33 +42,13 @@ use crate::MailboxService;
 use crate::store::now_ms;
 
 impl MailboxService {
-    /// The pane principal behind a worker request's admission ticket.
+    /// The pane principal behind a worker request's admission ticket, its
+    /// proof rechecked.
     pub(crate) async fn pane_principal<T>(
         &self,
         req: &Request<T>,
     ) -> Result<clankie_proto::common::v1::Principal, ClankieError> {
-        let ticket = grpc::ticket(req.metadata())
-            .ok_or_else(|| {
-                ErrorCode::FleetCredentialRequired.err("the request carries no admission ticket")
-            })?
-            .to_string();
-        let call = Call::new(admission_pb::RecheckRequest { ticket })
-            .timeout(INTERNAL)
-            .request();
-        let principal = self
-            .inner
-            .admission
-            .clone()
-            .recheck(call)
-            .await
-            .answer()?
-            .principal
-            .unwrap_or_default();
-        if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
-            return Err(ErrorCode::LocalProcessMembershipRequired
-                .err("reports need a proven pane; a bearer link cannot report"));
-        }
-        Ok(principal)
+        self.ticket_pane_as(req, true).await
     }
 
     /// The pane a request's ticket was issued to, looked up without a
@@ -78,22 +58,31 @@ impl MailboxService {
         &self,
         req: &Request<T>,
     ) -> Result<clankie_proto::common::v1::Principal, ClankieError> {
+        self.ticket_pane_as(req, false).await
+    }
+
+    /// The pane principal of a request's ticket: admission's `Recheck`
+    /// when `recheck`, else its lookup (`TicketPrincipal`). Bearer tickets
+    /// name no pane.
+    async fn ticket_pane_as<T>(
+        &self,
+        req: &Request<T>,
+        recheck: bool,
+    ) -> Result<clankie_proto::common::v1::Principal, ClankieError> {
         let ticket = Self::ticket_of(req)?;
         let call = Call::new(admission_pb::RecheckRequest { ticket })
             .timeout(INTERNAL)
             .request();
-        let principal = self
-            .inner
-            .admission
-            .clone()
-            .ticket_principal(call)
-            .await
-            .answer()?
-            .principal
-            .unwrap_or_default();
+        let mut admission = self.inner.admission.clone();
+        let answer = if recheck {
+            admission.recheck(call).await
+        } else {
+            admission.ticket_principal(call).await
+        };
+        let principal = answer.answer()?.principal.unwrap_or_default();
         if principal.mode != AdmissionMode::Local as i32 || principal.pane_id.is_empty() {
             return Err(ErrorCode::LocalProcessMembershipRequired
-                .err("a seat's tools need a proven pane; a bearer link has none"));
+                .err("this needs a proven pane; a bearer link has none"));
         }
         Ok(principal)
     }
