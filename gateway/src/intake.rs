@@ -169,10 +169,13 @@ pub(crate) fn request_ids(bytes: &[u8]) -> Result<Vec<String>, (i64, String)> {
 
 /// Buffers a POST body (bounded) and answers a body that is not a JSON-RPC
 /// message with a JSON-RPC error (HTTP 400), before the MCP service sees
-/// it. Returns the request and the ids of the requests it carries.
-pub(crate) async fn checked_body(req: Request) -> Result<(Request, Vec<String>), Response> {
+/// it. Returns the request, the ids of the requests it carries, and
+/// whether the mailbox proves its seat fresh by itself
+/// (`doors::observed`).
+pub(crate) async fn checked_body(req: Request) -> Result<(Request, Vec<String>, bool), Response> {
     if req.method() != http::Method::POST {
-        return Ok((req, Vec::new()));
+        let by_mailbox = crate::doors::observed::by_mailbox(req.method(), req.uri().path(), b"");
+        return Ok((req, Vec::new(), by_mailbox));
     }
     let limit = body_limit(req.uri().path());
     let (parts, body) = req.into_parts();
@@ -203,9 +206,11 @@ pub(crate) async fn checked_body(req: Request) -> Result<(Request, Vec<String>),
         }
         Vec::new()
     };
+    let by_mailbox = crate::doors::observed::by_mailbox(&parts.method, parts.uri.path(), &bytes);
     Ok((
         Request::from_parts(parts, axum::body::Body::from(bytes)),
         ids,
+        by_mailbox,
     ))
 }
 

@@ -6,6 +6,10 @@ Usage:
       One connection: GET the pane's tool-catalog (a proof), write
       OUT.first, wait for OUT.go, GET again on the same connection (a
       recheck) and write OUT.
+  python local_http.py send SEAT OUT
+      One connection: GET the fleet's seats (a seat proof), write
+      OUT.first, wait for OUT.go, then on the same connection POST a peer
+      message to SEAT (written to OUT.sent), and again (OUT).
   python local_http.py time ROUNDS OUT [tcp]
       ROUNDS times each: a new connection and GET /healthz (no proof), a new
       connection and GET tool-catalog (a full proof), and the same request
@@ -65,6 +69,25 @@ if sys.argv[1] == "hold":
     while not os.path.exists(out + ".go"):
         time.sleep(0.05)
     write(out, get(conn, catalog))
+elif sys.argv[1] == "send":
+    to, out = sys.argv[2], sys.argv[3]
+    pane = os.environ.get("TMUX_PANE", "")
+    conn = connection()
+    write(out + ".first", get(conn, seat_path("Peers", pane)))
+    while not os.path.exists(out + ".go"):
+        time.sleep(0.05)
+    for n, where in enumerate([out + ".sent", out]):
+        body = json.dumps({"seat": to, "text": f"from beyond {n}", "receiptId": f"gone-{n}"})
+        conn.request(
+            "POST",
+            seat_path("PeerMessages", pane),
+            body=body,
+            headers={"Content-Type": "application/json"},
+        )
+        r = conn.getresponse()
+        value = json.loads(r.read() or b"null")
+        code = value.get("error", {}).get("code") if isinstance(value, dict) else None
+        write(where, {"status": r.status, "code": code})
 elif sys.argv[1] == "time":
     rounds, out = int(sys.argv[2]), sys.argv[3]
     bare, full, again = [], [], []

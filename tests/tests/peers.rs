@@ -325,3 +325,96 @@ async fn seats_message_each_other_with_honest_receipts() {
         "{audit}"
     );
 }
+
+/// A seat's sends and claims are rechecked once, by the mailbox's seat
+/// observation, not also at the gateway's door. A process that outlives
+/// its pane and keeps its proven connection sends nothing: the observation
+/// refuses and admission drops the ticket, and the connection's next
+/// request is proven again in full and refused there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_that_outlives_its_pane_sends_nothing_on_its_proven_connection() {
+    use clankie_tests::{peer_path, python, repo_root};
+    let stack = Stack::start().await.expect("stack");
+    let tmux = TmuxServer::start("work");
+    let socket = tmux.socket.display().to_string();
+    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    let workspace = tempfile::tempdir().expect("workspace");
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "alpha",
+        "--workspace",
+        &workspace.path().display().to_string(),
+    ]);
+    let lead = stack.add_lead("Lead");
+    let dir = tempfile::tempdir().expect("dir");
+    let b = Seat::hire(&stack, dir.path(), "b", &lead).await;
+    let b_id = b.seat_id();
+
+    // The pane's process starts the client in its own session, so the
+    // client outlives the pane on its proven connection.
+    let out = stack.state.path().join("gone");
+    let client = format!(
+        "env CLANKIE_STATE={} PATH={} {} {} send {b_id} {}",
+        stack.state.path().display(),
+        peer_path(),
+        python().display(),
+        repo_root().join("tests/clients/local_http.py").display(),
+        out.display()
+    );
+    let pane = tmux.run(&[
+        "split-window",
+        "-t",
+        "work",
+        "-P",
+        "-F",
+        "#{pane_id}",
+        &format!("exec bash -c 'setsid {client} & exec sleep 300'"),
+    ]);
+    let wait = |p: std::path::PathBuf| async move {
+        clankie_tests::wait_json(&p, Duration::from_secs(60))
+            .await
+            .unwrap_or_else(|| panic!("no {}", p.display()))
+    };
+    let first = wait(out.with_extension("first")).await;
+    assert_eq!(first["status"], 200, "a seat while its pane lives: {first}");
+
+    tmux.run(&["kill-pane", "-t", &pane]);
+    std::fs::write(out.with_extension("go"), "").expect("go");
+    // Refused by the mailbox's observation (the door only looked the
+    // ticket up) ...
+    let sent = wait(out.with_extension("sent")).await;
+    assert_eq!(sent["status"], 403, "{sent}");
+    assert_eq!(sent["code"], "native_seat_required", "{sent}");
+    // ... which dropped the ticket: the same connection is proven again in
+    // full, and that finds no pane.
+    let again = wait(out.clone()).await;
+    assert_eq!(again["status"], 403, "{again}");
+    assert_eq!(
+        again["code"], "local_process_membership_required",
+        "{again}"
+    );
+    let status = json_of(&stack.clankie_ok(&["fleet", "status", "--json"]));
+    let refusals = &status["localProofs"]["refusals"];
+    let count = |r: &str| refusals[r].as_u64().unwrap_or(0);
+    // Its pane's process went with the pane (or the pane read found it
+    // gone first).
+    assert!(
+        count("lineage_changed") + count("pane_gone") >= 1,
+        "{status}"
+    );
+    assert!(
+        refusals["no_pane_in_lineage"].as_u64().unwrap_or(0) >= 1,
+        "{status}"
+    );
+
+    // Nothing was sent: no delivery, no transcript line.
+    assert!(
+        !b.inbox_contains("from beyond", Duration::from_secs(2))
+            .await,
+        "{:?}",
+        b.inbox()
+    );
+    let written = json_of(&stack.clankie_ok(&["transcript", &lead, "--json"]));
+    assert!(!written.to_string().contains("from beyond"), "{written}");
+}

@@ -415,8 +415,19 @@ async fn prove(shared: &Shared, state: &PeerState) -> Result<Admitted, ClankieEr
     Ok(Admitted::from_admission(resp.into_inner()))
 }
 
-/// Admits one request on a local connection.
-pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Admitted, ClankieError> {
+/// What a local door knows before a request's body is read.
+pub(crate) enum Knock {
+    /// Proven in full just now.
+    Proven(Admitted),
+    /// The connection's earlier proof, not yet rechecked for this request:
+    /// [`confirm`] settles it once the body is read.
+    Held(Admitted),
+}
+
+/// Admits one request on a local connection: a connection without a proof
+/// is proven in full; one with a proof is rechecked once its body is read
+/// ([`confirm`]).
+pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Knock, ClankieError> {
     let state = &peer.0;
     if state.tcp.is_none() && state.pid <= 0 {
         return Err(ErrorCode::LocalProcessMembershipRequired
@@ -426,26 +437,47 @@ pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Admitted,
     if state.foreign_writer() {
         // Admission refuses and counts it; the proof is gone for good.
         *slot = None;
-        return prove(shared, state).await;
+        return prove(shared, state).await.map(Knock::Proven);
     }
     if let Some(proof) = slot.as_ref() {
-        let req = Call::new(admission_pb::RecheckRequest {
-            ticket: proof.ticket.clone(),
-        })
-        .timeout(INTERNAL)
-        .request();
-        match shared.admission.clone().recheck(req).await {
-            Ok(resp) => {
-                let resp = resp.into_inner();
-                let mut a = proof.clone();
-                a.tools_on = super::tools_on(resp.settings.as_ref());
-                return Ok(a);
-            }
-            // Any failed recheck discards the proof and runs the full one.
-            Err(_) => *slot = None,
-        }
+        return Ok(Knock::Held(proof.clone()));
     }
     let a = prove(shared, state).await?;
+    *slot = Some(a.clone());
+    Ok(Knock::Proven(a))
+}
+
+/// Settles a held proof for a request whose body was read: admission's
+/// recheck, or, when the mailbox proves the request's seat fresh itself
+/// (`by_mailbox`, see `observed`), only the ticket's lookup. A ticket that
+/// fails either is discarded and the connection proven again in full.
+pub(crate) async fn confirm(
+    shared: &Shared,
+    peer: &LocalPeer,
+    held: Admitted,
+    by_mailbox: bool,
+) -> Result<Admitted, ClankieError> {
+    let mut slot = peer.0.proof.lock().await;
+    let req = Call::new(admission_pb::RecheckRequest {
+        ticket: held.ticket.clone(),
+    })
+    .timeout(INTERNAL)
+    .request();
+    let mut admission = shared.admission.clone();
+    let answer = if by_mailbox {
+        admission.ticket_principal(req).await
+    } else {
+        admission.recheck(req).await
+    };
+    if let Ok(resp) = answer {
+        let resp = resp.into_inner();
+        let mut a = held;
+        a.tools_on = super::tools_on(resp.settings.as_ref());
+        return Ok(a);
+    }
+    // Any failed recheck discards the proof and runs the full one.
+    *slot = None;
+    let a = prove(shared, &peer.0).await?;
     *slot = Some(a.clone());
     Ok(a)
 }

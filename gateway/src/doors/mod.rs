@@ -14,6 +14,7 @@
 pub(crate) mod bearer;
 pub(crate) mod grant;
 pub mod local;
+pub(crate) mod observed;
 
 use std::sync::Arc;
 
@@ -145,8 +146,12 @@ async fn admit_inner(state: AdmitState, req: Request, next: Next) -> Response {
     let door = Door::of(&req);
     let admitted = match &door {
         Door::Local(peer) => local::admit(&shared, peer).await,
-        Door::Grant(bearer) => grant::admit(&shared, bearer).await,
-        Door::Bearer(bearer) => bearer::admit(&shared, bearer).await,
+        Door::Grant(bearer) => grant::admit(&shared, bearer)
+            .await
+            .map(local::Knock::Proven),
+        Door::Bearer(bearer) => bearer::admit(&shared, bearer)
+            .await
+            .map(local::Knock::Proven),
         Door::None => {
             let e = ErrorCode::FleetCredentialRequired
                 .err("a fleet bearer token is required; ask the lead for a fleet link");
@@ -155,32 +160,46 @@ async fn admit_inner(state: AdmitState, req: Request, next: Next) -> Response {
         }
     };
     match admitted {
-        Ok(admitted) => enter(&shared, &sessions, req, admitted, &door, next).await,
+        Ok(knock) => enter(&shared, &sessions, req, knock, &door, next).await,
         Err(e) => refuse_unread(req, &e).await,
     }
 }
 
-/// The one ending of every door: the proof goes with the request, its body
-/// is read and checked (on a local connection, every byte of it must be the
-/// member's), and it runs in its session.
+/// The one ending of every door: its body is read and checked (on a local
+/// connection, every byte of it must be the member's, and a held proof is
+/// settled for it), the proof goes with the request, and it runs in its
+/// session.
 async fn enter(
     shared: &Shared,
     sessions: &sessions::Sessions,
-    mut req: Request,
-    admitted: Admitted,
+    req: Request,
+    knock: local::Knock,
     door: &Door,
     next: Next,
 ) -> Response {
-    req.extensions_mut().insert(admitted);
-    let (req, ids) = match intake::checked_body(req).await {
+    let (mut req, ids, by_mailbox) = match intake::checked_body(req).await {
         Ok(checked) => checked,
         Err(resp) => return resp,
     };
-    if let Door::Local(peer) = door
-        && let Err(e) = local::check_writers(shared, peer).await
-    {
-        return refusal(&e);
-    }
+    let admitted = match (door, knock) {
+        (Door::Local(peer), knock) => {
+            if let Err(e) = local::check_writers(shared, peer).await {
+                return refusal(&e);
+            }
+            match knock {
+                local::Knock::Proven(a) => a,
+                local::Knock::Held(a) => match local::confirm(shared, peer, a, by_mailbox).await {
+                    Ok(a) => a,
+                    Err(e) => return refusal(&e),
+                },
+            }
+        }
+        (_, local::Knock::Proven(a)) => a,
+        (_, local::Knock::Held(_)) => {
+            return refusal(&ErrorCode::Internal.err("only a local door holds a proof"));
+        }
+    };
+    req.extensions_mut().insert(admitted);
     run_admitted(sessions, req, ids, next).await
 }
 

@@ -250,8 +250,9 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         request: Request<admission_pb::RecheckRequest>,
     ) -> Result<Response<admission_pb::SeatIdentity>, Status> {
         let ticket = request.into_inner().ticket;
-        // The ticket's proof is rechecked first: a stale proof is no seat.
-        let (_, settings) = self.recheck(&ticket, true).await.map_err(refused)?;
+        // The ticket and its link must stand; the seat observation below
+        // rechecks the proof itself, in its own bracket.
+        let (_, settings) = self.recheck(&ticket, false).await.map_err(refused)?;
         let local = lock(&self.inner.tickets)
             .get(&ticket)
             .and_then(|t| t.local.clone());
@@ -260,12 +261,20 @@ impl admission_pb::admission_server::Admission for AdmissionService {
                 "a native seat needs a proven pane process; bearer links have none",
             )));
         };
-        let mut seat = local::observe_seat(&self.inner.helper, &link, &proof)
-            .await
-            .map_err(|r| {
+        let mut seat = match local::observe_seat(&self.inner.helper, &link, &proof).await {
+            Ok(seat) => seat,
+            Err(local::SeatRefusal::Stale(r)) => {
+                // A stale proof is no seat, and no proof either.
+                lock(&self.inner.tickets).remove(&ticket);
                 self.count_refusal(r.reason);
-                already_logged(r.error)
-            })?;
+                return Err(already_logged(r.error));
+            }
+            Err(local::SeatRefusal::NoSeat(r)) => {
+                self.count_refusal(r.reason);
+                return Err(already_logged(r.error));
+            }
+        };
+        self.rechecked(&ticket);
         seat.settings = Some(settings);
         Ok(Response::new(seat))
     }
@@ -299,6 +308,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         let seat = local::observe_seat(&self.inner.helper, &link, &proof)
             .await
             .map_err(|r| {
+                let r = r.refusal();
                 self.count_refusal(r.reason);
                 already_logged(r.error)
             })?;

@@ -412,11 +412,7 @@ impl AdmissionService {
                 self.count_refusal(r.reason);
                 return Err(r.error);
             }
-            lock(&self.inner.stats).reuses += 1;
-            metrics::reused();
-            if let Some(t) = lock(&self.inner.tickets).get_mut(ticket) {
-                t.expires = Instant::now() + LOCAL_TICKET_IDLE;
-            }
+            self.rechecked(ticket);
         }
         // Admission first: the link must still exist.
         {
@@ -439,6 +435,18 @@ impl AdmissionService {
         // Then the switch.
         let settings = self.inner.settings.borrow().to_pb();
         Ok((principal, settings))
+    }
+}
+
+impl AdmissionService {
+    /// Counts a passed recheck of a ticket's local proof and keeps the
+    /// ticket alive for another idle period.
+    fn rechecked(&self, ticket: &str) {
+        lock(&self.inner.stats).reuses += 1;
+        metrics::reused();
+        if let Some(t) = lock(&self.inner.tickets).get_mut(ticket) {
+            t.expires = Instant::now() + LOCAL_TICKET_IDLE;
+        }
     }
 }
 

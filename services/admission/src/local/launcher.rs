@@ -20,8 +20,7 @@ use std::sync::OnceLock;
 use clankie_proto::helper::v1 as helper_pb;
 use clankie_runtime::ErrorCode;
 
-use super::{Identity, Refusal, identity, observe, refuse};
-use crate::helper::HelperClient;
+use super::{Identity, Refusal, identity, refuse};
 
 /// The seat's agent, and the launcher whose child it is.
 pub struct Named {
@@ -58,9 +57,11 @@ fn mismatch() -> Refusal {
 
 /// Names the agent of a pane whose foreground leader is `leader`: the
 /// leader itself, or, behind the exact launcher, the launcher's child.
-pub async fn name_agent(
-    helper: &HelperClient,
+/// `facts` are the socket's ancestry as observed at this checkpoint, one
+/// per `lineage` entry and already held to it.
+pub fn name_agent(
     lineage: &[Identity],
+    facts: &[helper_pb::ProcessFact],
     leader: helper_pb::ProcessFact,
 ) -> Result<Named, Refusal> {
     let Some(at) = lineage.iter().position(|i| *i == identity(&leader)) else {
@@ -73,7 +74,7 @@ pub async fn name_agent(
     let (launcher, at) = if is_launcher(&leader) {
         (leader.clone(), at)
     } else {
-        match sandboxed_launcher(helper, lineage, &leader, at).await? {
+        match sandboxed_launcher(facts, &leader, at) {
             Some(found) => found,
             None => {
                 return Ok(Named {
@@ -84,23 +85,18 @@ pub async fn name_agent(
         }
     };
     // The launcher's direct child on the socket's ancestry, in its group.
-    let Some(child) = at.checked_sub(1).map(|i| &lineage[i]) else {
+    let Some(child) = at.checked_sub(1).and_then(|i| facts.get(i)) else {
         return Err(mismatch());
     };
-    let facts = observe(helper, vec![child.pid], false).await?;
-    let agent = facts
-        .into_iter()
-        .next()
-        .filter(|f| {
-            !f.exited
-                && identity(f) == *child
-                && f.ppid == launcher.pid
-                && f.pgid == launcher.pgid
-                && f.uid == launcher.uid
-        })
-        .ok_or_else(mismatch)?;
+    let is_child = !child.exited
+        && child.ppid == launcher.pid
+        && child.pgid == launcher.pgid
+        && child.uid == launcher.uid;
+    if !is_child {
+        return Err(mismatch());
+    }
     Ok(Named {
-        agent,
+        agent: child.clone(),
         launcher: Some(launcher),
     })
 }
@@ -108,28 +104,18 @@ pub async fn name_agent(
 /// Under the worker sandbox the leader is the sandbox: the launcher is then
 /// the one command its init started first (pid 2 of the namespace below),
 /// two places below the leader on the ancestry.
-async fn sandboxed_launcher(
-    helper: &HelperClient,
-    lineage: &[Identity],
+fn sandboxed_launcher(
+    facts: &[helper_pb::ProcessFact],
     leader: &helper_pb::ProcessFact,
     at: usize,
-) -> Result<Option<(helper_pb::ProcessFact, usize)>, Refusal> {
-    if at < 2 {
-        return Ok(None);
-    }
-    let (first, init) = (&lineage[at - 2], &lineage[at - 1]);
-    let facts = observe(helper, vec![first.pid, init.pid], false).await?;
-    let [f, i] = facts.as_slice() else {
-        return Ok(None);
-    };
+) -> Option<(helper_pb::ProcessFact, usize)> {
+    let (f, i) = (facts.get(at.checked_sub(2)?)?, facts.get(at - 1)?);
     let started_first = !f.exited
         && !i.exited
-        && identity(f) == *first
-        && identity(i) == *init
         && i.ppid == leader.pid
         && i.ns_pid == 1
         && i.executable == leader.executable
-        && f.ppid == init.pid
+        && f.ppid == i.pid
         && f.ns_pid == 2;
-    Ok((started_first && is_launcher(f)).then(|| (f.clone(), at - 2)))
+    (started_first && is_launcher(f)).then(|| (f.clone(), at - 2))
 }
