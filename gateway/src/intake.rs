@@ -171,10 +171,10 @@ pub(crate) fn request_ids(bytes: &[u8]) -> Result<Vec<String>, (i64, String)> {
 /// message with a JSON-RPC error (HTTP 400), before the MCP service sees
 /// it. Returns the request, the ids of the requests it carries, and
 /// whether the mailbox proves its seat fresh by itself
-/// (`doors::observed`).
+/// (`observed`).
 pub(crate) async fn checked_body(req: Request) -> Result<(Request, Vec<String>, bool), Response> {
     if req.method() != http::Method::POST {
-        let by_mailbox = crate::doors::observed::by_mailbox(req.method(), req.uri().path(), b"");
+        let by_mailbox = crate::observed::by_mailbox(req.method(), req.uri().path(), b"");
         return Ok((req, Vec::new(), by_mailbox));
     }
     let limit = body_limit(req.uri().path());
@@ -206,7 +206,7 @@ pub(crate) async fn checked_body(req: Request) -> Result<(Request, Vec<String>, 
         }
         Vec::new()
     };
-    let by_mailbox = crate::doors::observed::by_mailbox(&parts.method, parts.uri.path(), &bytes);
+    let by_mailbox = crate::observed::by_mailbox(&parts.method, parts.uri.path(), &bytes);
     Ok((
         Request::from_parts(parts, axum::body::Body::from(bytes)),
         ids,

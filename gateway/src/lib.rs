@@ -35,6 +35,7 @@ mod intake;
 mod listeners;
 mod listing;
 mod mcp;
+mod observed;
 mod origin;
 mod refusal;
 mod serve;

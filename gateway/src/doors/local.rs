@@ -449,7 +449,7 @@ pub(crate) async fn admit(shared: &Shared, peer: &LocalPeer) -> Result<Knock, Cl
 
 /// Settles a held proof for a request whose body was read: admission's
 /// recheck, or, when the mailbox proves the request's seat fresh itself
-/// (`by_mailbox`, see `observed`), only the ticket's lookup. A ticket that
+/// (`crate::observed`), only the ticket's lookup. A ticket that
 /// fails either is discarded and the connection proven again in full.
 pub(crate) async fn confirm(
     shared: &Shared,

@@ -14,7 +14,6 @@
 pub(crate) mod bearer;
 pub(crate) mod grant;
 pub mod local;
-pub(crate) mod observed;
 
 use std::sync::Arc;
 
