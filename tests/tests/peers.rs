@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use clankie_tests::seat::{Seat, json_of};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn seats_message_each_other_with_honest_receipts() {
+/// A stack linked to tmux session `work`, with project `alpha` (its
+/// workspace folder, kept alive by the caller) and a lead.
+async fn linked_project() -> (Stack, TmuxServer, tempfile::TempDir, String) {
     let stack = Stack::start().await.expect("stack");
     let tmux = TmuxServer::start("work");
     let socket = tmux.socket.display().to_string();
@@ -26,6 +27,12 @@ async fn seats_message_each_other_with_honest_receipts() {
         &workspace.path().display().to_string(),
     ]);
     let lead = stack.add_lead("Lead");
+    (stack, tmux, workspace, lead)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seats_message_each_other_with_honest_receipts() {
+    let (stack, tmux, _workspace, lead) = linked_project().await;
     let dir = tempfile::tempdir().expect("dir");
     let a = Seat::hire(&stack, dir.path(), "a", &lead).await;
     let b = Seat::hire(&stack, dir.path(), "b", &lead).await;
@@ -334,19 +341,7 @@ async fn seats_message_each_other_with_honest_receipts() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_process_that_outlives_its_pane_sends_nothing_on_its_proven_connection() {
     use clankie_tests::{peer_path, python, repo_root};
-    let stack = Stack::start().await.expect("stack");
-    let tmux = TmuxServer::start("work");
-    let socket = tmux.socket.display().to_string();
-    stack.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
-    let workspace = tempfile::tempdir().expect("workspace");
-    stack.clankie_ok(&[
-        "project",
-        "add",
-        "alpha",
-        "--workspace",
-        &workspace.path().display().to_string(),
-    ]);
-    let lead = stack.add_lead("Lead");
+    let (stack, tmux, _workspace, lead) = linked_project().await;
     let dir = tempfile::tempdir().expect("dir");
     let b = Seat::hire(&stack, dir.path(), "b", &lead).await;
     let b_id = b.seat_id();
