@@ -108,7 +108,10 @@ pub async fn seat_mode(dir: PathBuf, name: String) -> anyhow::Result<()> {
             let to = order["to"].as_str().unwrap_or("").to_string();
             let n = order["n"].as_u64().unwrap_or(0) as usize;
             let wait = PathBuf::from(order["wait"].as_str().unwrap_or(""));
-            for i in 0..n {
+            let pause = Duration::from_millis(order["pauseMs"].as_u64().unwrap_or(0));
+            let first = order["first"].as_u64().unwrap_or(0) as usize;
+            for i in first..first + n {
+                tokio::time::sleep(pause).await;
                 // The previous message settles when its delivery receipt
                 // lands, just after the handoff; until then a send to the
                 // same seat reads the original and sends nothing.
@@ -139,8 +142,10 @@ pub async fn seat_mode(dir: PathBuf, name: String) -> anyhow::Result<()> {
                     tokio::time::sleep(Duration::from_micros(200)).await;
                 }
             }
-            write_atomic(&file("sent"), "done")?;
+            // The order goes first, so a new one written once `sent`
+            // appears is never the one removed.
             std::fs::remove_file(file("send"))?;
+            write_atomic(&file("sent"), "done")?;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -238,39 +243,62 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
     };
     let before = proof_stats().await?;
 
-    // Sequential peer messages from a to b, each handed to b's harness.
+    // Sequential peer messages from a to b, each handed to b's harness:
+    // back to back (each sent once the previous one was handed off, racing
+    // the recipient's acknowledgement and its next poll), then to an idle
+    // recipient (a pause first, so its poll is parked when the send lands).
     let recv = dir.path().join("b.recv");
-    let started = Instant::now();
-    write_atomic(
-        &dir.path().join("a.send"),
-        &json!({ "to": b_seat.trim(), "n": messages, "wait": recv }).to_string(),
-    )?;
-    wait_for(&dir.path().join("a.sent"), Duration::from_secs(600)).await?;
-    let wall = started.elapsed();
-    let mut lat = Vec::with_capacity(messages);
-    for l in std::fs::read_to_string(&recv)?.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if let [_, t0, t1] = f.as_slice() {
-            let (t0, t1): (u128, u128) = (t0.parse()?, t1.parse()?);
-            lat.push(Duration::from_nanos(t1.saturating_sub(t0) as u64));
+    let mut rounds = Vec::new();
+    for (first, pause_ms) in [(0, 0u64), (messages, 30)] {
+        let started = Instant::now();
+        write_atomic(
+            &dir.path().join("a.send"),
+            &json!({ "to": b_seat.trim(), "n": messages, "wait": recv, "first": first, "pauseMs": pause_ms })
+                .to_string(),
+        )?;
+        wait_for(&dir.path().join("a.sent"), Duration::from_secs(600)).await?;
+        std::fs::remove_file(dir.path().join("a.sent"))?;
+        let wall = started.elapsed();
+        let mut lat = Vec::with_capacity(messages);
+        for l in std::fs::read_to_string(&recv)?.lines().skip(first) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if let [_, t0, t1] = f.as_slice() {
+                let (t0, t1): (u128, u128) = (t0.parse()?, t1.parse()?);
+                lat.push(Duration::from_nanos(t1.saturating_sub(t0) as u64));
+            }
+        }
+        anyhow::ensure!(
+            lat.len() == messages,
+            "{} of {messages} handed off",
+            lat.len()
+        );
+        rounds.push((pause_ms, wall, summarize(lat)));
+    }
+    let after = proof_stats().await?;
+    let b = summarize(bare);
+    line("bare gRPC round trip (mailbox.sock)", &b);
+    for (pause_ms, wall, p) in &rounds {
+        if *pause_ms == 0 {
+            line("peer send → handoff, back to back", p);
+            println!(
+                "  handoff / bare: p50 x{:.0}, p99 x{:.0}; {:.0} messages/s sequential (each waits for its handoff)",
+                us(p.p50) / us(b.p50).max(1e-9),
+                us(p.p99) / us(b.p99).max(1e-9),
+                messages as f64 / wall.as_secs_f64()
+            );
+        } else {
+            line(
+                &format!("peer send → handoff, idle ({pause_ms} ms apart)"),
+                p,
+            );
+            println!(
+                "  handoff / bare: p50 x{:.0}, p99 x{:.0}",
+                us(p.p50) / us(b.p50).max(1e-9),
+                us(p.p99) / us(b.p99).max(1e-9)
+            );
         }
     }
-    anyhow::ensure!(
-        lat.len() == messages,
-        "{} of {messages} handed off",
-        lat.len()
-    );
-    let after = proof_stats().await?;
-    let (b, p) = (summarize(bare), summarize(lat));
-    line("bare gRPC round trip (mailbox.sock)", &b);
-    line("peer send → recipient handoff", &p);
-    println!(
-        "  handoff / bare: p50 x{:.0}, p99 x{:.0}; {:.0} messages/s sequential (each waits for its handoff)",
-        us(p.p50) / us(b.p50).max(1e-9),
-        us(p.p99) / us(b.p99).max(1e-9),
-        messages as f64 / wall.as_secs_f64()
-    );
-    let per = |a: u64, b: u64| (a - b) as f64 / messages as f64;
+    let per = |a: u64, b: u64| (a - b) as f64 / (2 * messages) as f64;
     println!(
         "  per message (both bridges' polls, claims and acks included): {:.1} full proofs, {:.1} rechecks, {:.1} census helper exchanges",
         per(after.0, before.0),

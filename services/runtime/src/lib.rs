@@ -12,6 +12,7 @@
 //! `docs/dev/recipe.md`.
 
 pub mod authority;
+pub mod blocking;
 pub mod clients;
 pub mod code;
 pub mod grpc;

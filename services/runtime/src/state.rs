@@ -59,9 +59,10 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Writes `bytes` to a temporary sibling, fsyncs it and renames it over `path`,
 /// then syncs the directory. The file is created 0600.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_synced_tmp(path, bytes)?;
-    let parent = parent_of(path);
-    sync_dir(parent)
+    crate::blocking::off_worker(|| {
+        write_synced_tmp(path, bytes)?;
+        sync_dir(parent_of(path))
+    })
 }
 
 /// Like [`atomic_write`] but leaves the directory sync to the caller, so a

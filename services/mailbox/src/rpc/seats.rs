@@ -69,8 +69,10 @@ impl MailboxService {
                 .open(&self.inner.audit_path)?;
             let mut bytes = serde_json::to_vec(line)?;
             bytes.push(b'\n');
-            f.write_all(&bytes)?;
-            f.sync_data()
+            clankie_runtime::blocking::off_worker(|| {
+                f.write_all(&bytes)?;
+                f.sync_data()
+            })
         })();
         if let Err(e) = result {
             tracing::error!(error = %e, "peer message audit not written");

@@ -516,8 +516,10 @@ impl Store {
         entry.seq = seq;
         let mut line = serde_json::to_vec(&entry)?;
         line.push(b'\n');
-        file.write_all(&line)?;
-        file.sync_data()?;
+        clankie_runtime::blocking::off_worker(|| {
+            file.write_all(&line)?;
+            file.sync_data()
+        })?;
         self.last_seq.insert(conversation_id.to_string(), seq);
         if !entry.receipt_id.is_empty() {
             self.receipts.insert(
