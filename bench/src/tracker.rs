@@ -155,6 +155,36 @@ async fn writes_per_second(stack: &Stack, seconds: u64, workers: usize) -> anyho
         total += t.await?;
     }
     let hosted = total as f64 / seconds as f64;
+    // The tracker service alone: the same write as the host sends it
+    // (`Invoke` over gRPC with the owner credential), from 8 callers.
+    let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let mut t = clients::tracker(&stack.paths(), Meta::owner(token.trim()));
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while Instant::now() < end {
+                let invoke = clankie_proto::tracker::v1::InvokeRequest {
+                    tool: "save_issue".into(),
+                    arguments_json: json!({ "team": "BEN", "title": format!("t{w}-{n}") })
+                        .to_string(),
+                    actor: "owner".into(),
+                    role: clankie_proto::common::v1::Role::Owner as i32,
+                    ..Default::default()
+                };
+                if t.invoke(invoke).await.is_ok() {
+                    n += 1;
+                }
+            }
+            n
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await?;
+    }
+    let tracker_alone = total as f64 / seconds as f64;
     // Direct: the same tool on the store in this process, one thread.
     let dir = tempfile::tempdir()?;
     let mut store = Store::open(&dir.path().join("tracker"))?;
@@ -177,6 +207,7 @@ async fn writes_per_second(stack: &Stack, seconds: u64, workers: usize) -> anyho
     let direct = n as f64 / seconds as f64;
     println!("tracker: save_issue writes per second");
     println!("  through the host ({workers} callers)      {hosted:>9.0} /s");
+    println!("  tracker service alone ({workers} callers) {tracker_alone:>9.0} /s");
     println!("  direct store writes (1 thread)      {direct:>9.0} /s");
     println!(
         "  ratio host/direct                   ×{:.2}",

@@ -55,7 +55,7 @@ mod tests {
             ran
         });
         assert!(
-            on_worker.await.unwrap(),
+            on_worker.await.expect("the task on the worker"),
             "the woken task ran while the section blocked"
         );
     }

@@ -17,6 +17,7 @@
 //! - [`vocabulary`]: the 61 Linear-compatible tools and role profiles, from
 //!   `clankie-types`, where the mcp-host reads them too.
 
+mod commits;
 mod retire;
 pub mod service;
 pub mod store;

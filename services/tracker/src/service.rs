@@ -36,6 +36,8 @@ struct Inner {
     /// `Err` when the database could not be opened: every call refuses.
     store: Result<Mutex<Store>, String>,
     cursor: watch::Sender<i64>,
+    /// Store calls waiting for the next group commit.
+    commits: crate::commits::Commits,
 }
 
 /// The tracker service; cheap to clone.
@@ -58,6 +60,12 @@ pub fn store_refusal(e: StoreError) -> ClankieError {
         StoreError::Sqlite(e) => {
             tracing::error!(error = %e, "tracker.store_failed");
             ErrorCode::ServiceUnavailable.err("the tracker database failed this write; retry")
+        }
+        StoreError::Uncommitted(e) => {
+            tracing::error!(error = %e, "tracker.commit_failed");
+            ErrorCode::ServiceUnavailable.err(
+                "the tracker database did not commit this write, so nothing of it applied; retry",
+            )
         }
     }
 }
@@ -145,6 +153,7 @@ impl TrackerService {
                 owner,
                 store: store.map(Mutex::new),
                 cursor: watch::channel(cursor).0,
+                commits: Default::default(),
             }),
         }
     }
@@ -164,32 +173,42 @@ impl TrackerService {
         )
     }
 
-    /// Runs `f` on the store on a blocking thread, then publishes the cursor.
+    /// Runs `f` on the store in the next group commit
+    /// ([`crate::commits`]), and answers once that committed, with the
+    /// cursor after it (published to the long polls first).
     pub(crate) async fn with_store<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Store) -> Result<T, ClankieError> + Send + 'static,
     ) -> Result<(T, i64), ClankieError> {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let lock = inner.store.as_ref().map_err(|problem| {
-                ErrorCode::StateUnreadable
-                    .err(format!("the tracker database cannot be used: {problem}"))
-            })?;
-            let mut store = lock.lock();
-            let out = f(&mut store)?;
-            let cursor = store.cursor().map_err(store_refusal)?;
-            inner.cursor.send_if_modified(|c| {
-                if *c == cursor {
-                    false
-                } else {
-                    *c = cursor;
-                    true
-                }
+        if let Err(problem) = &self.inner.store {
+            return Err(ErrorCode::StateUnreadable
+                .err(format!("the tracker database cannot be used: {problem}")));
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: crate::commits::Job = Box::new(move |store: &mut Store| {
+            let out = f(store);
+            Box::new(move |committed: Result<i64, ClankieError>| {
+                let _ = tx.send(out.and_then(|v| committed.map(|cursor| (v, cursor))));
+            })
+        });
+        if self.inner.commits.push(job) {
+            let inner = self.inner.clone();
+            tokio::task::spawn_blocking(move || {
+                let Ok(store) = &inner.store else { return };
+                let cursor = &inner.cursor;
+                inner.commits.drain(
+                    store,
+                    |s| {
+                        let c = s.cursor().map_err(store_refusal)?;
+                        cursor.send_if_modified(|seen| std::mem::replace(seen, c) != c);
+                        Ok(c)
+                    },
+                    store_refusal,
+                );
             });
-            Ok::<_, ClankieError>((out, cursor))
-        })
-        .await
-        .map_err(|e| ErrorCode::Internal.err(format!("the tracker task failed: {e}")))?
+        }
+        rx.await
+            .map_err(|_| ErrorCode::Internal.err("the tracker task failed"))?
     }
 
     /// Runs one vocabulary tool; waits for a commit on an empty long poll.

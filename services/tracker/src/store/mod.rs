@@ -33,6 +33,7 @@ mod history;
 mod issues;
 mod schema;
 mod tx;
+pub use tx::BatchJob;
 
 use issues::*;
 use tx::*;
@@ -73,6 +74,10 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// The write ran in a batch whose one commit failed: nothing of it
+    /// applied.
+    #[error("not committed: {0}")]
+    Uncommitted(String),
 }
 
 /// Who is calling, as the host resolved it.
@@ -311,6 +316,9 @@ pub struct Written<T> {
 pub struct Store {
     conn: Connection,
     clock_skew_ms: i64,
+    /// Inside [`Store::batch`]: each write is a savepoint of the batch's
+    /// one transaction instead of a transaction of its own.
+    batched: bool,
 }
 
 fn now_ms() -> i64 {
@@ -414,6 +422,7 @@ impl Store {
         let mut store = Store {
             conn,
             clock_skew_ms: 0,
+            batched: false,
         };
         store.migrate()?;
         if unsealed {

@@ -197,3 +197,84 @@ fn comments_and_the_change_cursor_survive_reopening() {
     drop(conn);
     assert!(matches!(Store::open(&path), Err(StoreError::TooNew(_))));
 }
+
+/// One batch job: a `save_issue` for `team`, answering the new identifier.
+fn save_job(
+    team: &'static str,
+    title: &'static str,
+) -> BatchJob<'static, Result<String, StoreError>> {
+    Box::new(move |s: &mut Store| {
+        s.save_issue("w1", new_issue(team, title, None))
+            .map(|w| w.value.identifier)
+    })
+}
+
+#[test]
+fn a_batch_commits_its_writes_once_and_a_failed_write_leaves_the_others() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("tracker");
+    let mut s = Store::open(&path).expect("open");
+    s.create_team("ENG", "Engineering", "lead").expect("team");
+    let ran = s.batch(vec![
+        save_job("ENG", "one"),
+        save_job("NOPE", "refused"),
+        save_job("ENG", "two"),
+    ]);
+    let answers: Vec<_> = ran
+        .into_iter()
+        .map(|(out, committed)| {
+            committed.expect("the batch committed");
+            out.ok()
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [Some("ENG-1".to_string()), None, Some("ENG-2".to_string())]
+    );
+    assert!(s.conn.is_autocommit(), "the batch's transaction is closed");
+    drop(s);
+    // What the batch answered is what a reopened store reads.
+    let s = Store::open(&path).expect("reopen");
+    let titles: Vec<_> = s
+        .issues(Some("ENG"), None, 50)
+        .expect("list")
+        .into_iter()
+        .map(|i| i.title)
+        .collect();
+    assert_eq!(titles.len(), 2);
+    assert!(titles.contains(&"one".to_string()) && titles.contains(&"two".to_string()));
+    assert_eq!(
+        s.count_writes("w1").expect("audit"),
+        2,
+        "the refused write left no audit row"
+    );
+}
+
+#[test]
+fn a_batch_whose_transaction_is_lost_answers_not_committed_and_runs_the_rest_alone() {
+    let (_d, mut s) = store();
+    s.create_team("ENG", "Engineering", "lead").expect("team");
+    let ran = s.batch(vec![
+        save_job("ENG", "lost"),
+        // As SQLite does on some I/O errors: the whole transaction rolls back.
+        Box::new(|s: &mut Store| {
+            s.conn.execute_batch("ROLLBACK").expect("rollback");
+            Ok(String::new())
+        }),
+        save_job("ENG", "kept"),
+    ]);
+    let committed: Vec<_> = ran.iter().map(|(_, c)| c.is_ok()).collect();
+    assert_eq!(committed, [false, false, true]);
+    assert!(matches!(ran[0].1, Err(StoreError::Uncommitted(_))));
+    let titles: Vec<_> = s
+        .issues(Some("ENG"), None, 50)
+        .expect("list")
+        .into_iter()
+        .map(|i| i.title)
+        .collect();
+    assert_eq!(
+        titles,
+        ["kept"],
+        "only the write that committed itself is there"
+    );
+}

@@ -1,12 +1,47 @@
 //! Writes: one immediate transaction per write that also appends to the
 //! change log and the audit log, and records the result under the caller's
 //! idempotency key (a repeated key returns the recorded result).
+//!
+//! Group commit ([`Store::batch`]): writes that arrive together run as
+//! savepoints of one immediate transaction, so the batch pays for one
+//! synced commit. A write that fails rolls back to its own savepoint and
+//! leaves the others; no write is answered before the batch commits.
 
 use super::*;
 
+/// One call run inside [`Store::batch`].
+pub type BatchJob<'a, R> = Box<dyn FnOnce(&mut Store) -> R + 'a>;
+
+/// What one write runs in: its own transaction, or a savepoint of a batch.
+pub(super) enum Open<'c> {
+    Own(rusqlite::Transaction<'c>),
+    InBatch(rusqlite::Savepoint<'c>),
+}
+
+impl std::ops::Deref for Open<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match self {
+            Open::Own(t) => t,
+            Open::InBatch(s) => s,
+        }
+    }
+}
+
+impl Open<'_> {
+    /// Commits its own transaction, or releases its savepoint into the
+    /// batch (made durable by the batch's commit).
+    fn commit(self) -> rusqlite::Result<()> {
+        match self {
+            Open::Own(t) => t.commit(),
+            Open::InBatch(s) => s.commit(),
+        }
+    }
+}
+
 /// The open transaction of one write.
 pub(super) struct Tx<'c> {
-    pub(super) tx: rusqlite::Transaction<'c>,
+    pub(super) tx: Open<'c>,
     pub(super) actor: String,
     pub(super) now: i64,
     /// The first entity the write touched, for the audit row.
@@ -63,7 +98,7 @@ pub(super) fn check_key(key: &str) -> Result<(), StoreError> {
 }
 
 pub(super) fn log_change(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     entity: &str,
     id: &str,
     action: &str,
@@ -79,7 +114,7 @@ pub(super) fn log_change(
 
 /// The (tool, result) recorded under an actor's key.
 pub(super) fn receipt(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     actor: &str,
     key: &str,
 ) -> Result<Option<(String, Value)>, StoreError> {
@@ -97,7 +132,7 @@ pub(super) fn receipt(
 }
 
 pub(super) fn record_receipt(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     actor: &str,
     key: &str,
     tool: &str,
@@ -113,6 +148,44 @@ pub(super) fn record_receipt(
 }
 
 impl Store {
+    /// Runs `jobs` in one immediate transaction and commits it once: each
+    /// job's writes are savepoints of it. Returns each job's output and
+    /// whether the commit made them durable. Should the transaction be
+    /// lost midway (SQLite rolls a whole transaction back on some I/O
+    /// errors), the jobs already run share the failed commit and the rest
+    /// run on their own, each write in its own transaction as outside a
+    /// batch; those count as committed here, since they committed
+    /// themselves.
+    pub fn batch<R>(&mut self, jobs: Vec<BatchJob<'_, R>>) -> Vec<(R, Result<(), StoreError>)> {
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            tracing::warn!(error = %e, "tracker batch not begun; its writes commit one by one");
+            return jobs.into_iter().map(|j| (j(self), Ok(()))).collect();
+        }
+        self.batched = true;
+        let mut jobs = jobs.into_iter();
+        let mut in_batch = Vec::new();
+        // A job runs in the batch only while its transaction is still open.
+        while !self.conn.is_autocommit() {
+            let Some(job) = jobs.next() else { break };
+            in_batch.push(job(self));
+        }
+        self.batched = false;
+        let committed = if self.conn.is_autocommit() {
+            Err("the batch's transaction was rolled back".to_string())
+        } else {
+            self.conn.execute_batch("COMMIT").map_err(|e| {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                e.to_string()
+            })
+        };
+        let mut out: Vec<_> = in_batch
+            .into_iter()
+            .map(|r| (r, committed.clone().map_err(StoreError::Uncommitted)))
+            .collect();
+        out.extend(jobs.map(|j| (j(self), Ok(()))));
+        out
+    }
+
     /// Runs one write: one immediate transaction that checks and records
     /// the idempotency key, runs `f`, and appends the audit row.
     pub(super) fn write<T, F>(
@@ -130,9 +203,14 @@ impl Store {
             check_key(k)?;
         }
         let now = self.now();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = if self.batched {
+            Open::InBatch(self.conn.savepoint()?)
+        } else {
+            Open::Own(
+                self.conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)?,
+            )
+        };
         let canonical = receipt_tool(tool);
         if let Some(k) = key
             && let Some((was, result)) = receipt(&tx, who.actor, k)?
