@@ -339,7 +339,7 @@ fn fill(dir: &Path) -> PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
+async fn a_full_disk_dispatches_only_with_a_durable_receipt_and_leaves_no_false_uncertainty() {
     let fs = Tmpfs::mount("24m");
     let state = tempfile::Builder::new()
         .prefix("st")
@@ -363,10 +363,15 @@ async fn a_full_disk_refuses_before_dispatch_and_leaves_no_false_uncertainty() {
         let id = format!("full-disk-{n:02}");
         tally.calls += 1;
         let r = edge_call(&client, &id).await;
+        // The receipt journal's space is allocated in advance, so a call
+        // can still be made durable there; one that cannot (a checkpoint
+        // is due) is refused before dispatch. Either way the restart's
+        // reconcile below must agree with what ran.
         match &r {
             Ok(b)
                 if b["error"]["code"] == "receipt_store_unavailable"
                     && b["receiptId"] == id.as_str() => {}
+            Ok(b) if b["outcome"] == "ok" && b["receiptId"] == id.as_str() => {}
             other => tally.violation(format!("{id} on a full disk: {other:?}")),
         }
         answers.lock().push((id.clone(), id, r));

@@ -225,8 +225,9 @@ impl McpHost {
     /// Closes every account connection (after in-flight calls settle).
     pub async fn close(&self) {
         self.inner.accounts.close().await;
-        // Outcomes recorded since the last commit become durable before exit.
-        if let Err(e) = self.inner.receipts.sync().await {
+        // Outcomes recorded since the last commit become durable before
+        // exit, checkpointed out of the journal.
+        if let Err(e) = self.inner.receipts.close().await {
             tracing::error!(
                 reason = e.code.as_str(),
                 "receipt outcomes not made durable at stop"

@@ -1,10 +1,12 @@
 //! The writer: group commits, sealing and trimming.
 //!
-//! One commit costs, per bucket it changes, one `write` and one
-//! `fdatasync`; then one directory sync; then the manifest (temporary
-//! file, fsync, rename, directory sync). Sealing adds one synced index
-//! transaction and trimming one rewritten bucket and segment, each once per
-//! [`BUCKET_SIZE`] receipts.
+//! A commit that only adds or settles receipts is one journal append: one
+//! `pwrite` and one `fdatasync` (`journal.rs`). A checkpoint, when a bucket
+//! seals or trims or the journal is full, costs per bucket it changes one
+//! `write` and one `fdatasync`; then one directory sync; then the manifest
+//! (temporary file, fsync, rename, directory sync) and the journal's next
+//! generation. Sealing adds one synced index transaction and trimming one
+//! rewritten bucket and segment, each once per [`BUCKET_SIZE`] receipts.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -56,11 +58,16 @@ pub(super) async fn writer(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<Ch
             }
         }
         let waited = batch.iter().any(|c| c.done.is_some());
+        let stop = batch.iter().any(|c| c.checkpoint);
         let started = std::time::Instant::now();
         let inner2 = inner.clone();
-        let result = tokio::task::spawn_blocking(move || inner2.commit())
-            .await
-            .unwrap_or_else(|_| Err(ErrorCode::Internal.err("the receipt commit panicked")));
+        let result = tokio::task::spawn_blocking(move || {
+            inner2
+                .commit()
+                .and_then(|()| if stop { inner2.checkpoint() } else { Ok(()) })
+        })
+        .await
+        .unwrap_or_else(|_| Err(ErrorCode::Internal.err("the receipt commit panicked")));
         crate::metrics::commit(
             if waited { "begin" } else { "settle" },
             result.is_ok(),
@@ -142,23 +149,102 @@ fn trim_records(records: &mut [Record]) {
 }
 
 impl Inner {
-    /// Writes every changed bucket, then the manifest. Runs on the writer
-    /// (and once at open) only.
+    /// Makes every change so far durable: a journal append when that is
+    /// all it takes, else a checkpoint. Runs on the writer (and once at
+    /// open) only.
     pub(super) fn commit(&self) -> Result<(), ClankieError> {
+        if self.journal_commit()? {
+            return Ok(());
+        }
+        self.checkpoint()
+    }
+
+    /// Appends the changed receipts to the journal. False when a
+    /// checkpoint is needed instead: no journal, a bucket to seal or trim,
+    /// no room, a failed checkpoint owed, or a failed append (which also
+    /// closes the journal; the checkpoint covers what it held).
+    fn journal_commit(&self) -> Result<bool, ClankieError> {
+        let mut j = self.journal.lock();
+        let Some(journal) = j.file.as_mut() else {
+            return Ok(false);
+        };
+        let (payload, ids) = {
+            let mut st = lock(&self.state);
+            if let Some(p) = &st.problem {
+                return Err(corrupt(p));
+            }
+            if st.changed.is_empty() && !st.checkpoint_owed {
+                return Ok(true);
+            }
+            if self.needs_checkpoint(&st) {
+                return Ok(false);
+            }
+            let mut ids = std::mem::take(&mut st.changed);
+            ids.sort_unstable();
+            ids.dedup();
+            let records: Vec<Record> = ids
+                .iter()
+                .filter_map(|id| {
+                    let &(b, i) = st.index.get(id)?;
+                    st.hot.get(&b)?.records.get(i).cloned()
+                })
+                .collect();
+            let payload = disk::encode(&records)?;
+            if !journal.fits(payload.len()) {
+                st.changed = ids;
+                return Ok(false);
+            }
+            (payload, ids)
+        };
+        match journal.append(&payload) {
+            Ok(n) => {
+                self.counters.journaled(n);
+                Ok(true)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "receipt journal append failed; checkpointing instead");
+                j.file = None;
+                lock(&self.state).changed.extend(ids);
+                Ok(false)
+            }
+        }
+    }
+
+    /// A bucket seals (full, nothing in flight) or trims, or a failed
+    /// checkpoint is owed: only a checkpoint does that.
+    fn needs_checkpoint(&self, st: &super::StoreState) -> bool {
+        let horizon = st.next_seq.saturating_sub(self.retained_bodies);
+        st.checkpoint_owed
+            || st
+                .cold
+                .values()
+                .any(|r| (r.id + 1) * BUCKET_SIZE <= horizon)
+            || st
+                .hot
+                .iter()
+                .any(|(&id, b)| !b.in_flight() && (id + 1) * BUCKET_SIZE <= st.next_seq)
+    }
+
+    /// Writes every changed bucket, then the manifest, then starts the
+    /// journal's next generation.
+    pub(super) fn checkpoint(&self) -> Result<(), ClankieError> {
         let Some(plan) = self.plan()? else {
             return Ok(());
         };
         let result = self.write_out(plan);
-        if let Err(e) = &result {
-            let mut st = lock(&self.state);
-            if e.code == ErrorCode::ReceiptStoreCorrupt {
+        let mut st = lock(&self.state);
+        match &result {
+            Ok(()) => st.checkpoint_owed = false,
+            Err(e) if e.code == ErrorCode::ReceiptStoreCorrupt => {
                 st.problem.get_or_insert_with(|| e.message.clone());
-            } else {
+            }
+            Err(_) => {
                 // Keep everything dirty so the next commit retries it.
                 for b in st.hot.values_mut() {
                     b.dirty = true;
                 }
                 st.manifest_dirty = true;
+                st.checkpoint_owed = true;
             }
         }
         result
@@ -240,6 +326,7 @@ impl Inner {
             }
         }
         st.manifest_dirty = false;
+        st.changed.clear();
         Ok(Some(plan))
     }
 
@@ -364,17 +451,36 @@ impl Inner {
         for (&id, r) in &cold {
             named.entry(id).or_insert_with(|| r.clone());
         }
+        // Every journal entry so far was appended before this plan was
+        // taken (one writer), so these buckets include its generation.
+        let covering = {
+            let j = self.journal.lock();
+            j.file.as_ref().map_or(j.covered, |f| f.generation)
+        };
         let manifest = Manifest {
             version: disk::MANIFEST_VERSION,
             next_seq: plan.next_seq,
             bucket_size: BUCKET_SIZE,
             segments: segments.clone(),
             buckets: named.values().cloned().collect(),
+            journal: covering,
         };
         self.counters
             .replace(&self.dir.join(disk::MANIFEST), &disk::encode(&manifest)?)
             .map_err(io_error)?;
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut j = self.journal.lock();
+            j.covered = covering;
+            if let Some(f) = j.file.as_mut()
+                && let Err(e) = f.reset(covering + 1)
+            {
+                tracing::warn!(error = %e, "receipt journal not reset; commits checkpoint from now");
+                j.file = None;
+            } else if j.file.is_some() {
+                self.counters.synced();
+            }
+        }
         {
             let mut st = lock(&self.state);
             for s in plan.sealing {

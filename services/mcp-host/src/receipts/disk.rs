@@ -4,6 +4,8 @@
 //!   names the buckets that are still changing or still hold bodies, and the
 //!   segments that name every older bucket, so it stays small however long
 //!   the history grows.
+//! - `connected-calls.journal`: what changed since the manifest, appended
+//!   per commit (`journal.rs`).
 //! - `connected-calls.json.d/SHA256.json`: immutable, content-addressed
 //!   buckets (up to [`BUCKET_SIZE`] receipts) and segments (up to
 //!   [`SEGMENT_BUCKETS`] sealed, trimmed bucket references).
@@ -81,6 +83,10 @@ pub(super) struct Manifest {
     #[serde(default)]
     pub segments: Vec<SegmentRef>,
     pub buckets: Vec<BucketRef>,
+    /// The newest journal generation these buckets include
+    /// (`journal.rs`); 0 before the journal.
+    #[serde(default)]
+    pub journal: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -173,6 +179,19 @@ impl Counters {
         Self::add(&self.syncs, 2);
         Self::add(&self.bytes, bytes.len() as u64);
         Ok(())
+    }
+
+    /// One journal append: one write, one `fdatasync`, one commit.
+    pub fn journaled(&self, bytes: usize) {
+        Self::add(&self.commits, 1);
+        Self::add(&self.synced_writes, 1);
+        Self::add(&self.syncs, 1);
+        Self::add(&self.bytes, bytes as u64);
+    }
+
+    /// One more sync (the journal's header at a checkpoint).
+    pub fn synced(&self) {
+        Self::add(&self.syncs, 1);
     }
 
     pub fn index_sync(&self) {

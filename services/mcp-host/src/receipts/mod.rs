@@ -32,6 +32,7 @@
 mod commit;
 mod disk;
 mod index;
+mod journal;
 mod open;
 mod verify;
 
@@ -164,6 +165,13 @@ struct StoreState {
     /// Set when a committed shard is missing or changed: dispatch is refused.
     problem: Option<String>,
     manifest_dirty: bool,
+    /// Receipts changed since the last commit, for the journal's next
+    /// entry (a checkpoint takes them all).
+    changed: Vec<String>,
+    /// A checkpoint failed: the next commit must be one.
+    checkpoint_owed: bool,
+    /// The journal generation the manifest's buckets include.
+    journal_covered: u64,
 }
 
 /// Counts for status and doctor.
@@ -210,6 +218,9 @@ pub enum Begin {
 /// durability; an outcome (`None`) rides the next commit.
 struct Change {
     done: Option<oneshot::Sender<Result<(), ClankieError>>>,
+    /// A stop: after the commit, checkpoint too, so a clean stop leaves the
+    /// buckets current and nothing to replay.
+    checkpoint: bool,
 }
 
 struct Inner {
@@ -221,7 +232,16 @@ struct Inner {
     /// Held while a file is replaced or checked, so a history check never
     /// reads a file a commit is superseding.
     io: Mutex<()>,
+    /// The journal (none until opened, or after a failed append: then
+    /// every commit is a checkpoint) and the generation last checkpointed.
+    journal: Mutex<JournalState>,
     opened_at: std::time::SystemTime,
+}
+
+#[derive(Default)]
+struct JournalState {
+    file: Option<journal::Journal>,
+    covered: u64,
 }
 
 /// The receipt store; cheap to clone.
@@ -317,11 +337,15 @@ impl ReceiptStore {
             let copy = r.clone();
             bucket.dirty = true;
             st.manifest_dirty = true;
+            st.changed.push(copy.receipt_id.clone());
             copy
         };
         // A stopped writer is reported by the next begin; this outcome is
         // already visible to readers.
-        let _ = self.tx.send(Change { done: None });
+        let _ = self.tx.send(Change {
+            done: None,
+            checkpoint: false,
+        });
         Ok(record)
     }
 
@@ -330,10 +354,22 @@ impl ReceiptStore {
         self.flush().await
     }
 
+    /// Makes everything durable and checkpoints it (a clean stop).
+    pub async fn close(&self) -> Result<(), ClankieError> {
+        self.send_waiting(true).await
+    }
+
     async fn flush(&self) -> Result<(), ClankieError> {
+        self.send_waiting(false).await
+    }
+
+    async fn send_waiting(&self, checkpoint: bool) -> Result<(), ClankieError> {
         let (done, rx) = oneshot::channel();
         self.tx
-            .send(Change { done: Some(done) })
+            .send(Change {
+                done: Some(done),
+                checkpoint,
+            })
             .map_err(|_| ErrorCode::ReceiptStoreUnavailable.err("the receipt writer stopped"))?;
         rx.await
             .map_err(|_| ErrorCode::ReceiptStoreUnavailable.err("the receipt writer stopped"))?
@@ -501,6 +537,7 @@ fn insert(st: &mut StoreState, record: Record) {
     let bucket = st.hot.entry(b).or_default();
     st.index
         .insert(record.receipt_id.clone(), (b, bucket.records.len()));
+    st.changed.push(record.receipt_id.clone());
     bucket.records.push(record);
     bucket.dirty = true;
     st.manifest_dirty = true;

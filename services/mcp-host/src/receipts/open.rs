@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 
 use super::disk::{self, BucketRef, Manifest, SEGMENT_BUCKETS, SHARDS};
 use super::{
-    Hot, Inner, MAX_STALLED, Outcome, ReceiptStore, Record, Status, StoreState, commit, index,
-    insert, lock, verify,
+    Hot, Inner, JournalState, MAX_STALLED, Outcome, ReceiptStore, Record, Status, StoreState,
+    commit, index, insert, journal, lock, verify,
 };
 
 impl ReceiptStore {
@@ -34,6 +34,9 @@ impl ReceiptStore {
                 if leftovers {
                     st.problem = Some("the receipt manifest is missing but shards exist".into());
                 }
+                // A new store writes its (empty) manifest before the first
+                // journal entry, so a store with entries always has one.
+                st.manifest_dirty = true;
             }
             Err(e) => st.problem = Some(format!("the receipt manifest cannot be read: {e}")),
             Ok(bytes) => {
@@ -57,6 +60,9 @@ impl ReceiptStore {
                 }
             }
         }
+        if st.problem.is_none() {
+            replay_journal(dir, &mut st);
+        }
         let (index, fresh) = index::IdIndex::open(dir)?;
         if st.problem.is_none()
             && let Err(e) = catch_up(&shards, &index, &st, fresh)
@@ -69,6 +75,7 @@ impl ReceiptStore {
                 st.problem = Some(e.message);
             }
         }
+        let st_covered = st.journal_covered;
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
             retained_bodies: retained_bodies as u64,
@@ -76,13 +83,37 @@ impl ReceiptStore {
             index,
             counters: Default::default(),
             io: Mutex::new(()),
+            journal: Mutex::new(JournalState {
+                file: None,
+                covered: st_covered,
+            }),
             opened_at,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let store = ReceiptStore { inner, tx };
-        let needs_commit = lock(&store.inner.state).manifest_dirty;
-        if needs_commit && let Err(e) = store.inner.commit() {
-            tracing::error!(reason = e.code.as_str(), "receipt startup commit failed");
+        let (needs_commit, healthy) = {
+            let st = lock(&store.inner.state);
+            (st.manifest_dirty, st.problem.is_none())
+        };
+        // A checkpoint first (it includes what the journal replayed), then
+        // the journal's next generation; without either, every commit is a
+        // checkpoint.
+        let checkpointed = !needs_commit
+            || match store.inner.checkpoint() {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(reason = e.code.as_str(), "receipt startup commit failed");
+                    false
+                }
+            };
+        if healthy && checkpointed {
+            let next = store.inner.journal.lock().covered + 1;
+            match journal::Journal::prepare(dir, next) {
+                Ok(j) => store.inner.journal.lock().file = Some(j),
+                Err(e) => {
+                    tracing::warn!(error = %e, "receipt journal unavailable; every commit checkpoints")
+                }
+            }
         }
         tokio::spawn(commit::writer(store.inner.clone(), rx));
         tokio::spawn(verify::watch(Arc::downgrade(&store.inner)));
@@ -97,6 +128,7 @@ fn load(
     st: &mut StoreState,
 ) -> Result<(), clankie_runtime::ClankieError> {
     st.next_seq = m.next_seq;
+    st.journal_covered = m.journal;
     for bref in m.buckets {
         if bref.sealed {
             st.cold.insert(bref.id, bref);
@@ -122,6 +154,43 @@ fn load(
         st.open_segment = disk::read_segment(shards, last)?.buckets;
     }
     Ok(())
+}
+
+/// Applies the journal's entries newer than the manifest's buckets (each
+/// record replaces its earlier copy), so the startup checkpoint includes
+/// them. A journal that cannot be read, or that names a sealed bucket,
+/// refuses the store rather than lose a receipt.
+fn replay_journal(dir: &Path, st: &mut StoreState) {
+    let (generation, entries) = match journal::read(dir) {
+        Ok(Some(read)) => read,
+        Ok(None) => return,
+        Err(e) => {
+            st.problem = Some(format!("the receipt journal cannot be read: {e}"));
+            return;
+        }
+    };
+    if generation <= st.journal_covered {
+        return;
+    }
+    for r in entries.into_iter().flatten() {
+        if st.cold.contains_key(&(r.seq / disk::BUCKET_SIZE)) {
+            st.problem = Some("the receipt journal names a sealed bucket".into());
+            return;
+        }
+        match st.index.get(&r.receipt_id).copied() {
+            Some((b, i)) => {
+                if let Some(slot) = st.hot.get_mut(&b).and_then(|h| h.records.get_mut(i)) {
+                    *slot = r;
+                }
+                if let Some(h) = st.hot.get_mut(&b) {
+                    h.dirty = true;
+                }
+            }
+            None => insert(st, r),
+        }
+    }
+    st.journal_covered = generation;
+    st.manifest_dirty = true;
 }
 
 /// Makes the id index cover every sealed bucket: all of them when it was
@@ -184,7 +253,7 @@ fn settle_abandoned(st: &mut StoreState, migrated: bool) {
             bucket.dirty = true;
         }
     }
-    st.manifest_dirty = changed;
+    st.manifest_dirty |= changed;
 }
 
 /// Finds the newest uncertain receipts in sealed buckets, newest first,

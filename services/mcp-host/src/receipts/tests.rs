@@ -59,6 +59,12 @@ async fn receipts_survive_reopen_and_pending_become_uncertain() {
 async fn a_begin_that_cannot_be_made_durable_is_forgotten() {
     let dir = tempfile::tempdir().expect("tempdir");
     let shards = dir.path().join(SHARDS);
+    // No journal (its path leads nowhere): every commit is a checkpoint.
+    std::os::unix::fs::symlink(
+        dir.path().join("absent/journal"),
+        dir.path().join(journal::JOURNAL),
+    )
+    .expect("symlink");
     {
         let s = ReceiptStore::open(dir.path(), 1000).expect("open");
         // A file where the shard folder was: every write fails, as on a
@@ -88,6 +94,8 @@ async fn changed_shard_refuses_and_is_left_in_place() {
         let s = ReceiptStore::open(dir.path(), 1000).expect("open");
         s.begin(rec("a")).await.expect("a");
     }
+    // Reopening checkpoints what the journal held into a bucket.
+    drop(ReceiptStore::open(dir.path(), 1000).expect("checkpoint"));
     let shard = std::fs::read_dir(dir.path().join(SHARDS))
         .expect("ls")
         .filter_map(|e| e.ok())
@@ -339,8 +347,27 @@ async fn an_old_unnamed_shard_is_removed_after_start_and_a_new_one_kept() {
 }
 
 #[tokio::test]
-async fn a_commit_costs_one_synced_write_per_bucket_plus_the_manifest() {
+async fn a_commit_is_one_journal_write_and_one_sync() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+    fill(&s, 4).await;
+    let before = s.stats();
+    s.begin(rec("one")).await.expect("begin");
+    let after = s.stats();
+    assert_eq!(after.commits - before.commits, 1);
+    // One pwrite into the preallocated journal, one fdatasync.
+    assert_eq!(after.syncs - before.syncs, 1);
+    assert_eq!(after.synced_writes - before.synced_writes, 1);
+}
+
+#[tokio::test]
+async fn a_checkpoint_costs_one_synced_write_per_bucket_plus_the_manifest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(
+        dir.path().join("absent/journal"),
+        dir.path().join(journal::JOURNAL),
+    )
+    .expect("symlink");
     let s = ReceiptStore::open(dir.path(), 1000).expect("open");
     fill(&s, 4).await;
     let before = s.stats();
@@ -351,4 +378,106 @@ async fn a_commit_costs_one_synced_write_per_bucket_plus_the_manifest() {
     // then its directory).
     assert_eq!(after.syncs - before.syncs, 4);
     assert_eq!(after.synced_writes - before.synced_writes, 2);
+}
+
+/// The bucket files in the shard folder.
+fn buckets_on_disk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir.join(SHARDS))
+        .expect("ls")
+        .filter_map(|e| e.ok())
+        .count()
+}
+
+#[tokio::test]
+async fn receipts_only_in_the_journal_survive_a_stop_before_any_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+        s.begin(rec("a")).await.expect("a");
+        s.settle("a", Outcome::Ok, Some(serde_json::json!({"x": 1})), None)
+            .expect("settle");
+        s.sync().await.expect("durable");
+        s.begin(rec("b")).await.expect("b");
+        assert_eq!(buckets_on_disk(dir.path()), 0, "nothing checkpointed yet");
+    }
+    let s = ReceiptStore::open(dir.path(), 1000).expect("reopen");
+    s.health().expect("healthy");
+    let a = s.get("a").expect("a from the journal");
+    assert_eq!(a.visible_outcome(), Outcome::Ok);
+    assert_eq!(a.result, Some(serde_json::json!({"x": 1})));
+    assert_eq!(s.get("b").expect("b").visible_outcome(), Outcome::Uncertain);
+    assert_eq!(
+        buckets_on_disk(dir.path()),
+        1,
+        "the reopen checkpointed them"
+    );
+}
+
+#[tokio::test]
+async fn a_torn_last_journal_entry_is_ignored_and_earlier_ones_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+        s.begin(rec("kept")).await.expect("kept");
+        s.begin(rec("torn")).await.expect("torn");
+    }
+    // Damage the last entry, as a crash inside its write would.
+    let path = dir.path().join(journal::JOURNAL);
+    let mut bytes = std::fs::read(&path).expect("journal");
+    let at = bytes
+        .windows(4)
+        .rposition(|w| w == b"torn")
+        .expect("the entry");
+    bytes[at] = b'X';
+    std::fs::write(&path, &bytes).expect("tear");
+    let s = ReceiptStore::open(dir.path(), 1000).expect("reopen");
+    s.health().expect("healthy");
+    assert!(s.get("kept").is_some());
+    assert!(
+        s.get("torn").is_none(),
+        "a torn entry was never acknowledged"
+    );
+}
+
+#[tokio::test]
+async fn a_checkpointed_generation_is_never_replayed_over_later_outcomes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+        s.begin(rec("a")).await.expect("a");
+    }
+    {
+        // Reopened: a turns uncertain, checkpointed; then a new outcome for
+        // b is journaled under the next generation.
+        let s = ReceiptStore::open(dir.path(), 1000).expect("reopen");
+        s.begin(rec("b")).await.expect("b");
+        s.settle("b", Outcome::Ok, None, None).expect("settle");
+        s.sync().await.expect("durable");
+    }
+    let s = ReceiptStore::open(dir.path(), 1000).expect("again");
+    assert_eq!(s.get("a").expect("a").visible_outcome(), Outcome::Uncertain);
+    assert_eq!(s.get("b").expect("b").visible_outcome(), Outcome::Ok);
+    let m: Manifest =
+        serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST)).expect("manifest"))
+            .expect("parse");
+    assert!(
+        m.journal >= 2,
+        "each reopen checkpointed a newer generation"
+    );
+}
+
+#[tokio::test]
+async fn settled_receipts_replayed_from_the_journal_survive_the_next_reopen_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+        s.begin(rec("a")).await.expect("a");
+        s.settle("a", Outcome::Ok, None, None).expect("settle");
+        s.sync().await.expect("durable");
+    }
+    // Nothing was in flight, yet the replay must be checkpointed before the
+    // journal moves to its next generation.
+    drop(ReceiptStore::open(dir.path(), 1000).expect("reopen"));
+    let s = ReceiptStore::open(dir.path(), 1000).expect("again");
+    assert_eq!(s.get("a").expect("a").visible_outcome(), Outcome::Ok);
 }
