@@ -99,6 +99,10 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
+    fn refusal(e: crate::store::StoreError) -> ClankieError {
+        clankie_runtime::ErrorCode::Internal.err(e.to_string())
+    }
+
     fn save(n: usize, answers: mpsc::Sender<Result<i64, ClankieError>>) -> Job {
         Box::new(move |s: &mut Store| {
             let title = format!("t{n}");
@@ -140,9 +144,9 @@ mod tests {
             &store,
             |s| {
                 batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                s.cursor().map_err(crate::service::store_refusal)
+                s.cursor().map_err(refusal)
             },
-            crate::service::store_refusal,
+            refusal,
         );
         assert_eq!(
             batches.into_inner(),
