@@ -203,6 +203,10 @@ impl Inner {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "receipt journal append failed; checkpointing instead");
+                // The checkpoint that follows includes every entry of this
+                // generation, so it must say so: replaying them over it
+                // would turn later outcomes back into "dispatched".
+                j.covered = journal.generation;
                 j.file = None;
                 lock(&self.state).changed.extend(ids);
                 Ok(false)

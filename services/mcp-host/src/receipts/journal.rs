@@ -133,6 +133,17 @@ impl Journal {
         Ok(())
     }
 
+    /// Test hook: this journal reopened read-only, so every append fails
+    /// as on a failing disk.
+    #[cfg(test)]
+    pub(super) fn failing(dir: &Path, generation: u64) -> io::Result<Journal> {
+        Ok(Journal {
+            file: File::open(dir.join(JOURNAL))?,
+            generation,
+            end: HEADER,
+        })
+    }
+
     /// Whether an entry of `payload_len` bytes still fits.
     pub(super) fn fits(&self, payload_len: usize) -> bool {
         self.end + (ENTRY_HEAD + payload_len) as u64 <= JOURNAL_BYTES

@@ -481,3 +481,34 @@ async fn settled_receipts_replayed_from_the_journal_survive_the_next_reopen_too(
     let s = ReceiptStore::open(dir.path(), 1000).expect("again");
     assert_eq!(s.get("a").expect("a").visible_outcome(), Outcome::Ok);
 }
+
+#[tokio::test]
+async fn a_failed_journal_append_checkpoints_and_the_journal_is_never_replayed_over_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let s = ReceiptStore::open(dir.path(), 1000).expect("open");
+        // The journal holds a as dispatched; its outcome is only in memory.
+        s.begin(rec("a")).await.expect("a");
+        s.settle("a", Outcome::Ok, None, None).expect("settle");
+        // The disk starts failing the journal's writes.
+        {
+            let mut j = s.inner.journal.lock();
+            let generation = j.file.as_ref().expect("journal").generation;
+            j.file = Some(journal::Journal::failing(dir.path(), generation).expect("reopen"));
+        }
+        let before = s.stats().synced_writes;
+        assert!(matches!(s.begin(rec("b")).await, Ok(Begin::Durable)));
+        assert!(
+            s.stats().synced_writes - before >= 2,
+            "the begin was made durable by a checkpoint instead"
+        );
+    }
+    let s = ReceiptStore::open(dir.path(), 1000).expect("reopen");
+    s.health().expect("healthy");
+    assert_eq!(
+        s.get("a").expect("a").visible_outcome(),
+        Outcome::Ok,
+        "the journal's older entry for a was not replayed over the checkpoint"
+    );
+    assert!(s.get("b").is_some());
+}
