@@ -182,13 +182,16 @@ impl Inner {
             let mut ids = std::mem::take(&mut st.changed);
             ids.sort_unstable();
             ids.dedup();
-            let records: Vec<Record> = ids
+            let mut records: Vec<Record> = ids
                 .iter()
                 .filter_map(|id| {
                     let &(b, i) = st.index.get(id)?;
                     st.hot.get(&b)?.records.get(i).cloned()
                 })
                 .collect();
+            // In receipt order, so a replay files new receipts in their
+            // buckets in the order they began.
+            records.sort_by_key(|r| r.seq);
             let payload = disk::encode(&records)?;
             if !journal.fits(payload.len()) {
                 st.changed = ids;
