@@ -52,37 +52,44 @@ fn check(payload: &[u8]) -> [u8; 8] {
 }
 
 /// The header's generation and the record lists of its entries, oldest
-/// first; `None` when there is no journal (or not one of ours).
+/// first; `None` when there is no journal (or not one of ours). Reads only
+/// up to the first entry that does not check, not the zeros after it.
 pub(super) fn read(dir: &Path) -> io::Result<Option<(u64, Vec<Vec<Record>>)>> {
-    let mut bytes = Vec::new();
-    match File::open(dir.join(JOURNAL)) {
-        Ok(mut f) => f.read_to_end(&mut bytes)?,
+    let mut file = match File::open(dir.join(JOURNAL)) {
+        Ok(f) => io::BufReader::new(f),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    if bytes.len() < HEADER as usize || &bytes[..8] != MAGIC {
-        return Ok(None);
+    let mut header = [0u8; HEADER as usize];
+    match file.read_exact(&mut header) {
+        Ok(()) if &header[..8] == MAGIC => {}
+        Ok(()) => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
     }
-    let generation = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
+    let generation = u64::from_le_bytes(header[8..].try_into().unwrap_or_default());
     let mut entries = Vec::new();
-    let mut at = HEADER as usize;
-    while let Some(head) = bytes.get(at..at + ENTRY_HEAD) {
+    let mut head = [0u8; ENTRY_HEAD];
+    loop {
+        match file.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e),
+        }
         let entry_gen = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
-        let len = u32::from_le_bytes(head[8..12].try_into().unwrap_or_default()) as usize;
-        if entry_gen != generation || len == 0 {
+        let len = u32::from_le_bytes(head[8..12].try_into().unwrap_or_default()) as u64;
+        if entry_gen != generation || len == 0 || len > JOURNAL_BYTES {
             break;
         }
-        let Some(payload) = bytes.get(at + ENTRY_HEAD..at + ENTRY_HEAD + len) else {
-            break;
-        };
-        if check(payload) != head[12..20] {
+        let mut payload = Vec::new();
+        (&mut file).take(len).read_to_end(&mut payload)?;
+        if payload.len() as u64 != len || check(&payload) != head[12..20] {
             break;
         }
-        let Ok(records) = serde_json::from_slice::<Vec<Record>>(payload) else {
+        let Ok(records) = serde_json::from_slice::<Vec<Record>>(&payload) else {
             break;
         };
         entries.push(records);
-        at += ENTRY_HEAD + len;
     }
     Ok(Some((generation, entries)))
 }

@@ -1,6 +1,13 @@
 use super::disk::{MANIFEST, Manifest, SHARDS};
 use super::*;
 
+/// Leaves the store in `dir` no journal (its path leads nowhere), so
+/// every commit is a checkpoint.
+fn without_journal(dir: &std::path::Path) {
+    std::os::unix::fs::symlink(dir.join("absent/journal"), dir.join(journal::JOURNAL))
+        .expect("symlink");
+}
+
 fn rec(id: &str) -> Record {
     Record {
         receipt_id: id.into(),
@@ -59,12 +66,7 @@ async fn receipts_survive_reopen_and_pending_become_uncertain() {
 async fn a_begin_that_cannot_be_made_durable_is_forgotten() {
     let dir = tempfile::tempdir().expect("tempdir");
     let shards = dir.path().join(SHARDS);
-    // No journal (its path leads nowhere): every commit is a checkpoint.
-    std::os::unix::fs::symlink(
-        dir.path().join("absent/journal"),
-        dir.path().join(journal::JOURNAL),
-    )
-    .expect("symlink");
+    without_journal(dir.path());
     {
         let s = ReceiptStore::open(dir.path(), 1000).expect("open");
         // A file where the shard folder was: every write fails, as on a
@@ -363,11 +365,7 @@ async fn a_commit_is_one_journal_write_and_one_sync() {
 #[tokio::test]
 async fn a_checkpoint_costs_one_synced_write_per_bucket_plus_the_manifest() {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::os::unix::fs::symlink(
-        dir.path().join("absent/journal"),
-        dir.path().join(journal::JOURNAL),
-    )
-    .expect("symlink");
+    without_journal(dir.path());
     let s = ReceiptStore::open(dir.path(), 1000).expect("open");
     fill(&s, 4).await;
     let before = s.stats();

@@ -198,6 +198,15 @@ fn comments_and_the_change_cursor_survive_reopening() {
     assert!(matches!(Store::open(&path), Err(StoreError::TooNew(_))));
 }
 
+/// The titles of a team's issues.
+fn titles(s: &Store, team: &str) -> Vec<String> {
+    s.issues(Some(team), None, 50)
+        .expect("list")
+        .into_iter()
+        .map(|i| i.title)
+        .collect()
+}
+
 /// One batch job: a `save_issue` for `team`, answering the new identifier.
 fn save_job(
     team: &'static str,
@@ -235,12 +244,7 @@ fn a_batch_commits_its_writes_once_and_a_failed_write_leaves_the_others() {
     drop(s);
     // What the batch answered is what a reopened store reads.
     let s = Store::open(&path).expect("reopen");
-    let titles: Vec<_> = s
-        .issues(Some("ENG"), None, 50)
-        .expect("list")
-        .into_iter()
-        .map(|i| i.title)
-        .collect();
+    let titles = titles(&s, "ENG");
     assert_eq!(titles.len(), 2);
     assert!(titles.contains(&"one".to_string()) && titles.contains(&"two".to_string()));
     assert_eq!(
@@ -266,12 +270,7 @@ fn a_batch_whose_transaction_is_lost_answers_not_committed_and_runs_the_rest_alo
     let committed: Vec<_> = ran.iter().map(|(_, c)| c.is_ok()).collect();
     assert_eq!(committed, [false, false, true]);
     assert!(matches!(ran[0].1, Err(StoreError::Uncommitted(_))));
-    let titles: Vec<_> = s
-        .issues(Some("ENG"), None, 50)
-        .expect("list")
-        .into_iter()
-        .map(|i| i.title)
-        .collect();
+    let titles = titles(&s, "ENG");
     assert_eq!(
         titles,
         ["kept"],
