@@ -153,9 +153,58 @@ pub async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
     line("plain /proc/*/fd scan (one pass)", &scans);
     let (s50, s99) = ratio(&tcp, &scans);
     println!("  TCP proof (with its request) / plain scan: p50 x{s50:.1}, p99 x{s99:.1}");
+    loaded_tcp(&stack, &tmux, tcp_rounds.min(100)).await?;
     for mut c in idle {
         let _ = c.kill();
         let _ = c.wait();
     }
+    Ok(())
+}
+
+/// TCP proofs of a member beside `stress-ng --cpu 2` (both cores busy):
+/// each must still land within the seed's 600 ms job cap.
+async fn loaded_tcp(stack: &Stack, tmux: &TmuxServer, rounds: usize) -> anyhow::Result<()> {
+    let Ok(mut stress) = std::process::Command::new("stress-ng")
+        .args(["--cpu", "2", "--timeout", "900", "--quiet"])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+    else {
+        println!(
+            "  (stress-ng is not installed: scripts/install-peers installs it; loaded run skipped)"
+        );
+        return Ok(());
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let out = stack.state.path().join("proof-loaded.json");
+    let args = vec![
+        "loaded".into(),
+        rounds.to_string(),
+        out.display().to_string(),
+        "tcp".into(),
+    ];
+    let seen = in_pane(stack, tmux, &args).await;
+    let _ = stress.kill();
+    let _ = stress.wait();
+    let seen = seen?;
+    let full = millis(&seen["full"]);
+    let over = full
+        .iter()
+        .filter(|d| **d > Duration::from_millis(600))
+        .count();
+    let refused: Vec<String> = seen["refused"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let admitted = full.len();
+    let full = summarize(full);
+    println!("  -- loopback TCP beside stress-ng --cpu 2 --");
+    line("connect + full proof, loaded", &full);
+    println!(
+        "  {admitted} of {rounds} admitted, {over} over the 600 ms job cap; refused: {refused:?}"
+    );
     Ok(())
 }

@@ -153,6 +153,26 @@ fn scan(target: &str, uid: Option<u32>, jitter: &mut Jitter, job: Instant) -> Re
     }))
 }
 
+/// Whether `pid` holds socket `inode` now: one process's descriptors, read
+/// once. A transient failure counts as not holding.
+pub fn holds_socket(pid: i32, inode: u64) -> bool {
+    use rustix::fs::{Mode, OFlags, openat};
+    let Ok(proc_dir) = openat(
+        rustix::fs::CWD,
+        "/proc",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let target = format!("socket:[{inode}]");
+    let mut link = Vec::new();
+    matches!(
+        holds(&proc_dir, pid, target.as_bytes(), &mut link),
+        Ok(true)
+    )
+}
+
 enum Race {
     Gone,
     Denied,

@@ -87,14 +87,46 @@ fn loopback(l: &helper_pb::FindLoopbackHolders) -> helper_pb::reply::Result {
             return error(e.reason(), errno);
         }
     };
-    match census::socket_holders(socket.inode, Some(socket.uid)) {
-        Ok(h) => helper_pb::reply::Result::Loopback(helper_pb::LoopbackHolders {
-            inode: socket.inode,
-            uid: socket.uid,
-            holders: Some(holders_pb(h)),
-        }),
-        Err(reason) => error(reason, 0),
+    let holders = match census::socket_holders(socket.inode, Some(socket.uid)) {
+        Ok(h) => h,
+        Err(reason) => return error(reason, 0),
+    };
+    let lineage = match holders.pids.as_slice() {
+        [pid] if holders.unreadable == 0 => match bound_lineage(*pid, socket.inode) {
+            Ok(l) => l,
+            Err(e) => return error(e.reason(), e.errno()),
+        },
+        _ => Vec::new(),
+    };
+    helper_pb::reply::Result::Loopback(helper_pb::LoopbackHolders {
+        inode: socket.inode,
+        uid: socket.uid,
+        holders: Some(holders_pb(holders)),
+        lineage,
+    })
+}
+
+/// The census's one holder, bound to the socket (its descriptors read again
+/// while its pidfd is open), then its ancestry. Empty when the holder no
+/// longer holds the socket or has gone: the census's answer is stale, and
+/// admission refuses rather than prove whoever has the pid now.
+fn bound_lineage(pid: i32, inode: u64) -> Result<Vec<helper_pb::ProcessFact>, sys::ObsError> {
+    let (holder, held) = match sys::observe_holding(pid, || census::holds_socket(pid, inode)) {
+        Ok(found) => found,
+        Err(sys::ObsError::Gone) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    if !held || holder.exited {
+        return Ok(Vec::new());
     }
+    let mut facts = Vec::new();
+    let mut seen = std::collections::HashSet::from([pid]);
+    let parent = holder.ppid;
+    facts.push(holder.into());
+    ancestry(parent, true, &mut seen, &mut facts)?;
+    // The same bound as an observation's walk: the process and 64 hops.
+    facts.truncate(65);
+    Ok(facts)
 }
 
 fn observe(o: &helper_pb::ObserveProcesses) -> helper_pb::reply::Result {
@@ -105,31 +137,87 @@ fn observe(o: &helper_pb::ObserveProcesses) -> helper_pb::reply::Result {
     let mut facts = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for &pid in &o.pids {
-        let mut next = Some(pid);
-        let mut hops = 0;
-        while let Some(p) = next {
-            if p <= 0 || !seen.insert(p) || hops > 64 {
-                break;
-            }
-            hops += 1;
-            match sys::observe(p) {
-                Ok(f) => {
-                    next = (o.with_ancestry && f.ppid > 0).then_some(f.ppid);
-                    facts.push(f.into());
-                }
-                Err(e) => {
-                    facts.push(helper_pb::ProcessFact {
-                        pid: p,
-                        exited: matches!(e, sys::ObsError::Gone),
-                        ..Default::default()
-                    });
-                    if !matches!(e, sys::ObsError::Gone) {
-                        return error(e.reason(), e.errno());
-                    }
-                    break;
-                }
-            }
+        if let Err(e) = ancestry(pid, o.with_ancestry, &mut seen, &mut facts) {
+            return error(e.reason(), e.errno());
         }
     }
     R::Observation(helper_pb::Observation { processes: facts })
+}
+
+/// Observes `pid` and, with `up`, its parents to init (at most 64 hops,
+/// each process once). A process gone mid-walk is recorded as exited and
+/// ends the walk; any other failure ends the job.
+fn ancestry(
+    pid: i32,
+    up: bool,
+    seen: &mut std::collections::HashSet<i32>,
+    facts: &mut Vec<helper_pb::ProcessFact>,
+) -> Result<(), sys::ObsError> {
+    let mut next = Some(pid);
+    let mut hops = 0;
+    while let Some(p) = next {
+        if p <= 0 || !seen.insert(p) || hops > 64 {
+            break;
+        }
+        hops += 1;
+        match sys::observe(p) {
+            Ok(f) => {
+                next = (up && f.ppid > 0).then_some(f.ppid);
+                facts.push(f.into());
+            }
+            Err(e) => {
+                facts.push(helper_pb::ProcessFact {
+                    pid: p,
+                    exited: matches!(e, sys::ObsError::Gone),
+                    ..Default::default()
+                });
+                if !matches!(e, sys::ObsError::Gone) {
+                    return Err(e);
+                }
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn inode_of(fd: &impl std::os::fd::AsRawFd) -> u64 {
+        std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .expect("fd")
+            .ino()
+    }
+
+    #[test]
+    fn a_bound_holder_starts_its_lineage_and_a_process_without_the_socket_gets_none() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        let inode = inode_of(&a);
+        let me = std::process::id() as i32;
+        let lineage = bound_lineage(me, inode).expect("observe");
+        let holder = lineage.first().expect("the holder is bound");
+        assert_eq!(holder.pid, me);
+        assert!(holder.pidfs_id > 0 || holder.start_time > 0);
+        assert!(lineage.len() >= 2, "the holder's parents follow it");
+        assert!(lineage.iter().skip(1).any(|f| f.pid == holder.ppid));
+        // A live process that does not hold the socket: a census naming it
+        // (a pid reused after the census) binds nothing.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn");
+        let stranger = bound_lineage(other.id() as i32, inode).expect("observe");
+        other.kill().expect("kill");
+        other.wait().expect("reap");
+        assert!(stranger.is_empty());
+        // A pid with no process behind it binds nothing either.
+        assert!(
+            bound_lineage(other.id() as i32, inode)
+                .expect("gone")
+                .is_empty()
+        );
+    }
 }

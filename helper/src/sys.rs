@@ -219,12 +219,26 @@ fn has_exited(fd: &rustix::fd::OwnedFd) -> bool {
 
 /// Observes one process, bracketing the pidfd with two start-time reads.
 pub fn observe(pid: i32) -> Result<Fact, ObsError> {
+    observe_where(pid, || true).map(|(fact, _)| fact)
+}
+
+/// Observes one process and asks `holds` about it while its pidfd is open.
+/// The answer is `true` only if the pidfd's process was still alive after
+/// `holds` returned: a pid cannot be reused before its process is reaped,
+/// so whatever `holds` read under `/proc/PID` was that process's. This is
+/// how a census's holder is bound to the identity admission compares.
+pub fn observe_holding(pid: i32, holds: impl FnOnce() -> bool) -> Result<(Fact, bool), ObsError> {
+    observe_where(pid, holds)
+}
+
+fn observe_where(pid: i32, holds: impl FnOnce() -> bool) -> Result<(Fact, bool), ObsError> {
     let first = stat(pid)?;
     let (fd, pidfs_id) = pidfs_id(pid)?;
     let again = stat(pid)?;
     if again.start_time != first.start_time {
         return Err(ObsError::Gone);
     }
+    let held = holds() && !has_exited(&fd);
     let status = status(pid)?;
     let executable = std::fs::read_link(format!("/proc/{pid}/exe"))
         .map(|p| p.to_string_lossy().to_string())
@@ -238,7 +252,7 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Fact {
+    let fact = Fact {
         pid,
         ppid: again.ppid,
         uid: status.uid,
@@ -251,7 +265,8 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
         tpgid: again.tpgid,
         ns_pid: status.ns_pid,
         ns_depth: status.ns_depth,
-    })
+    };
+    Ok((fact, held))
 }
 
 #[cfg(test)]

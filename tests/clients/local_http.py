@@ -14,6 +14,9 @@ Usage:
       ROUNDS times each: a new connection and GET /healthz (no proof), a new
       connection and GET tool-catalog (a full proof), and the same request
       again on a proven connection (a recheck); milliseconds to OUT.
+  python local_http.py loaded ROUNDS OUT [tcp]
+      ROUNDS full proofs back to back, each timed; a refusal is recorded
+      with its code instead of ending the run (for a machine under load).
   python local_http.py proofs ROUNDS OUT [tcp]
       ROUNDS full proofs back to back (a new connection each); writes OUT
       when done.
@@ -106,6 +109,20 @@ elif sys.argv[1] == "time":
         again.append((time.perf_counter() - t) * 1e3)
         c.close()
     write(out, {"bare": bare, "full": full, "recheck": again})
+elif sys.argv[1] == "loaded":
+    rounds, out = int(sys.argv[2]), sys.argv[3]
+    full, refused = [], []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        c = connection()
+        seen = get(c, catalog)
+        took = (time.perf_counter() - t) * 1e3
+        c.close()
+        if seen["status"] == 200:
+            full.append(took)
+        else:
+            refused.append(seen["code"] or str(seen["status"]))
+    write(out, {"full": full, "refused": refused})
 elif sys.argv[1] == "proofs":
     rounds, out = int(sys.argv[2]), sys.argv[3]
     for _ in range(rounds):

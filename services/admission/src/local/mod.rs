@@ -198,11 +198,13 @@ impl Peer {
     }
 }
 
-/// The single process holding a loopback connection's client socket.
+/// The single process holding a loopback connection's client socket, and
+/// its lineage observed in the same helper job, starting from the holder
+/// bound to the socket by its pidfd.
 async fn loopback_owner(
     helper: &HelperClient,
     ends: &admission_pb::TcpEnds,
-) -> Result<(i32, u32), Refusal> {
+) -> Result<(u32, Vec<helper_pb::ProcessFact>), Refusal> {
     let reply = helper
         .run(helper_pb::request::Job::LoopbackHolders(
             helper_pb::FindLoopbackHolders {
@@ -233,7 +235,12 @@ async fn loopback_owner(
         return Err(unavailable("census_unknown_owner", "census"));
     }
     match holders.pids.as_slice() {
-        [pid] => Ok((*pid, found.uid)),
+        // The holder let go of the socket, or its pid now names another
+        // process: whoever holds it now was never counted.
+        [pid] => match found.lineage.first() {
+            Some(holder) if holder.pid == *pid && !holder.exited => Ok((found.uid, found.lineage)),
+            _ => Err(not_member("owner_changed", "census")),
+        },
         [] => Err(not_member("no_holder", "census")),
         _ => Err(not_member("shared_descriptor", "census")),
     }
@@ -248,18 +255,25 @@ pub async fn prove(
     if links.is_empty() {
         return Err(not_member("no_linked_session", "links"));
     }
-    let (pid, uid, pidfs_id) = match peer {
+    // Over TCP the census job observes the holder's lineage too, so the
+    // first observation of the bracket costs no second helper round trip.
+    let (pid, uid, pidfs_id, first) = match peer {
         Peer::SharedUnix => return Err(not_member("shared_descriptor", "writer")),
-        Peer::Unix { pid, uid, pidfs_id } => (*pid, *uid, *pidfs_id),
+        Peer::Unix { pid, uid, pidfs_id } => (*pid, *uid, *pidfs_id, None),
         Peer::Tcp(ends) => {
-            let (pid, uid) = loopback_owner(helper, ends).await?;
-            (pid, uid, 0)
+            let (uid, lineage) = loopback_owner(helper, ends).await?;
+            let holder = lineage.first().map(|f| (f.pid, f.pidfs_id));
+            let (pid, pidfs_id) = holder.unwrap_or_default();
+            (pid, uid, pidfs_id, Some(lineage))
         }
     };
     if uid != nix::unistd::getuid().as_raw() {
         return Err(not_member("other_uid", "peer"));
     }
-    let first = observe(helper, vec![pid], true).await?;
+    let first = match first {
+        Some(lineage) => lineage,
+        None => observe(helper, vec![pid], true).await?,
+    };
     let owner = first
         .first()
         .ok_or_else(|| unavailable("no_observation", "observe"))?;
@@ -305,12 +319,10 @@ pub async fn prove(
     {
         return Err(not_member("lineage_changed", "bracket"));
     }
-    // Over TCP a second census closes the bracket: still exactly that owner.
-    if let Peer::Tcp(ends) = peer
-        && loopback_owner(helper, ends).await?.0 != pid
-    {
-        return Err(not_member("owner_changed", "census"));
-    }
+    // Over TCP no second census follows: the holder's identity is bound to
+    // the socket at the census and compared by the bracket above, and a
+    // copy of the socket made after the census is the holder's own doing
+    // (docs/SECURITY.md, "One census per loopback proof").
     Ok(Proof {
         link_id: link.link_id.clone(),
         fleet: link.fleet.clone(),
