@@ -7,6 +7,9 @@
 //!   clankie-bench receipts   receipt cost with 1,000 vs 100,000 retained
 //!   clankie-bench search     clankie_tools query over 10,000 tools / 50
 //!                            accounts vs 100 tools / 2 accounts
+//!   clankie-bench idle-seats 1,000 seats with parked polls on one stack:
+//!                            memory, idle CPU, reconnect after a gateway
+//!                            restart (CLANKIE_BENCH_SEATS sets how many)
 //!   clankie-bench proof      local proof and its reuse recheck, from a pane
 //!                            through the gateway, vs a request with no proof
 //!   clankie-bench caller     the accept-time caller check of an internal
@@ -506,6 +509,7 @@ mod faults;
 mod grants;
 mod harnesses;
 mod history;
+mod idle_seats;
 mod observability;
 mod pi;
 mod proof;
@@ -518,12 +522,12 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     // Inside a hired pane: the harness of one seat.
-    if what == "seat" {
+    if what == "seat" || what == "seat-idle" {
         let mut rest = std::env::args().skip(2);
         let (Some(dir), Some(name)) = (rest.next(), rest.next()) else {
             anyhow::bail!("usage: clankie-bench seat DIR NAME");
         };
-        return seats::seat_mode(dir.into(), name).await;
+        return seats::seat_mode(dir.into(), name, what == "seat-idle").await;
     }
     let quick = std::env::var("CLANKIE_BENCH_QUICK").is_ok();
     let (rounds, secs, receipts, queries) = if quick {
@@ -539,6 +543,15 @@ async fn main() -> anyhow::Result<()> {
         "caller" => caller::bench_caller(rounds).await?,
         "seats" => seats::bench_seats(rounds.min(500), if quick { 20 } else { 100 }).await?,
         "tracker" => tracker::bench_tracker(if quick { 10 } else { 50 }, secs).await?,
+        "idle-seats" => {
+            idle_seats::bench_idle_seats(
+                std::env::var("CLANKIE_BENCH_SEATS")
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(if quick { 100 } else { 1000 }),
+            )
+            .await?
+        }
         "auto" => auto::bench_auto(if quick { 3 } else { 10 }).await?,
         "memory" => faults::bench_memory(if quick { 100 } else { 500 }).await?,
         "history" => {

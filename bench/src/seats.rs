@@ -78,7 +78,7 @@ fn args(v: Value) -> serde_json::Map<String, Value> {
 }
 
 /// `clankie-bench seat DIR NAME`: a seat's harness inside a pane.
-pub async fn seat_mode(dir: PathBuf, name: String) -> anyhow::Result<()> {
+pub async fn seat_mode(dir: PathBuf, name: String, idle: bool) -> anyhow::Result<()> {
     let file = |s: &str| dir.join(format!("{name}.{s}"));
     let handler = SeatHandler {
         recv: file("recv"),
@@ -91,6 +91,15 @@ pub async fn seat_mode(dir: PathBuf, name: String) -> anyhow::Result<()> {
         .stderr(std::process::Stdio::null())
         .spawn()?;
     let client = handler.serve(transport).await?;
+    if idle {
+        // Connected: the bench sees the seat reachable from the mailbox's
+        // side, and this harness asks nothing more (a large answer, such
+        // as a thousand seats listed, would stay in its gateway session's
+        // stream cache and be counted as the stack's).
+        write_atomic(&file("seat"), "")?;
+        client.waiting().await?;
+        return Ok(());
+    }
     loop {
         let r = client
             .call_tool(CallToolRequestParams::new("list_fleet_seats"))
@@ -151,7 +160,7 @@ pub async fn seat_mode(dir: PathBuf, name: String) -> anyhow::Result<()> {
     }
 }
 
-async fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
+pub(crate) async fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
     let end = Instant::now() + timeout;
     loop {
         if let Ok(t) = std::fs::read_to_string(path) {
@@ -166,7 +175,17 @@ async fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<String> {
     }
 }
 
-fn hire(stack: &Stack, lead: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
+pub(crate) fn hire(stack: &Stack, lead: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
+    hire_as(stack, lead, dir, name, "seat")
+}
+
+/// A seat whose harness only keeps its bridge: no orders, so nothing wakes
+/// it (`seat-idle`).
+pub(crate) fn hire_idle(stack: &Stack, lead: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
+    hire_as(stack, lead, dir, name, "seat-idle")
+}
+
+fn hire_as(stack: &Stack, lead: &str, dir: &Path, name: &str, mode: &str) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let out = stack.clankie(&[
         "hire",
@@ -176,7 +195,7 @@ fn hire(stack: &Stack, lead: &str, dir: &Path, name: &str) -> anyhow::Result<()>
         lead,
         "--",
         &exe.display().to_string(),
-        "seat",
+        mode,
         &dir.display().to_string(),
         name,
     ]);

@@ -47,7 +47,7 @@ impl Default for ConnLimits {
     fn default() -> Self {
         ConnLimits {
             header_timeout: Duration::from_secs(10),
-            max_conns: 1024,
+            max_conns: 4096,
             max_waiting: 128,
             max_per_peer: 256,
             max_per_member: 64,

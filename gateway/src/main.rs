@@ -80,6 +80,7 @@ fn main() -> anyhow::Result<()> {
         max_per_peer: args.max_connections_per_peer,
         max_per_member: args.max_connections_per_member,
     };
+    raise_descriptor_limit();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -88,4 +89,24 @@ fn main() -> anyhow::Result<()> {
             &args.common,
             |paths, shutdown| Listening::bind(options(paths), at, limits, shutdown),
         ))
+}
+
+/// The connection and session caps allow thousands of connections (a
+/// thousand seats each hold one parked poll), past a soft descriptor limit
+/// that is often 1,024. The hard limit is the operator's; the soft one is
+/// raised to it, as most servers do at start.
+fn raise_descriptor_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let now = getrlimit(Resource::Nofile);
+    if let (Some(current), Some(maximum)) = (now.current, now.maximum)
+        && current < maximum
+    {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(maximum),
+                maximum: Some(maximum),
+            },
+        );
+    }
 }

@@ -10,10 +10,15 @@
 //! admission drops the ticket, and the connection's next request finds no
 //! ticket at its door and is proven again in full.
 //!
-//! Not here, on purpose: the mailbox long poll (a catalog change can end it
-//! with a listing before the mailbox observed anything), the catalog-only
-//! poll, reports and reviews (they read or write before, or without, a seat
-//! observation), and every other MCP request.
+//! The mailbox long poll is here too. Its wait starts with the mailbox's
+//! seat observation, and an answer that a catalog change ends before the
+//! mailbox answered is rechecked on its own before it is sent
+//! (`fleet::deliveries`). An idle seat re-polls every 25 s, so this halves
+//! the proofs a parked fleet costs.
+//!
+//! Not here, on purpose: the catalog-only poll, reports and reviews (they
+//! read or write before, or without, a seat observation), and every other
+//! MCP request.
 
 use clankie_types::fleet::FleetTool;
 use clankie_types::fleet::seat::{SEATS, SeatRoute};
@@ -33,7 +38,9 @@ pub(crate) fn by_mailbox(method: &http::Method, path: &str, body: &[u8]) -> bool
     let posts = method == http::Method::POST;
     match route {
         SeatRoute::Claim | SeatRoute::Ack | SeatRoute::Release | SeatRoute::PeerMessages => posts,
-        SeatRoute::Peers | SeatRoute::PeerMessage => method == http::Method::GET,
+        SeatRoute::Peers | SeatRoute::PeerMessage | SeatRoute::Mailbox => {
+            method == http::Method::GET
+        }
         _ => false,
     }
 }
@@ -94,8 +101,9 @@ mod tests {
         assert!(by_mailbox(&Method::POST, &seat("/peer-messages"), b""));
         assert!(by_mailbox(&Method::GET, &seat("/peer-messages/pm-1"), b""));
         assert!(by_mailbox(&Method::GET, &seat("/peers"), b""));
-        // The poll, reviews, reports and near misses keep it.
-        assert!(!by_mailbox(&Method::GET, &seat("/mailbox"), b""));
+        assert!(by_mailbox(&Method::GET, &seat("/mailbox"), b""));
+        // The catalog-only poll, reviews, reports and near misses keep it.
+        assert!(!by_mailbox(&Method::POST, &seat("/mailbox"), b""));
         assert!(!by_mailbox(&Method::GET, &seat("/tool-catalog"), b""));
         assert!(!by_mailbox(&Method::GET, &seat("/reports/r-1"), b""));
         assert!(!by_mailbox(&Method::POST, &seat("/review-verdicts"), b""));

@@ -56,7 +56,7 @@ pub struct SessionCaps {
 impl Default for SessionCaps {
     fn default() -> Self {
         SessionCaps {
-            total: 1024,
+            total: 4096,
             per_principal: 64,
         }
     }

@@ -787,3 +787,80 @@ async fn every_state_log_and_database_file_is_private_to_the_owner() {
         assert!(stack.state.path().join(file).exists(), "{file}");
     }
 }
+
+/// The process whose command line holds `needle` (and is not a shell
+/// running it).
+fn process_with(needle: &str) -> Option<(i32, i32)> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let argv = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+        if argv.contains(needle) && !argv.starts_with("sh ") {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(") ")
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            return Some((pid, ppid));
+        }
+    }
+    None
+}
+
+/// A seat's long poll is not rechecked at the door: the mailbox's seat
+/// observation does that as the poll starts. A catalog change can end the
+/// wait before that observation answered (here the mailbox is stopped, so
+/// it never does), and then the answer needs a recheck of its own. A poller
+/// that left its pane before polling gets a refusal, never the listing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_poll_from_a_process_that_left_its_pane_gets_no_listing_when_the_catalog_changes() {
+    let stack = Stack::start().await.expect("stack");
+    let _tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("poll.json");
+    let script = repo_root().join("tests/clients/stale_poll.py");
+    // `; :` keeps sh as the pane's agent, with the poller its child.
+    let line = format!(
+        "{} {} {}; :",
+        python().display(),
+        script.display(),
+        out.display()
+    );
+    stack.clankie_ok(&["hire", "--project", "alpha", "--", "sh", "-c", &line]);
+    let side = |ext: &str| std::path::PathBuf::from(format!("{}.{ext}", out.display()));
+    let first = clankie_tests::wait_json(&side("first"), Duration::from_secs(60)).await;
+    assert!(
+        first.is_some(),
+        "the first poll was not answered: {:?}",
+        std::fs::read_to_string(&out)
+    );
+    let needle = format!("stale_poll.py {}", out.display());
+    let (poller, agent) = process_with(&needle).expect("the poller runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the pane's agent");
+    let moved = clankie_tests::eventually(Duration::from_secs(20), async || {
+        process_with(&needle).filter(|(p, parent)| *p == poller && *parent != agent)
+    })
+    .await;
+    assert!(moved.is_some(), "the poller was not reparented");
+    // The mailbox cannot observe the seat while it is stopped: only the
+    // gateway's own check stands between the change and the answer.
+    stack.signal("mailbox", nix::sys::signal::Signal::SIGSTOP);
+    std::fs::write(side("go"), "").expect("go");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let changed = stack.clankie(&["fleet", "set", "--tools", "off"]);
+    let answer = clankie_tests::wait_json(&out, Duration::from_secs(60)).await;
+    stack.signal("mailbox", nix::sys::signal::Signal::SIGCONT);
+    assert!(changed.status.success(), "{changed:?}");
+    let answer = answer.expect("the poll answered");
+    assert_ne!(answer["status"], 200, "{answer}");
+    assert_eq!(answer["listing"], false, "{answer}");
+}

@@ -70,14 +70,28 @@ impl Op<'_> {
     /// `unknown` means Herdr sees no agent in the pane: there is no turn
     /// to wait for. A status that cannot be read does not hold anything.
     async fn mid_turn(&self) -> bool {
-        let req = Call::new(admission_pb::RecheckRequest {
+        self.turn(None).await.0
+    }
+
+    /// [`Self::mid_turn`], and whether the connection's proof held in an
+    /// observation begun at or after `since` (the machine's monotonic
+    /// clock, which admission reads too), as admission says.
+    async fn turn(&self, since: Option<u64>) -> (bool, bool) {
+        let req = Call::new(admission_pb::SeatStatusRequest {
             ticket: self.who.ticket.clone(),
+            held_since_monotonic_ns: since,
         })
         .timeout(INTERNAL)
         .request();
         match self.shared.admission.clone().seat_status(req).await {
-            Ok(r) => matches!(r.into_inner().agent_status.as_str(), "working" | "blocked"),
-            Err(_) => false,
+            Ok(r) => {
+                let r = r.into_inner();
+                (
+                    matches!(r.agent_status.as_str(), "working" | "blocked"),
+                    r.held_since,
+                )
+            }
+            Err(_) => (false, false),
         }
     }
 
@@ -85,23 +99,35 @@ impl Op<'_> {
     /// seat is mid-turn. Returns `known` when nothing may be published
     /// within `wait`.
     async fn settled_revision(&self, known: &str, wait: Duration) -> String {
+        self.settled_revision_held(known, wait, None).await.0
+    }
+
+    /// [`Self::settled_revision`], with what the last turn check said of
+    /// the connection's proof since `since` ([`Self::turn`]).
+    async fn settled_revision_held(
+        &self,
+        known: &str,
+        wait: Duration,
+        since: Option<u64>,
+    ) -> (String, bool) {
         let shared = self.shared;
         // A bridge without a revision learns the current one at once.
         if known.is_empty() {
-            return seat_revision(shared);
+            return (seat_revision(shared), false);
         }
         let deadline = tokio::time::Instant::now() + wait;
         let revision = revision_change(shared, known, wait).await;
         if revision == known {
-            return revision;
+            return (revision, false);
         }
         loop {
-            if !self.mid_turn().await {
-                return seat_revision(shared);
+            let (mid, held) = self.turn(since).await;
+            if !mid {
+                return (seat_revision(shared), held);
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return known.to_string();
+                return (known.to_string(), false);
             }
             tokio::time::sleep(HOLD_CHECK.min(deadline - now)).await;
         }
@@ -122,6 +148,7 @@ impl Op<'_> {
             .take(MAX_TOOLS)
             .map(|t| t.chars().take(MAX_TOOL_CHARS).collect())
             .collect();
+        let began = clankie_runtime::clock::monotonic_ns();
         let req = self.request(mailbox_pb::SeatPollRequest {
             wait_ms: wait.as_millis() as u32,
             tools,
@@ -134,15 +161,15 @@ impl Op<'_> {
             if known.is_empty() {
                 return std::future::pending().await;
             }
-            let (revision, families) = tokio::join!(
-                self.settled_revision(&known, wait),
+            let ((revision, held), families) = tokio::join!(
+                self.settled_revision_held(&known, wait, began),
                 crate::listing::seat_families(self.shared, self.who)
             );
             if revision == known {
                 // Held (or unchanged) to the end: let the poll answer.
                 std::future::pending().await
             } else {
-                (revision, families)
+                (revision, held, families)
             }
         };
         tokio::select! {
@@ -160,13 +187,41 @@ impl Op<'_> {
                     listing: None,
                 })
             }
-            (revision, families) = changed => Ok(PollAnswer {
-                seat_id: None,
-                catalog_revision: revision,
-                deliveries: Vec::new(),
-                listing: crate::listing::at_revision(self.shared, self.who, families),
-            }),
+            (revision, held, families) = changed => {
+                // The door did not recheck this poll: the mailbox's seat
+                // observation does, and a change may end the wait before
+                // that observation has answered. So this answer needs a
+                // holding observation begun since the poll began: the
+                // turn check just asked admission, and without one the
+                // proof is rechecked now.
+                if !held {
+                    self.recheck().await?;
+                }
+                Ok(PollAnswer {
+                    seat_id: None,
+                    catalog_revision: revision,
+                    deliveries: Vec::new(),
+                    listing: crate::listing::at_revision(self.shared, self.who, families),
+                })
+            }
         }
+    }
+
+    /// The connection's proof, rechecked now (lineage and pane).
+    async fn recheck(&self) -> Result<(), ClankieError> {
+        let req = Call::new(admission_pb::RecheckRequest {
+            ticket: self.who.ticket.clone(),
+        })
+        .timeout(INTERNAL)
+        .request();
+        self.shared
+            .admission
+            .clone()
+            .recheck(req)
+            .await
+            .verdict()
+            .map(|_| ())
+            .map_err(unanswered)
     }
 
     /// The catalog-only long poll: never binds a seat in the mailbox; a

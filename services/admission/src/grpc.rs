@@ -261,6 +261,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
                 "a native seat needs a proven pane process; bearer links have none",
             )));
         };
+        let began = clankie_runtime::clock::monotonic_ns();
         let mut seat = match local::observe_seat(&self.inner.helper, &link, &proof).await {
             Ok(seat) => seat,
             Err(local::SeatRefusal::Stale(r)) => {
@@ -274,16 +275,17 @@ impl admission_pb::admission_server::Admission for AdmissionService {
                 return Err(already_logged(r.error));
             }
         };
-        self.rechecked(&ticket);
+        self.rechecked(&ticket, began);
         seat.settings = Some(settings);
         Ok(Response::new(seat))
     }
 
     async fn seat_status(
         &self,
-        request: Request<admission_pb::RecheckRequest>,
+        request: Request<admission_pb::SeatStatusRequest>,
     ) -> Result<Response<admission_pb::SeatStatusResponse>, Status> {
-        let ticket = request.into_inner().ticket;
+        let asked = request.into_inner();
+        let (ticket, since) = (asked.ticket, asked.held_since_monotonic_ns);
         let local = lock(&self.inner.tickets)
             .get(&ticket)
             .and_then(|t| t.local.clone());
@@ -295,6 +297,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .map_err(|r| already_logged(r.error))?;
         Ok(Response::new(admission_pb::SeatStatusResponse {
             agent_status,
+            held_since: self.held_since(&ticket, since),
         }))
     }
 
@@ -335,10 +338,8 @@ impl AdmissionService {
         request: Request<admission_pb::RecheckRequest>,
         observe: bool,
     ) -> Result<Response<admission_pb::RecheckResponse>, Status> {
-        let (principal, settings) = self
-            .recheck(&request.into_inner().ticket, observe)
-            .await
-            .map_err(refused)?;
+        let ticket = request.into_inner().ticket;
+        let (principal, settings) = self.recheck(&ticket, observe).await.map_err(refused)?;
         Ok(Response::new(admission_pb::RecheckResponse {
             principal: Some(principal),
             settings: Some(settings),

@@ -177,6 +177,10 @@ struct Ticket {
     link_id: String,
     principal: Principal,
     expires: Instant,
+    /// When the last observation that held this ticket's local proof began
+    /// (`CLOCK_MONOTONIC` nanoseconds): every fact it compared was read
+    /// after it. None when the clock could not be read.
+    verified_ns: Option<u64>,
     /// Set for local proofs: what the cheap recheck compares against.
     local: Option<(local::LocalLink, local::Proof)>,
 }
@@ -380,6 +384,7 @@ impl AdmissionService {
                 link_id,
                 principal,
                 expires: now + ttl,
+                verified_ns: clankie_runtime::clock::monotonic_ns(),
                 local,
             },
         );
@@ -407,12 +412,13 @@ impl AdmissionService {
         };
         // A local proof is rechecked cheaply; a failure discards it.
         if let Some((link, proof)) = local.as_ref().filter(|_| observe) {
+            let began = clankie_runtime::clock::monotonic_ns();
             if let Err(r) = local::recheck(&self.inner.helper, link, proof).await {
                 lock(&self.inner.tickets).remove(ticket);
                 self.count_refusal(r.reason);
                 return Err(r.error);
             }
-            self.rechecked(ticket);
+            self.rechecked(ticket, began);
         }
         // Admission first: the link must still exist.
         {
@@ -439,14 +445,29 @@ impl AdmissionService {
 }
 
 impl AdmissionService {
-    /// Counts a passed recheck of a ticket's local proof and keeps the
-    /// ticket alive for another idle period.
-    fn rechecked(&self, ticket: &str) {
+    /// Counts a passed recheck of a ticket's local proof, begun at `began`,
+    /// and keeps the ticket alive for another idle period.
+    fn rechecked(&self, ticket: &str, began: Option<u64>) {
         lock(&self.inner.stats).reuses += 1;
         metrics::reused();
         if let Some(t) = lock(&self.inner.tickets).get_mut(ticket) {
             t.expires = Instant::now() + LOCAL_TICKET_IDLE;
+            if began.is_some() {
+                t.verified_ns = t.verified_ns.max(began);
+            }
         }
+    }
+
+    /// Whether a local ticket's proof held in an observation begun at or
+    /// after `since` (`CLOCK_MONOTONIC` nanoseconds). False for other
+    /// tickets and whenever either time is unknown.
+    fn held_since(&self, ticket: &str, since: Option<u64>) -> bool {
+        let tickets = lock(&self.inner.tickets);
+        let verified = tickets
+            .get(ticket)
+            .filter(|t| t.local.is_some())
+            .and_then(|t| t.verified_ns);
+        matches!((verified, since), (Some(v), Some(s)) if v >= s)
     }
 }
 

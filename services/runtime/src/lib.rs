@@ -14,6 +14,7 @@
 pub mod authority;
 pub mod blocking;
 pub mod clients;
+pub mod clock;
 pub mod code;
 pub mod grpc;
 pub mod instance;
