@@ -19,10 +19,15 @@ use crate::{line, summarize};
 
 /// Resident memory of a process, in KiB (from /proc/PID/status).
 pub(crate) fn rss_kib(pid: i32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    proc_kib(pid, "status", "VmRSS:")
+}
+
+/// A `KEY: N kB` line of `/proc/PID/FILE`, in KiB (0 when absent).
+pub(crate) fn proc_kib(pid: i32, file: &str, key: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)

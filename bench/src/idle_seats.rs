@@ -15,7 +15,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use clankie_tests::{Stack, bin_dir};
-use serde_json::Value;
 
 use crate::faults::rss_kib;
 
@@ -108,13 +107,7 @@ fn rss_by_process(stack: &Stack) -> String {
 /// share of pages it maps with others (a binary's text, counted once
 /// across all its copies).
 fn pss_kib(pid: i32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Pss:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
+    crate::faults::proc_kib(pid, "smaps_rollup", "Pss:")
 }
 
 /// Proportional memory of every process whose executable is `exe` and
@@ -141,34 +134,32 @@ fn pss_of(exe: &Path, arg: &str) -> (f64, usize) {
     (total / 1024.0, n)
 }
 
-/// Admission's counters: full proofs, rechecks, helper exchanges.
-async fn proof_counters(stack: &Stack) -> anyhow::Result<[u64; 3]> {
+/// Admission's local proof counters now.
+async fn local_proofs(
+    stack: &Stack,
+) -> anyhow::Result<clankie_proto::admission::v1::LocalProofStats> {
     let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
     let mut admission = clankie_runtime::clients::admission(
         &stack.paths(),
         clankie_runtime::grpc::Meta::owner(token.trim()),
     );
-    let s = admission
+    Ok(admission
         .fleet_status(clankie_proto::admission::v1::FleetStatusRequest {})
         .await?
         .into_inner()
         .local_proofs
-        .unwrap_or_default();
+        .unwrap_or_default())
+}
+
+/// Admission's counters: full proofs, rechecks, helper exchanges.
+async fn proof_counters(stack: &Stack) -> anyhow::Result<[u64; 3]> {
+    let s = local_proofs(stack).await?;
     Ok([s.proofs, s.reuses, s.helper_exchanges])
 }
 
+/// Full proofs so far, and refusals by reason.
 async fn full_proofs(stack: &Stack) -> anyhow::Result<(u64, Vec<(String, u64)>)> {
-    let token = std::fs::read_to_string(stack.state.path().join("owner.token"))?;
-    let mut admission = clankie_runtime::clients::admission(
-        &stack.paths(),
-        clankie_runtime::grpc::Meta::owner(token.trim()),
-    );
-    let s = admission
-        .fleet_status(clankie_proto::admission::v1::FleetStatusRequest {})
-        .await?
-        .into_inner()
-        .local_proofs
-        .unwrap_or_default();
+    let s = local_proofs(stack).await?;
     let mut refusals: Vec<(String, u64)> = s.refusals.into_iter().collect();
     refusals.sort();
     Ok((s.proofs, refusals))
@@ -178,18 +169,7 @@ pub async fn bench_idle_seats(seats: usize) -> anyhow::Result<()> {
     println!("== {seats} connected bridges on one stack, each with its seat poll parked ==");
     let stack = Stack::start().await?;
     let tmux = stack.link_tmux("work");
-    let workspace = tempfile::tempdir()?;
-    stack.clankie_ok(&[
-        "project",
-        "add",
-        "bench",
-        "--workspace",
-        &workspace.path().display().to_string(),
-        "--worker-cap",
-        &(seats + 2).to_string(),
-    ]);
-    let lead: Value = serde_json::from_str(&stack.clankie_ok(&["lead", "add", "Bench"]))?;
-    let lead = lead["conversationId"].as_str().unwrap_or("").to_string();
+    let (_workspace, lead) = crate::seats::bench_project(&stack, seats + 2)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let base_rss = stack_rss_mib(&stack);
     let server = tmux_server(&tmux.socket);

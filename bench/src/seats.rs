@@ -175,6 +175,28 @@ pub(crate) async fn wait_for(path: &Path, timeout: Duration) -> anyhow::Result<S
     }
 }
 
+/// Project `bench` (its workspace, which the caller keeps) with room for
+/// `cap` workers, and a lead to hire them; returns the workspace and the
+/// lead's conversation id.
+pub(crate) fn bench_project(
+    stack: &Stack,
+    cap: usize,
+) -> anyhow::Result<(tempfile::TempDir, String)> {
+    let workspace = tempfile::tempdir()?;
+    stack.clankie_ok(&[
+        "project",
+        "add",
+        "bench",
+        "--workspace",
+        &workspace.path().display().to_string(),
+        "--worker-cap",
+        &cap.to_string(),
+    ]);
+    let lead: Value = serde_json::from_str(&stack.clankie_ok(&["lead", "add", "Bench"]))?;
+    let lead = lead["conversationId"].as_str().unwrap_or("").to_string();
+    Ok((workspace, lead))
+}
+
 pub(crate) fn hire(stack: &Stack, lead: &str, dir: &Path, name: &str) -> anyhow::Result<()> {
     hire_as(stack, lead, dir, name, "seat")
 }
@@ -213,18 +235,7 @@ pub async fn bench_seats(messages: usize, seats: usize) -> anyhow::Result<()> {
     );
     let stack = Stack::start().await?;
     let tmux = stack.link_tmux("work");
-    let workspace = tempfile::tempdir()?;
-    stack.clankie_ok(&[
-        "project",
-        "add",
-        "bench",
-        "--workspace",
-        &workspace.path().display().to_string(),
-        "--worker-cap",
-        &(seats + 2).to_string(),
-    ]);
-    let lead: Value = serde_json::from_str(&stack.clankie_ok(&["lead", "add", "Bench"]))?;
-    let lead = lead["conversationId"].as_str().unwrap_or("").to_string();
+    let (_workspace, lead) = bench_project(&stack, seats + 2)?;
     let dir = tempfile::tempdir()?;
     hire(&stack, &lead, dir.path(), "a")?;
     hire(&stack, &lead, dir.path(), "b")?;
