@@ -5,7 +5,10 @@
 //! Beside each proof, in the same client and the same loop: a new
 //! connection that asks `/healthz` (no proof at all) and the same request
 //! again on a proven connection (the cheap recheck). For TCP the baseline
-//! is also one plain scan of every `/proc/*/fd` entry for the socket.
+//! is also one plain scan of every `/proc/*/fd` entry for the socket. The
+//! issue's baseline, the bare kernel calls a Unix connection's proof starts
+//! from (`SO_PEERCRED`, `SO_PEERPIDFD`, and `fstatfs` and `fstat` of the
+//! pidfd), is measured here in the bench's own process, in the same run.
 
 use std::time::{Duration, Instant};
 
@@ -49,6 +52,36 @@ fn ratio(a: &Summary, b: &Summary) -> (f64, f64) {
     )
 }
 
+/// The kernel calls that name a Unix connection's peer, on a connected
+/// pair of this process's own.
+fn bare_kernel_calls(rounds: usize) -> anyhow::Result<Summary> {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("bare.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path)?;
+    let _client = std::os::unix::net::UnixStream::connect(&path)?;
+    let (server, _) = listener.accept()?;
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let cred = getsockopt(&server, sockopt::PeerCredentials)?;
+        let pidfd = getsockopt(&server, sockopt::PeerPidfd)?;
+        let fs = nix::sys::statfs::fstatfs(&pidfd)?;
+        let st = nix::sys::stat::fstat(&pidfd)?;
+        times.push(t.elapsed());
+        std::hint::black_box((cred.pid(), fs.filesystem_type(), st.st_ino));
+    }
+    Ok(summarize(times))
+}
+
+/// Pane-host reads and pane-map hits so far, from `clankie fleet status`.
+fn pane_counters(stack: &Stack) -> (u64, u64) {
+    let status: Value =
+        serde_json::from_str(&stack.clankie_ok(&["fleet", "status", "--json"])).unwrap_or_default();
+    let n = |k: &str| status["localProofs"][k].as_u64().unwrap_or(0);
+    (n("paneReads"), n("paneMapHits"))
+}
+
 async fn one_listener(
     stack: &Stack,
     tmux: &TmuxServer,
@@ -64,7 +97,10 @@ async fn one_listener(
     if tcp {
         args.push("tcp".into());
     }
+    let counted = pane_counters(stack);
     let seen = in_pane(stack, tmux, &args).await?;
+    let (reads, hits) = pane_counters(stack);
+    let (reads, hits) = (reads - counted.0, hits - counted.1);
     let (bare, full, again) = (
         summarize(millis(&seen["bare"])),
         summarize(millis(&seen["full"])),
@@ -77,6 +113,9 @@ async fn one_listener(
     let (p50, p99) = ratio(&full, &bare);
     let (r50, _) = ratio(&again, &full);
     println!("  full / no proof: p50 x{p50:.1}, p99 x{p99:.1}; recheck / full: p50 x{r50:.2}");
+    println!(
+        "  pane-host reads {reads}, pane-map hits {hits} over {rounds} proofs and {rounds} rechecks"
+    );
 
     // Proofs per second and CPU per proof across every process involved
     // (the Python client's own work included).
@@ -108,7 +147,16 @@ pub async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
     for _ in 0..1000 {
         idle.push(std::process::Command::new("sleep").arg("900").spawn()?);
     }
+    let kernel = bare_kernel_calls(rounds.max(1000))?;
+    line(
+        "bare kernel calls (SO_PEERCRED, SO_PEERPIDFD, fstatfs, fstat)",
+        &kernel,
+    );
     let unix = one_listener(&stack, &tmux, rounds, false).await?;
+    let (k50, k99) = ratio(&unix, &kernel);
+    println!(
+        "  Unix full proof (with its request) / bare kernel calls: p50 x{k50:.0}, p99 x{k99:.0}"
+    );
     let tcp_rounds = rounds.min(200);
     let tcp = one_listener(&stack, &tmux, tcp_rounds, true).await?;
     let (t50, _) = ratio(&tcp, &unix);

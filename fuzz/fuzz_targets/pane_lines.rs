@@ -1,9 +1,10 @@
-//! The tmux and Herdr parsers: list-panes lines, control-mode blocks, and
-//! Herdr answer lines, from any bytes.
+//! The tmux and Herdr parsers: list-panes lines, control-mode blocks, the
+//! watching client's notifications and pane lists, and Herdr answer lines,
+//! from any bytes.
 #![no_main]
 
 use clankie_panes::herdr::herdr_pane;
-use clankie_panes::tmux::{BlockReader, parse_tmux};
+use clankie_panes::tmux::{BlockReader, Notice, notice, pane_list, parse_tmux};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,6 +15,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(p.pane_id.starts_with('%'));
         }
         let _ = block.feed(line.to_string());
+        if let Notice::Panes(value) = notice(line) {
+            assert!(pane_list(value).keys().all(|p| p.starts_with('%')));
+        }
         if let Ok(v) = clankie_panes::herdr::socket::parse_answer(line, "clankie_1") {
             let _ = herdr_pane("%1", String::new(), &v);
         }

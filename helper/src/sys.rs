@@ -64,6 +64,7 @@ pub struct Fact {
     pub exited: bool,
     pub pgid: i32,
     pub tpgid: i32,
+    pub tty: i32,
     pub ns_pid: i32,
     pub ns_depth: u32,
 }
@@ -81,6 +82,7 @@ impl From<Fact> for helper_pb::ProcessFact {
             exited: f.exited,
             pgid: f.pgid,
             tpgid: f.tpgid,
+            tty: f.tty,
             ns_pid: f.ns_pid,
             ns_depth: f.ns_depth,
         }
@@ -95,6 +97,9 @@ pub struct Stat {
     pub pgid: i32,
     /// The foreground process group of the controlling terminal (-1: none).
     pub tpgid: i32,
+    /// The controlling terminal's device number (0: none, as after the
+    /// terminal hung up).
+    pub tty: i32,
     /// Clock ticks since boot.
     pub start_time: u64,
 }
@@ -121,6 +126,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         state: fields.first()?.chars().next()?,
         ppid: i32::try_from(field(1)?).ok()?,
         pgid: i32::try_from(field(2)?).ok()?,
+        tty: i32::try_from(field(4)?).ok()?,
         tpgid: i32::try_from(field(5)?).ok()?,
         start_time: fields.get(19)?.parse().ok()?,
     })
@@ -263,6 +269,7 @@ fn observe_where(pid: i32, holds: impl FnOnce() -> bool) -> Result<(Fact, bool),
         exited: again.dead() || has_exited(&fd),
         pgid: again.pgid,
         tpgid: again.tpgid,
+        tty: again.tty,
         ns_pid: status.ns_pid,
         ns_depth: status.ns_depth,
     };
@@ -283,6 +290,7 @@ mod tests {
                 ppid: 7,
                 pgid: 40,
                 tpgid: -1,
+                tty: 34816,
                 start_time: 123456
             })
         );

@@ -6,6 +6,10 @@ Usage:
       One connection: GET the pane's tool-catalog (a proof), write
       OUT.first, wait for OUT.go, GET again on the same connection (a
       recheck) and write OUT.
+  python local_http.py each OUT
+      One connection: GET the pane's tool-catalog at once (a proof) and
+      write OUT.0; then each time OUT.goN appears (N = 1, 2, ...), GET
+      again on the same connection and write OUT.N.
   python local_http.py send SEAT OUT
       One connection: GET the fleet's seats (a seat proof), write
       OUT.first, wait for OUT.go, then on the same connection POST a peer
@@ -72,6 +76,16 @@ if sys.argv[1] == "hold":
     while not os.path.exists(out + ".go"):
         time.sleep(0.05)
     write(out, get(conn, catalog))
+elif sys.argv[1] == "each":
+    out = sys.argv[2]
+    conn = connection()
+    write(out + ".0", get(conn, catalog))
+    n = 1
+    while True:
+        while not os.path.exists(f"{out}.go{n}"):
+            time.sleep(0.02)
+        write(f"{out}.{n}", get(conn, catalog))
+        n += 1
 elif sys.argv[1] == "send":
     to, out = sys.argv[2], sys.argv[3]
     pane = os.environ.get("TMUX_PANE", "")

@@ -301,6 +301,186 @@ mod proof {
         );
     }
 
+    /// Starts `local_http.py each OUT` in its own session from a new pane's
+    /// shell (`split`: a split of the session's first window, else a new
+    /// window), so it outlives the pane; with `ignore_hup` the shell also
+    /// ignores SIGHUP and outlives it too. Returns the pane and its shell.
+    fn each_pane(
+        stack: &Stack,
+        tmux: &TmuxServer,
+        out: &std::path::Path,
+        ignore_hup: bool,
+        split: bool,
+    ) -> (String, i32) {
+        let client = format!(
+            "{} {} {} each {}",
+            client_env(stack),
+            python().display(),
+            repo_root().join("tests/clients/local_http.py").display(),
+            out.display()
+        );
+        let trap = if ignore_hup { "trap \"\" HUP; " } else { "" };
+        let shell = format!("exec bash -c '{trap}setsid {client} & exec sleep 300'");
+        let made = if split {
+            tmux.run(&[
+                "split-window",
+                "-t",
+                "work:0",
+                "-P",
+                "-F",
+                "#{pane_id} #{pane_pid}",
+                &shell,
+            ])
+        } else {
+            tmux.run(&[
+                "new-window",
+                "-d",
+                "-t",
+                "work",
+                "-P",
+                "-F",
+                "#{pane_id} #{pane_pid}",
+                &shell,
+            ])
+        };
+        let (pane, pid) = made.split_once(' ').expect("pane and pid");
+        (pane.to_string(), pid.parse().expect("pid"))
+    }
+
+    /// Has the `each` client ask its Nth time (0: its first, unasked) and
+    /// returns the answer.
+    async fn ask(out: &std::path::Path, n: u32) -> Value {
+        let path = |s: String| std::path::PathBuf::from(format!("{}.{s}", out.display()));
+        if n > 0 {
+            std::fs::write(path(format!("go{n}")), "").expect("go");
+        }
+        wait_file(&path(n.to_string()), Duration::from_secs(60))
+            .await
+            .unwrap_or_else(|| panic!("no answer {n} in {}", out.display()))
+    }
+
+    /// (pane-host reads, pane-map hits) so far.
+    fn pane_counters(stack: &Stack) -> (u64, u64) {
+        let status = fleet_status(stack);
+        let n = |k: &str| status["localProofs"][k].as_u64().unwrap_or(0);
+        (n("paneReads"), n("paneMapHits"))
+    }
+
+    /// The tmux clients that watch `tmux`'s session for admission's pane
+    /// map (the reading client passes its flags in another order).
+    fn watchers(tmux: &TmuxServer) -> Vec<i32> {
+        let socket = tmux.socket.display().to_string();
+        std::fs::read_dir("/proc")
+            .expect("proc")
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    let c = String::from_utf8_lossy(&c).replace('\0', " ");
+                    c.contains(&socket) && c.contains("no-output,read-only,ignore-size")
+                })
+            })
+            .collect()
+    }
+
+    fn signal_all(pids: &[i32], signal: nix::sys::signal::Signal) {
+        for pid in pids {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), signal);
+        }
+    }
+
+    /// A pane closed while its shell lives on (it ignores SIGHUP), and a
+    /// pane respawned the same way, with tmux's word of both held back: the
+    /// map still names each pane with its old shell, and only the kernel
+    /// says that shell lost its terminal. Both must refuse. (Mutation
+    /// check: without the terminal in `shows`, both are admitted.)
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_closed_or_respawned_pane_is_refused_before_tmux_says_so() {
+        let (stack, tmux) = linked_stack().await;
+        let closed = stack.state.path().join("closed");
+        let respawned = stack.state.path().join("respawned");
+        let (closed_pane, closed_shell) = each_pane(&stack, &tmux, &closed, true, true);
+        let (respawned_pane, _) = each_pane(&stack, &tmux, &respawned, true, false);
+        // A full proof, then a recheck: the watcher starts with the first
+        // proof, so the recheck may still be the read that fills the map.
+        for out in [&closed, &respawned] {
+            assert_eq!(ask(out, 0).await["status"], 200, "a full proof");
+            assert_eq!(ask(out, 1).await["status"], 200, "a recheck");
+        }
+        // A recheck of a pane the map knows reads no pane.
+        let before = pane_counters(&stack);
+        for out in [&closed, &respawned] {
+            assert_eq!(ask(out, 2).await["status"], 200, "a recheck");
+        }
+        let after = pane_counters(&stack);
+        assert_eq!(after.0, before.0, "no pane read: {before:?} -> {after:?}");
+        assert!(
+            after.1 >= before.1 + 2,
+            "two map hits: {before:?} -> {after:?}"
+        );
+
+        let watching = watchers(&tmux);
+        assert!(!watching.is_empty(), "admission watches the session");
+        signal_all(&watching, nix::sys::signal::Signal::SIGSTOP);
+        tmux.run(&["kill-pane", "-t", &closed_pane]);
+        tmux.run(&[
+            "respawn-pane",
+            "-k",
+            "-t",
+            &respawned_pane,
+            "exec sleep 300",
+        ]);
+        assert!(
+            std::path::Path::new(&format!("/proc/{closed_shell}")).exists(),
+            "the closed pane's shell lives on"
+        );
+        for out in [&closed, &respawned] {
+            let seen = ask(out, 3).await;
+            assert_eq!(seen["status"], 403, "{seen}");
+            assert_eq!(seen["code"], "local_process_membership_required", "{seen}");
+        }
+        signal_all(&watching, nix::sys::signal::Signal::SIGCONT);
+    }
+
+    /// A pane moved to another session, and a window swapped with another
+    /// session's: tmux says so (a layout change at once; the pane list
+    /// subscription within its one-second check), and the map forgets
+    /// them. (Mutation checks: without `Notice::Window`, or without the
+    /// pane list, the stale entry admits.)
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_pane_moved_or_swapped_out_of_the_linked_session_is_refused() {
+        let (stack, tmux) = linked_stack().await;
+        tmux.run(&["new-session", "-d", "-s", "other"]);
+        let moved = stack.state.path().join("moved");
+        let swapped = stack.state.path().join("swapped");
+        let (moved_pane, _) = each_pane(&stack, &tmux, &moved, false, true);
+        let (swapped_pane, _) = each_pane(&stack, &tmux, &swapped, false, false);
+        for out in [&moved, &swapped] {
+            assert_eq!(ask(out, 0).await["status"], 200);
+            assert_eq!(ask(out, 1).await["status"], 200);
+        }
+        let hits = pane_counters(&stack).1;
+        for out in [&moved, &swapped] {
+            assert_eq!(ask(out, 2).await["status"], 200);
+        }
+        let now = pane_counters(&stack).1;
+        assert!(
+            now >= hits + 2,
+            "the rechecks were the map's: {hits} -> {now}"
+        );
+
+        tmux.run(&["break-pane", "-d", "-s", &moved_pane, "-t", "other:"]);
+        let seen = ask(&moved, 3).await;
+        assert_eq!(seen["status"], 403, "moved: {seen}");
+
+        let window = tmux.run(&["display-message", "-p", "-t", &swapped_pane, "#{window_id}"]);
+        tmux.run(&["swap-window", "-d", "-s", &window, "-t", "other:0"]);
+        // tmux re-evaluates the subscribed pane list once a second.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let seen = ask(&swapped, 3).await;
+        assert_eq!(seen["status"], 403, "swapped: {seen}");
+        assert_eq!(seen["code"], "local_process_membership_required", "{seen}");
+    }
+
     /// Waits for a pid written to `path`.
     async fn pid_file(path: &std::path::Path) -> i32 {
         clankie_tests::eventually(Duration::from_secs(30), async || {

@@ -156,3 +156,77 @@ async fn the_herdr_client_speaks_the_schema_and_reads_shell_pids() {
         Err(PaneError::Unavailable(_))
     ));
 }
+
+/// The pane map's watcher against real tmux: an entry recorded for a pane
+/// goes when its window's layout changes, when its window is swapped into
+/// another session (only the subscribed pane list says so), and everything
+/// goes when the session is renamed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pane_map_forgets_what_tmux_reports_changed() {
+    use clankie_panes::Shell;
+    let server = TmuxServer::start("work");
+    server.run(&["new-session", "-d", "-s", "other"]);
+    let host = Tmux::new(server.socket.clone(), Some("work".into()));
+    let map = host.map().expect("a session link keeps a map");
+    let live = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        map.begin_read().map(|_| ())
+    })
+    .await;
+    assert!(live.is_some(), "the watcher attached");
+    let record = |pane: &str| {
+        let p = server.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            pane,
+            "#{pane_pid} #{window_id}",
+        ]);
+        let (pid, window) = p.split_once(' ').expect("pid and window");
+        let shell = Shell {
+            pid: pid.parse().expect("pid"),
+            pidfs_id: 1,
+            start_time: 1,
+            tty: 1,
+        };
+        map.record(map.begin_read(), pane, window, shell);
+        assert!(
+            map.by_pane(pane).is_some_and(|h| map.holds(&h)),
+            "{pane} recorded"
+        );
+    };
+    let gone = async |pane: &str| {
+        clankie_tests::eventually(std::time::Duration::from_secs(5), async || {
+            map.by_pane(pane).is_none().then_some(())
+        })
+        .await
+        .is_some()
+    };
+    let split = server.run(&[
+        "split-window",
+        "-d",
+        "-t",
+        "work:0",
+        "-P",
+        "-F",
+        "#{pane_id}",
+    ]);
+    let alone = server.run(&["new-window", "-d", "-t", "work", "-P", "-F", "#{pane_id}"]);
+    let kept = server.run(&["new-window", "-d", "-t", "work", "-P", "-F", "#{pane_id}"]);
+    for p in [&split, &alone, &kept] {
+        record(p);
+    }
+    server.run(&["break-pane", "-d", "-s", &split, "-t", "other:"]);
+    assert!(
+        gone(&split).await,
+        "a layout change forgets its window's panes"
+    );
+    let window = server.run(&["display-message", "-p", "-t", &alone, "#{window_id}"]);
+    server.run(&["swap-window", "-d", "-s", &window, "-t", "other:0"]);
+    assert!(
+        gone(&alone).await,
+        "the pane list forgets a swapped-out pane"
+    );
+    assert!(map.by_pane(&kept).is_some(), "an untouched pane stays");
+    server.run(&["rename-session", "-t", "work", "renamed"]);
+    assert!(gone(&kept).await, "a renamed session forgets everything");
+}

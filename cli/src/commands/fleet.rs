@@ -122,6 +122,8 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
                     "proofs": stats.proofs,
                     "reuses": stats.reuses,
                     "refusals": stats.refusals,
+                    "paneReads": stats.pane_reads,
+                    "paneMapHits": stats.pane_map_hits,
                 },
             })
         );

@@ -590,6 +590,8 @@ impl AdmissionService {
                 helper_queue_depth: u32::try_from(self.inner.helper.depth()).unwrap_or(u32::MAX),
                 last_proof_at_ms: stats.last_proof_at_ms,
                 helper_exchanges: self.inner.helper.exchanges(),
+                pane_reads: local::pane_counters().0,
+                pane_map_hits: local::pane_counters().1,
             }),
         }
     }

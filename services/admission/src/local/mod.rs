@@ -9,6 +9,13 @@
 //! 4. a second fresh observation of the lineage, after the pane read, is
 //!    identical up to the shell and nothing in it exited.
 //!
+//! Where the link's pane map (`clankie_panes::map`) knows a shell in the
+//! first observation, alive and holding its pane's terminal, and the map
+//! has applied every event its host wrote since, steps 3 and 4 are that
+//! check instead: no pane read, one observation. A successful read records
+//! its pane in the map for later proofs. `docs/SECURITY.md`, "The pane
+//! map", says why a stale entry cannot admit.
+//!
 //! Anything uncertain refuses: unavailable helpers or pane hosts answer
 //! `fleet_admission_unavailable` (retryable, nothing forwarded), a definite
 //! non-member `local_process_membership_required`.
@@ -26,8 +33,23 @@ use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::helper::v1 as helper_pb;
 use clankie_runtime::{ClankieError, ErrorCode};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::helper::HelperClient;
-use clankie_panes::{Herdr, Pane, PaneError, PaneHost, Tmux};
+use clankie_panes::{Herdr, Hit, Pane, PaneError, PaneHost, PaneMap, Shell, Tmux};
+
+/// Pane-host reads asked since the service started, and proofs and
+/// rechecks answered from a pane map instead.
+static PANE_READS: AtomicU64 = AtomicU64::new(0);
+static MAP_HITS: AtomicU64 = AtomicU64::new(0);
+
+/// (pane-host reads, pane map hits) since the service started.
+pub fn pane_counters() -> (u64, u64) {
+    (
+        PANE_READS.load(Ordering::Relaxed),
+        MAP_HITS.load(Ordering::Relaxed),
+    )
+}
 
 /// One observed process identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +78,7 @@ pub enum Host {
 
 impl Host {
     async fn panes(&self) -> Result<Vec<Pane>, PaneError> {
+        PANE_READS.fetch_add(1, Ordering::Relaxed);
         match self {
             Host::Tmux(t) => t.panes().await,
             Host::Herdr(h) => h.panes().await,
@@ -63,11 +86,56 @@ impl Host {
     }
 
     async fn pane(&self, id: &str) -> Result<Pane, PaneError> {
+        PANE_READS.fetch_add(1, Ordering::Relaxed);
         match self {
             Host::Tmux(t) => t.pane(id).await,
             Host::Herdr(h) => h.pane(id).await,
         }
     }
+
+    /// The host's pane map, where it keeps one (a tmux session link).
+    pub(crate) fn map(&self) -> Option<&PaneMap> {
+        match self {
+            Host::Tmux(t) => t.map(),
+            Host::Herdr(_) => None,
+        }
+    }
+
+    /// Where a read's answer is to be recorded: the map, and its epoch
+    /// taken before the read.
+    pub(crate) fn begin_read(&self) -> Option<(&PaneMap, Option<u64>)> {
+        self.map().map(|m| (m, m.begin_read()))
+    }
+}
+
+/// A shell as the map holds it, from the kernel's fact.
+pub(crate) fn shell_of(f: &helper_pb::ProcessFact) -> Shell {
+    Shell {
+        pid: f.pid,
+        pidfs_id: f.pidfs_id,
+        start_time: f.start_time,
+        tty: f.tty,
+    }
+}
+
+/// Whether the kernel's fact shows the map entry's very shell, alive and
+/// still holding the terminal it held when the entry was recorded. A pane
+/// that closed hung its terminal up, which takes it from its shell.
+pub(crate) fn shows(hit: &Hit, f: &helper_pb::ProcessFact) -> bool {
+    !f.exited && f.tty != 0 && hit.shell == shell_of(f)
+}
+
+/// The map answer for a pane whose shell the caller observed as `fact`:
+/// the entry, confirmed after the observation. Counts a hit.
+pub(crate) fn map_holds(host: &Host, pane_id: &str, fact: &helper_pb::ProcessFact) -> bool {
+    let Some(map) = host.map() else { return false };
+    let held = map
+        .by_pane(pane_id)
+        .is_some_and(|hit| shows(&hit, fact) && map.holds(&hit));
+    if held {
+        MAP_HITS.fetch_add(1, Ordering::Relaxed);
+    }
+    held
 }
 
 /// A link as the proof needs it.
@@ -286,15 +354,34 @@ pub async fn prove(
     if owner.uid != uid {
         return Err(not_member("other_uid", "observe"));
     }
+    // A shell the map knows, confirmed after this observation: no read.
+    for link in links {
+        let Some(map) = link.host.map() else { continue };
+        for (i, f) in first.iter().enumerate() {
+            if let Some(hit) = map.by_shell(f.pid)
+                && shows(&hit, f)
+                && map.holds(&hit)
+            {
+                MAP_HITS.fetch_add(1, Ordering::Relaxed);
+                return Ok(Proof {
+                    link_id: link.link_id.clone(),
+                    fleet: link.fleet.clone(),
+                    pane_id: hit.pane_id,
+                    lineage: first[..=i].iter().map(identity).collect(),
+                });
+            }
+        }
+    }
     // Read the panes between the two observations.
     let mut host_unavailable = false;
-    let mut found: Option<(usize, &LocalLink, Pane)> = None;
+    let mut found: Option<(usize, &LocalLink, Pane, Option<u64>)> = None;
     'links: for link in links {
+        let began = link.host.map().and_then(PaneMap::begin_read);
         match link.host.panes().await {
             Ok(panes) => {
                 for pane in panes {
                     if let Some(i) = first.iter().position(|f| f.pid == pane.shell_pid) {
-                        found = Some((i, link, pane));
+                        found = Some((i, link, pane, began));
                         break 'links;
                     }
                 }
@@ -302,7 +389,7 @@ pub async fn prove(
             Err(_) => host_unavailable = true,
         }
     }
-    let Some((shell_index, link, pane)) = found else {
+    let Some((shell_index, link, pane, began)) = found else {
         return Err(if host_unavailable {
             unavailable("pane_host_unavailable", "panes")
         } else {
@@ -318,6 +405,14 @@ pub async fn prove(
             .any(|f| f.exited)
     {
         return Err(not_member("lineage_changed", "bracket"));
+    }
+    if let Some(map) = link.host.map() {
+        map.record(
+            began,
+            &pane.pane_id,
+            &pane.window,
+            shell_of(&second[shell_index]),
+        );
     }
     // Over TCP no second census follows: the holder's identity is bound to
     // the socket at the census and compared by the bracket above, and a
@@ -346,8 +441,20 @@ pub async fn recheck(
         return Err(not_member("lineage_changed", "recheck"));
     }
     let shell = proof.lineage.last().map(|i| i.pid).unwrap_or(0);
+    let Some(shell_fact) = now.last() else {
+        return Err(unavailable("no_observation", "recheck"));
+    };
+    if map_holds(&link.host, &proof.pane_id, shell_fact) {
+        return Ok(());
+    }
+    let began = link.host.begin_read();
     match link.host.pane(&proof.pane_id).await {
-        Ok(p) if p.shell_pid == shell => Ok(()),
+        Ok(p) if p.shell_pid == shell => {
+            if let Some((map, began)) = began {
+                map.record(began, &p.pane_id, &p.window, shell_of(shell_fact));
+            }
+            Ok(())
+        }
         Ok(_) => Err(not_member("pane_shell_changed", "recheck")),
         Err(PaneError::NotFound) => Err(not_member("pane_gone", "recheck")),
         Err(PaneError::Unavailable(_)) => Err(unavailable("pane_host_unavailable", "recheck")),

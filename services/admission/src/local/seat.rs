@@ -13,7 +13,13 @@
 //! The agent, its launcher and the connection's owner are all ancestry
 //! members, so their facts come from the checkpoint's one observation.
 //! Only a foreground leader off the ancestry (which refuses) is observed
-//! on its own. Nothing here is cached between requests.
+//! on its own.
+//!
+//! Where the link's pane map holds the pane with this very shell, still
+//! holding its terminal in the first checkpoint, the map's check replaces
+//! the pane read and no second checkpoint is needed: nothing was read
+//! between them to bracket. The map is the only thing kept between
+//! requests, and it never answers without that observation.
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::helper::v1 as helper_pb;
@@ -21,7 +27,7 @@ use clankie_runtime::ErrorCode;
 
 use super::launcher::{self, Named};
 use super::{Identity, LocalLink, PaneError, Proof, Refusal};
-use super::{identity, not_member, observe, refuse, unavailable};
+use super::{identity, map_holds, not_member, observe, refuse, shell_of, unavailable};
 use crate::helper::HelperClient;
 
 /// Why no seat was observed.
@@ -108,35 +114,51 @@ pub async fn observe_seat(
         .cloned()
         .ok_or_else(|| unavailable("no_observation", "seat"))?;
     let before = checkpoint(helper, &proof.lineage).await?;
-    match link.host.pane(&proof.pane_id).await {
-        Ok(p) if p.shell_pid == shell.pid => {}
-        Ok(_) => return Err(SeatRefusal::Stale(not_member("pane_shell_changed", "seat"))),
-        Err(PaneError::NotFound) => {
-            return Err(SeatRefusal::Stale(not_member("pane_gone", "seat")));
+    let held = before
+        .facts
+        .last()
+        .is_some_and(|f| map_holds(&link.host, &proof.pane_id, f));
+    let after = if held {
+        None
+    } else {
+        let began = link.host.begin_read();
+        match link.host.pane(&proof.pane_id).await {
+            Ok(p) if p.shell_pid == shell.pid => {
+                let after = checkpoint(helper, &proof.lineage).await?;
+                if let (Some((map, began)), Some(f)) = (began, after.facts.last()) {
+                    map.record(began, &p.pane_id, &p.window, shell_of(f));
+                }
+                Some(after)
+            }
+            Ok(_) => return Err(SeatRefusal::Stale(not_member("pane_shell_changed", "seat"))),
+            Err(PaneError::NotFound) => {
+                return Err(SeatRefusal::Stale(not_member("pane_gone", "seat")));
+            }
+            Err(PaneError::Unavailable(_)) => {
+                return Err(unavailable("pane_host_unavailable", "seat").into());
+            }
         }
-        Err(PaneError::Unavailable(_)) => {
-            return Err(unavailable("pane_host_unavailable", "seat").into());
-        }
-    }
-    let after = checkpoint(helper, &proof.lineage).await?;
-    let same = |a: &helper_pb::ProcessFact, b: &helper_pb::ProcessFact| {
-        identity(a) == identity(b) && a.executable == b.executable && a.argv == b.argv
     };
-    let (b, a) = (&before.named, &after.named);
-    match (&b.launcher, &a.launcher) {
-        (None, None) => {}
-        (Some(x), Some(y)) if same(x, y) && same(&b.agent, &a.agent) => {}
-        _ => {
-            return Err(refuse(ErrorCode::LauncherMismatch, "launcher_changed", "seat").into());
+    if let Some(after) = &after {
+        let same = |a: &helper_pb::ProcessFact, b: &helper_pb::ProcessFact| {
+            identity(a) == identity(b) && a.executable == b.executable && a.argv == b.argv
+        };
+        let (b, a) = (&before.named, &after.named);
+        match (&b.launcher, &a.launcher) {
+            (None, None) => {}
+            (Some(x), Some(y)) if same(x, y) && same(&b.agent, &a.agent) => {}
+            _ => {
+                return Err(refuse(ErrorCode::LauncherMismatch, "launcher_changed", "seat").into());
+            }
         }
-    }
-    if !same(&b.agent, &a.agent) {
-        return Err(not_member("foreground_changed", "seat").into());
+        if !same(&b.agent, &a.agent) {
+            return Err(not_member("foreground_changed", "seat").into());
+        }
     }
     let Checkpoint {
         facts,
         named: Named { agent, launcher },
-    } = after;
+    } = after.unwrap_or(before);
     // The socket's ancestry must pass through this very agent.
     if !proof.lineage.contains(&identity(&agent)) {
         return Err(not_member("foreground_mismatch", "seat").into());

@@ -54,6 +54,7 @@ pub fn herdr_pane(pane_id: &str, session: String, proc: &Value) -> Result<Pane, 
         pane_id: pane_id.to_string(),
         session,
         shell_pid,
+        window: String::new(),
         command,
     })
 }

@@ -103,7 +103,7 @@ impl BlockReader {
 }
 
 pub(super) const TMUX_FORMAT: &str =
-    "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{pane_current_command}";
+    "#{session_name}\t#{pane_id}\t#{pane_pid}\t#{window_id}\t#{pane_current_command}";
 
 /// One `list-panes` line in [`TMUX_FORMAT`]; None for anything else.
 pub fn parse_tmux(line: &str) -> Option<Pane> {
@@ -111,11 +111,14 @@ pub fn parse_tmux(line: &str) -> Option<Pane> {
     let session = f.next()?.to_string();
     let pane_id = f.next()?.to_string();
     let shell_pid = f.next()?.parse().ok()?;
-    let command = f.next().unwrap_or("").to_string();
-    pane_id.starts_with('%').then_some(Pane {
+    let window = f.next()?.to_string();
+    // The rest is the command, whatever it holds.
+    let command = f.collect::<Vec<_>>().join("\t");
+    (pane_id.starts_with('%') && window.starts_with('@')).then_some(Pane {
         pane_id,
         session,
         shell_pid,
+        window,
         command,
     })
 }
@@ -127,16 +130,18 @@ mod tests {
     #[test]
     fn tmux_lines_parse_and_reject_junk() {
         assert_eq!(
-            parse_tmux("work\t%3\t4242\tbash"),
+            parse_tmux("work\t%3\t4242\t@1\tbash"),
             Some(Pane {
                 pane_id: "%3".into(),
                 session: "work".into(),
                 shell_pid: 4242,
+                window: "@1".into(),
                 command: "bash".into(),
             })
         );
-        assert_eq!(parse_tmux("work\t3\t4242\tbash"), None);
-        assert_eq!(parse_tmux("work\t%3\tx\tbash"), None);
+        assert_eq!(parse_tmux("work\t3\t4242\t@1\tbash"), None);
+        assert_eq!(parse_tmux("work\t%3\tx\t@1\tbash"), None);
+        assert_eq!(parse_tmux("work\t%3\t4242\tbash"), None);
         assert_eq!(parse_tmux(""), None);
     }
 }

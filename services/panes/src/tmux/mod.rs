@@ -6,6 +6,7 @@
 
 mod act;
 mod control;
+mod watch;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,8 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use act::{close, live, open, session};
 pub use control::{Block, BlockReader, parse_tmux};
 use control::{Control, TMUX_FORMAT};
+pub use watch::{Notice, notice, pane_list};
 
 use crate::host::{Pane, PaneError, PaneHost, READ_TIMEOUT};
+use crate::map::PaneMap;
 
 /// A tmux server, optionally narrowed to one session.
 ///
@@ -35,6 +38,10 @@ pub struct Tmux {
     pub session: Option<String>,
     control: std::sync::Arc<tokio::sync::Mutex<Option<Control>>>,
     shared: std::sync::Arc<SharedReads>,
+    /// The linked session's pane map, kept by a watching client started at
+    /// the first use (`watch`).
+    map: std::sync::Arc<PaneMap>,
+    watching: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The reads asked so far, and the last whole listing with the number of
@@ -53,7 +60,27 @@ impl Tmux {
             session,
             control: Default::default(),
             shared: Default::default(),
+            map: Default::default(),
+            watching: Default::default(),
         }
+    }
+
+    /// The session's pane map, its watcher started on first use. None for
+    /// a link to a whole server: tmux tells a control client about its own
+    /// session's windows only.
+    pub fn map(&self) -> Option<&PaneMap> {
+        let session = self.session.as_ref().filter(|s| sane(s))?;
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            match tokio::runtime::Handle::try_current() {
+                Ok(_) => watch::spawn(
+                    self.socket.clone(),
+                    session.clone(),
+                    std::sync::Arc::downgrade(&self.map),
+                ),
+                Err(_) => self.watching.store(false, Ordering::SeqCst),
+            }
+        }
+        Some(&self.map)
     }
 
     /// How many reads have been asked so far.
@@ -84,12 +111,7 @@ impl Tmux {
     }
 
     async fn list(&self, target: Option<&str>) -> Result<Vec<Pane>, PaneError> {
-        let sane_session = self.session.as_deref().is_none_or(|s| {
-            !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        });
-        if sane_session {
+        if self.session.as_deref().is_none_or(sane) {
             // This read's number, taken before it waits for the client.
             let ticket = self.shared.asked.fetch_add(1, Ordering::SeqCst) + 1;
             let mut slot = match self.control.try_lock() {
@@ -178,6 +200,13 @@ impl Tmux {
                 .filter_map(parse_tmux),
         ))
     }
+}
+
+/// A session name safe to put on a tmux command line.
+fn sane(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// The panes a read asked for: `target`'s alone (not found: none), or all.
