@@ -74,6 +74,52 @@ fn bare_kernel_calls(rounds: usize) -> anyhow::Result<Summary> {
     Ok(summarize(times))
 }
 
+/// The floor under a map-answered proof or recheck: one census helper
+/// exchange observing a lineage as long as a pane client's (this process
+/// and its ancestors), through admission's own helper client.
+async fn helper_observation(rounds: usize) -> anyhow::Result<Summary> {
+    use clankie_proto::helper::v1 as helper_pb;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let helper = clankie_admission::helper::HelperClient::start(
+        vec![
+            clankie_tests::bin_dir()
+                .join("clankie-helper")
+                .display()
+                .to_string(),
+        ],
+        shutdown.clone(),
+    );
+    let mut pids = vec![std::process::id() as i32];
+    while pids.len() < 5 {
+        let ppid = clankie_tests::ppid(*pids.last().unwrap_or(&1));
+        if ppid <= 1 {
+            break;
+        }
+        pids.push(ppid);
+    }
+    let job = || {
+        helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
+            pids: pids.clone(),
+            with_ancestry: false,
+        })
+    };
+    helper
+        .run(job())
+        .await
+        .map_err(|f| anyhow::anyhow!(f.reason()))?;
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        helper
+            .run(job())
+            .await
+            .map_err(|f| anyhow::anyhow!(f.reason()))?;
+        times.push(t.elapsed());
+    }
+    shutdown.cancel();
+    Ok(summarize(times))
+}
+
 /// Pane-host reads and pane-map hits so far, from `clankie fleet status`.
 fn pane_counters(stack: &Stack) -> (u64, u64) {
     let status: Value =
@@ -87,6 +133,7 @@ async fn one_listener(
     tmux: &TmuxServer,
     rounds: usize,
     tcp: bool,
+    kernel: &Summary,
 ) -> anyhow::Result<Summary> {
     let kind = if tcp { "loopback TCP" } else { "Unix socket" };
     let out = stack
@@ -101,15 +148,26 @@ async fn one_listener(
     let seen = in_pane(stack, tmux, &args).await?;
     let (reads, hits) = pane_counters(stack);
     let (reads, hits) = (reads - counted.0, hits - counted.1);
-    let (bare, full, again) = (
+    let (bare, full, again, kept) = (
         summarize(millis(&seen["bare"])),
         summarize(millis(&seen["full"])),
         summarize(millis(&seen["recheck"])),
+        summarize(millis(&seen["kept"])),
     );
     println!("  -- {kind} --");
     line("connect + /healthz (no proof)", &bare);
     line("connect + full proof", &full);
     line("proven connection (recheck)", &again);
+    line("proven connection, /healthz (no recheck)", &kept);
+    // What the proof and the recheck add to their requests, by p50.
+    let added = |a: &Summary, b: &Summary| us(a.p50) - us(b.p50);
+    let (proof, recheck) = (added(&full, &bare), added(&again, &kept));
+    let k = us(kernel.p50).max(1e-9);
+    println!(
+        "  added by the proof: {proof:.0} µs (x{:.0} the bare kernel calls); by the recheck: {recheck:.0} µs (x{:.0}) (p50 differences)",
+        proof / k,
+        recheck / k
+    );
     let (p50, p99) = ratio(&full, &bare);
     let (r50, _) = ratio(&again, &full);
     println!("  full / no proof: p50 x{p50:.1}, p99 x{p99:.1}; recheck / full: p50 x{r50:.2}");
@@ -152,13 +210,19 @@ pub async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
         "bare kernel calls (SO_PEERCRED, SO_PEERPIDFD, fstatfs, fstat)",
         &kernel,
     );
-    let unix = one_listener(&stack, &tmux, rounds, false).await?;
+    let observed = helper_observation(rounds.max(1000)).await?;
+    line("one helper observation of 5 processes", &observed);
+    println!(
+        "  one helper observation / bare kernel calls: p50 x{:.0}",
+        ratio(&observed, &kernel).0
+    );
+    let unix = one_listener(&stack, &tmux, rounds, false, &kernel).await?;
     let (k50, k99) = ratio(&unix, &kernel);
     println!(
         "  Unix full proof (with its request) / bare kernel calls: p50 x{k50:.0}, p99 x{k99:.0}"
     );
     let tcp_rounds = rounds.min(200);
-    let tcp = one_listener(&stack, &tmux, tcp_rounds, true).await?;
+    let tcp = one_listener(&stack, &tmux, tcp_rounds, true, &kernel).await?;
     let (t50, _) = ratio(&tcp, &unix);
     println!("  TCP proof / Unix proof: p50 x{t50:.1}");
 

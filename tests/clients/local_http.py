@@ -16,8 +16,9 @@ Usage:
       message to SEAT (written to OUT.sent), and again (OUT).
   python local_http.py time ROUNDS OUT [tcp]
       ROUNDS times each: a new connection and GET /healthz (no proof), a new
-      connection and GET tool-catalog (a full proof), and the same request
-      again on a proven connection (a recheck); milliseconds to OUT.
+      connection and GET tool-catalog (a full proof), the same request
+      again on a proven connection (a recheck), and GET /healthz on it (no
+      recheck); milliseconds to OUT.
   python local_http.py loaded ROUNDS OUT [tcp]
       ROUNDS full proofs back to back, each timed; a refusal is recorded
       with its code instead of ending the run (for a machine under load).
@@ -107,7 +108,7 @@ elif sys.argv[1] == "send":
         write(where, {"status": r.status, "code": code})
 elif sys.argv[1] == "time":
     rounds, out = int(sys.argv[2]), sys.argv[3]
-    bare, full, again = [], [], []
+    bare, full, again, kept = [], [], [], []
     for _ in range(rounds):
         t = time.perf_counter()
         c = connection()
@@ -121,8 +122,11 @@ elif sys.argv[1] == "time":
         t = time.perf_counter()
         assert get(c, catalog)["status"] == 200
         again.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        assert get(c, "/healthz")["status"] == 200
+        kept.append((time.perf_counter() - t) * 1e3)
         c.close()
-    write(out, {"bare": bare, "full": full, "recheck": again})
+    write(out, {"bare": bare, "full": full, "recheck": again, "kept": kept})
 elif sys.argv[1] == "loaded":
     rounds, out = int(sys.argv[2]), sys.argv[3]
     full, refused = [], []
