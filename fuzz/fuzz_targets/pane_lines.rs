@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         if let Notice::Panes(value) = notice(line) {
             assert!(pane_list(value).keys().all(|p| p.starts_with('%')));
         }
+        let _ = clankie_panes::herdr::notice(line, "clankie_events_1");
         if let Ok(v) = clankie_panes::herdr::socket::parse_answer(line, "clankie_1") {
             let _ = herdr_pane("%1", String::new(), &v);
         }

@@ -12,6 +12,11 @@ pane.send_text and pane.close change the fixture's panes and, with ACTS_LOG,
 are recorded there as JSON lines {"method", "params"}, as are the agent
 session reports (pane.report_agent_session).
 
+`events.subscribe` keeps its connection open: after its answer, each event
+subscribed to goes to it as one line {"event", "data"} (dotted names in,
+underscored out, as Herdr 0.8 does), checked against the event schema.
+pane.close sends `pane_closed` and pane.split `pane_created`.
+
 Session reports are kept or dropped as a real Herdr 0.8 does
 (shared/herdr/session-reports.md): every well-formed report is answered ok,
 but one is kept only when its source is Herdr's own for its agent
@@ -40,6 +45,7 @@ def validator(name):
 
 
 REQUEST = validator("request")
+EVENT = validator("event")
 SUCCESS = validator("success_response")
 ERROR = validator("error_response")
 
@@ -72,6 +78,9 @@ def pane(pid_map, pane_id):
 
 ACTS = None
 LOCK = threading.Lock()
+# Subscribed connections: (socket, dotted event types, its write lock).
+SUBSCRIBERS = []
+LOG = None
 # pane id -> the agent session kept for it, and the last seq taken.
 SESSIONS = {}
 SEQS = {}
@@ -114,6 +123,23 @@ def act(req):
             f.write(json.dumps({"method": req.get("method"), "params": req.get("params")}) + "\n")
 
 
+def publish(kind, data):
+    """Sends one event to every connection subscribed to it."""
+    line = {"event": kind, "data": dict(data, type=kind)}
+    for e in EVENT.iter_errors(line):
+        note(LOG, f"fixture event {kind}: {e.message}")
+    dotted = kind.replace("_", ".", 1)
+    with LOCK:
+        subscribers = list(SUBSCRIBERS)
+    for conn, kinds, lock in subscribers:
+        if dotted in kinds:
+            try:
+                with lock:
+                    conn.sendall((json.dumps(line) + "\n").encode())
+            except OSError:
+                pass
+
+
 def answer(req, panes):
     method, params, rid = req.get("method"), req.get("params", {}), req.get("id")
     if method == "pane.split":
@@ -126,6 +152,7 @@ def answer(req, panes):
             n = 1 + max(int(p.rpartition("p")[2]) for p in panes if p.startswith(ws + ":"))
             new = f"{ws}:p{n}"
             panes[new] = os.getpid()
+        publish("pane_created", {"pane": pane(panes, new)})
         return {"id": rid, "result": {"type": "pane_info", "pane": pane(panes, new)}}
     if method == "pane.send_text":
         act(req)
@@ -137,6 +164,8 @@ def answer(req, panes):
         with LOCK:
             if panes.pop(params.get("pane_id"), None) is None:
                 return {"id": rid, "error": {"code": "pane_not_found", "message": "pane not found"}}
+        closed = params.get("pane_id")
+        publish("pane_closed", {"pane_id": closed, "workspace_id": closed.partition(":")[0]})
         return {"id": rid, "result": {"type": "ok"}}
     if method == "pane.report_agent_session":
         act(req)
@@ -166,6 +195,7 @@ def answer(req, panes):
 
 
 def serve(conn, panes, log):
+    lock = threading.Lock()
     with conn, conn.makefile("rb") as lines:
         for raw in lines:
             try:
@@ -175,11 +205,23 @@ def serve(conn, panes, log):
                 continue
             for e in REQUEST.iter_errors(req):
                 note(log, f"request {req.get('method')}: {e.message}")
-            resp = answer(req, panes)
+            if req.get("method") == "events.subscribe":
+                kinds = {s.get("type") for s in req.get("params", {}).get("subscriptions", [])}
+                resp = {"id": req.get("id"), "result": {"type": "subscription_started"}}
+            else:
+                resp = answer(req, panes)
             check = ERROR if "error" in resp else SUCCESS
             for e in check.iter_errors(resp):
                 note(log, f"fixture response {req.get('method')}: {e.message}")
-            conn.sendall((json.dumps(resp) + "\n").encode())
+            with lock:
+                # Subscribed before the answer leaves, so no event is lost
+                # and none overtakes it.
+                if req.get("method") == "events.subscribe":
+                    with LOCK:
+                        SUBSCRIBERS.append((conn, kinds, lock))
+                conn.sendall((json.dumps(resp) + "\n").encode())
+    with LOCK:
+        SUBSCRIBERS[:] = [s for s in SUBSCRIBERS if s[0] is not conn]
 
 
 def note(log, line):
@@ -188,8 +230,9 @@ def note(log, line):
 
 
 def main():
-    global ACTS
+    global ACTS, LOG
     path, panes, log = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    LOG = log
     ACTS = sys.argv[4] if len(sys.argv) > 4 else None
     if os.path.exists(path):
         os.unlink(path)

@@ -481,6 +481,60 @@ mod proof {
         assert_eq!(seen["code"], "local_process_membership_required", "{seen}");
     }
 
+    /// A Herdr link keeps a pane map too. A pane it knows is rechecked with
+    /// no Herdr read, and when Herdr says the pane closed the map forgets
+    /// it at once. Here the pane's shell (a real one, with a terminal, from
+    /// a tmux pane the fixture names as its Herdr pane) lives on, so only
+    /// the event can refuse. (Mutation check: ignoring Herdr's events
+    /// admits the closed pane.)
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_herdr_pane_that_closed_is_forgotten_from_herdrs_event() {
+        let stack = Stack::start().await.expect("stack");
+        stack.connect_stdio("time", &["mcp-server-time"], &[]);
+        let tmux = TmuxServer::start("work");
+        let out = stack.state.path().join("herdr-each");
+        let client = format!(
+            "env TMUX_PANE=w1:p1 {} {} {} each {}",
+            client_env(&stack),
+            python().display(),
+            repo_root().join("tests/clients/local_http.py").display(),
+            out.display()
+        );
+        let made = tmux.run(&[
+            "split-window",
+            "-t",
+            "work",
+            "-P",
+            "-F",
+            "#{pane_pid}",
+            &format!("exec bash -c 'setsid {client} & exec sleep 300'"),
+        ]);
+        let mut herdr =
+            clankie_tests::HerdrFixture::start(&format!(r#"{{"w1:p1": {made}}}"#), None).await;
+        let socket = herdr.socket.display().to_string();
+        stack.clankie_ok(&["fleet", "link", "--herdr", "--socket", &socket]);
+        // The client's first ask may come before the link: it is refused,
+        // and its next one is proven in full.
+        ask(&out, 0).await;
+        assert_eq!(ask(&out, 1).await["status"], 200, "proven");
+        assert_eq!(ask(&out, 2).await["status"], 200, "a recheck");
+        let before = pane_counters(&stack);
+        assert_eq!(ask(&out, 3).await["status"], 200, "a recheck");
+        let after = pane_counters(&stack);
+        assert_eq!(after.0, before.0, "no Herdr read: {before:?} -> {after:?}");
+        assert!(after.1 > before.1, "a map hit: {before:?} -> {after:?}");
+
+        clankie_panes::Herdr::new(herdr.socket.clone())
+            .request("pane.close", serde_json::json!({ "pane_id": "w1:p1" }))
+            .await
+            .expect("closed in Herdr");
+        let seen = ask(&out, 4).await;
+        assert_eq!(seen["status"], 403, "{seen}");
+        assert_eq!(seen["code"], "local_process_membership_required", "{seen}");
+        let found = herdr.stop();
+        assert!(found.is_empty(), "schema violations: {found:?}");
+    }
+
     /// Waits for a pid written to `path`.
     async fn pid_file(path: &std::path::Path) -> i32 {
         clankie_tests::eventually(Duration::from_secs(30), async || {

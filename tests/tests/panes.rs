@@ -135,9 +135,7 @@ async fn the_herdr_client_speaks_the_schema_and_reads_shell_pids() {
         clankie_tests::HerdrFixture::start(&format!(r#"{{"w1:p1": {me}, "w1:p2": 1}}"#), None)
             .await;
     let socket = herdr.socket.clone();
-    let host = Herdr {
-        socket: socket.clone(),
-    };
+    let host = Herdr::new(socket.clone());
     let ping = host
         .request("ping", serde_json::json!({}))
         .await

@@ -24,7 +24,7 @@ pub(crate) async fn herdr_pane_missing() -> bool {
         return false;
     };
     matches!(
-        Herdr { socket }
+        Herdr::new(socket)
             .request("pane.get", json!({ "pane_id": pane }))
             .await,
         Err(PaneError::NotFound)

@@ -98,9 +98,7 @@ impl LinkRecord {
                 self.socket.clone(),
                 (!self.session.is_empty()).then(|| self.session.clone()),
             )),
-            LinkKind::Herdr => local::Host::Herdr(clankie_panes::Herdr {
-                socket: self.socket.clone().into(),
-            }),
+            LinkKind::Herdr => local::Host::Herdr(clankie_panes::Herdr::new(self.socket.clone())),
             LinkKind::Bearer => return None,
         };
         Some(local::LocalLink {

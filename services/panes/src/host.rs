@@ -16,8 +16,7 @@ pub struct Pane {
     pub pane_id: String,
     pub session: String,
     pub shell_pid: i32,
-    /// The window holding the pane (tmux's `@N`; empty where the host has
-    /// no windows to report).
+    /// The window holding the pane (tmux's `@N`; Herdr's workspace).
     pub window: String,
     pub command: String,
 }

@@ -6,12 +6,14 @@
 //! - [`tmux`]: a tmux server (`tmux -S SOCKET`): reads through one
 //!   control-mode client, acts as one `tmux` command each.
 //! - [`herdr`]: a Herdr server's socket API, for reads and acts alike.
-//! - [`map`]: a host's pane → shell map, kept from its event stream, so a
+//! - [`map`]: a host's pane → shell map, kept from its event stream
+//!   (`tmux/watch.rs`, `herdr/watch.rs`, both read by `events.rs`), so a
 //!   proof whose shell it knows needs no pane read.
 //!
 //! Admission reads (and brackets every answer with kernel observations);
 //! the mailbox acts. Neither trusts what a pane says about itself.
 
+mod events;
 pub mod herdr;
 pub mod host;
 pub mod map;

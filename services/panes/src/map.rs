@@ -82,7 +82,7 @@ impl PaneMap {
     /// no terminal.
     pub fn record(&self, began: Option<u64>, pane_id: &str, window: &str, shell: Shell) {
         let mut state = self.state.lock();
-        if !state.live || began != Some(state.epoch) || shell.tty == 0 || window.is_empty() {
+        if !state.live || began != Some(state.epoch) || shell.tty == 0 {
             return;
         }
         state.stamps += 1;
@@ -185,6 +185,11 @@ impl PaneMap {
     /// A window's panes changed (or it closed): forget its entries.
     pub(crate) fn forget_window(&self, window: &str) {
         self.forget_where(|_, e| e.window == window);
+    }
+
+    /// A pane closed, exited, moved or changed: forget it.
+    pub(crate) fn forget_pane(&self, pane_id: &str) {
+        self.forget_where(|pane, _| pane == pane_id);
     }
 
     /// The host listed the session's panes (pane → process pid): forget

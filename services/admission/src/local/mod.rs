@@ -93,11 +93,12 @@ impl Host {
         }
     }
 
-    /// The host's pane map, where it keeps one (a tmux session link).
+    /// The host's pane map, where it keeps one (a tmux session link, or a
+    /// Herdr server).
     pub(crate) fn map(&self) -> Option<&PaneMap> {
         match self {
             Host::Tmux(t) => t.map(),
-            Host::Herdr(_) => None,
+            Host::Herdr(h) => Some(h.map()),
         }
     }
 

@@ -5,22 +5,49 @@
 
 mod act;
 pub mod socket;
+mod watch;
 
 use std::path::PathBuf;
 
 pub use act::{close, live, open};
 use serde_json::{Value, json};
 use socket::{HerdrError, request};
+pub use watch::{Notice, notice};
 
 use crate::host::{Pane, PaneError, PaneHost, READ_TIMEOUT};
+use crate::map::PaneMap;
 
 /// A Herdr server's socket API.
 #[derive(Debug, Clone)]
 pub struct Herdr {
     pub socket: PathBuf,
+    /// The server's pane map, kept by a subscribed connection started at
+    /// the first use (`watch`).
+    map: std::sync::Arc<PaneMap>,
+    watching: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Herdr {
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        Herdr {
+            socket: socket.into(),
+            map: Default::default(),
+            watching: Default::default(),
+        }
+    }
+
+    /// The server's pane map, its watcher started on first use.
+    pub fn map(&self) -> &PaneMap {
+        use std::sync::atomic::Ordering;
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            match tokio::runtime::Handle::try_current() {
+                Ok(_) => watch::spawn(self.socket.clone(), std::sync::Arc::downgrade(&self.map)),
+                Err(_) => self.watching.store(false, Ordering::SeqCst),
+            }
+        }
+        &self.map
+    }
+
     /// The socket path in Herdr's own search order.
     pub fn discover() -> Option<PathBuf> {
         clankie_runtime::paths::herdr_socket()
@@ -52,9 +79,9 @@ pub fn herdr_pane(pane_id: &str, session: String, proc: &Value) -> Result<Pane, 
         .to_string();
     Ok(Pane {
         pane_id: pane_id.to_string(),
+        window: session.clone(),
         session,
         shell_pid,
-        window: String::new(),
         command,
     })
 }

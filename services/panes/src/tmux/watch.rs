@@ -156,53 +156,8 @@ async fn watch_once(socket: &Path, session: &str, map: &Arc<PaneMap>) {
         blocks: 0,
         probe: Some(probe),
     };
-    let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        let ready = tokio::select! {
-            ready = pipe.readable() => ready,
-            // Nobody holds the host any more (its link was removed).
-            _ = tokio::time::sleep(Duration::from_secs(10)) => {
-                if Arc::strong_count(map) <= 1 {
-                    return;
-                }
-                continue;
-            }
-        };
-        if ready.is_err() {
-            return;
-        }
-        map.applying(true);
-        let n = match pipe.try_read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                map.applying(!buf.is_empty());
-                continue;
-            }
-            Err(_) => return,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = String::from_utf8_lossy(&buf[start..start + end]).into_owned();
-            start += end + 1;
-            if !reader.apply(&line) {
-                return;
-            }
-        }
-        buf.drain(..start);
-        if buf.len() > MAX_LINE {
-            return;
-        }
-        // A partial line is still unapplied: stay marked until it ends.
-        map.applying(!buf.is_empty());
-    }
+    crate::events::read_lines(&pipe, map, |line| reader.apply(line)).await;
 }
-
-/// The longest line the watcher waits for (a pane list of thousands of
-/// panes is tens of KiB).
-const MAX_LINE: usize = 4 << 20;
 
 /// The client's stdout as a pipe tokio can wait on without reading, and a
 /// second descriptor of it for the map's unread-bytes check.
