@@ -77,7 +77,7 @@ fn bare_kernel_calls(rounds: usize) -> anyhow::Result<Summary> {
 /// The floor under a map-answered proof or recheck: one census helper
 /// exchange observing a lineage as long as a pane client's (this process
 /// and its ancestors), through admission's own helper client.
-async fn helper_observation(rounds: usize) -> anyhow::Result<Summary> {
+async fn helper_observation(rounds: usize, identity_only: bool) -> anyhow::Result<Summary> {
     use clankie_proto::helper::v1 as helper_pb;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let helper = clankie_admission::helper::HelperClient::start(
@@ -101,6 +101,7 @@ async fn helper_observation(rounds: usize) -> anyhow::Result<Summary> {
         helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
             pids: pids.clone(),
             with_ancestry: false,
+            identity_only,
         })
     };
     helper
@@ -210,11 +211,14 @@ pub async fn bench_proof(rounds: usize) -> anyhow::Result<()> {
         "bare kernel calls (SO_PEERCRED, SO_PEERPIDFD, fstatfs, fstat)",
         &kernel,
     );
-    let observed = helper_observation(rounds.max(1000)).await?;
+    let observed = helper_observation(rounds.max(1000), false).await?;
     line("one helper observation of 5 processes", &observed);
+    let identities = helper_observation(rounds.max(1000), true).await?;
+    line("the same, identities only (a recheck's)", &identities);
     println!(
-        "  one helper observation / bare kernel calls: p50 x{:.0}",
-        ratio(&observed, &kernel).0
+        "  one helper observation / bare kernel calls: p50 x{:.0}; identities only x{:.0}",
+        ratio(&observed, &kernel).0,
+        ratio(&identities, &kernel).0
     );
     let unix = one_listener(&stack, &tmux, rounds, false, &kernel).await?;
     let (k50, k99) = ratio(&unix, &kernel);

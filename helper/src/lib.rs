@@ -123,7 +123,7 @@ fn bound_lineage(pid: i32, inode: u64) -> Result<Vec<helper_pb::ProcessFact>, sy
     let mut seen = std::collections::HashSet::from([pid]);
     let parent = holder.ppid;
     facts.push(holder.into());
-    ancestry(parent, true, &mut seen, &mut facts)?;
+    ancestry(parent, true, sys::observe, &mut seen, &mut facts)?;
     // The same bound as an observation's walk: the process and 64 hops.
     facts.truncate(65);
     Ok(facts)
@@ -137,7 +137,12 @@ fn observe(o: &helper_pb::ObserveProcesses) -> helper_pb::reply::Result {
     let mut facts = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for &pid in &o.pids {
-        if let Err(e) = ancestry(pid, o.with_ancestry, &mut seen, &mut facts) {
+        let read = if o.identity_only {
+            sys::observe_identity
+        } else {
+            sys::observe
+        };
+        if let Err(e) = ancestry(pid, o.with_ancestry, read, &mut seen, &mut facts) {
             return error(e.reason(), e.errno());
         }
     }
@@ -150,6 +155,7 @@ fn observe(o: &helper_pb::ObserveProcesses) -> helper_pb::reply::Result {
 fn ancestry(
     pid: i32,
     up: bool,
+    read: fn(i32) -> Result<sys::Fact, sys::ObsError>,
     seen: &mut std::collections::HashSet<i32>,
     facts: &mut Vec<helper_pb::ProcessFact>,
 ) -> Result<(), sys::ObsError> {
@@ -160,7 +166,7 @@ fn ancestry(
             break;
         }
         hops += 1;
-        match sys::observe(p) {
+        match read(p) {
             Ok(f) => {
                 next = (up && f.ppid > 0).then_some(f.ppid);
                 facts.push(f.into());

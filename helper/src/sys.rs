@@ -228,6 +228,28 @@ pub fn observe(pid: i32) -> Result<Fact, ObsError> {
     observe_where(pid, || true).map(|(fact, _)| fact)
 }
 
+/// Observes only one process's identity: the same bracketed pidfd and
+/// `stat`, without reading `status`, `exe` or `cmdline`.
+pub fn observe_identity(pid: i32) -> Result<Fact, ObsError> {
+    let first = stat(pid)?;
+    let (fd, pidfs_id) = pidfs_id(pid)?;
+    let again = stat(pid)?;
+    if again.start_time != first.start_time {
+        return Err(ObsError::Gone);
+    }
+    Ok(Fact {
+        pid,
+        ppid: again.ppid,
+        pidfs_id,
+        start_time: again.start_time,
+        exited: again.dead() || has_exited(&fd),
+        pgid: again.pgid,
+        tpgid: again.tpgid,
+        tty: again.tty,
+        ..Fact::default()
+    })
+}
+
 /// Observes one process and asks `holds` about it while its pidfd is open.
 /// The answer is `true` only if the pidfd's process was still alive after
 /// `holds` returned: a pid cannot be reused before its process is reaped,
@@ -340,7 +362,29 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
         assert!(f.exited);
+        assert!(observe_identity(pid).expect("a zombie").exited);
         child.wait().expect("reap");
         assert_eq!(observe(pid).err(), Some(ObsError::Gone));
+        assert_eq!(observe_identity(pid).err(), Some(ObsError::Gone));
+    }
+
+    #[test]
+    fn an_identity_observation_reads_the_identity_and_nothing_else() {
+        let me = std::process::id() as i32;
+        let (full, brief) = (
+            observe(me).expect("self"),
+            observe_identity(me).expect("self"),
+        );
+        assert_eq!(
+            (brief.pid, brief.ppid, brief.pidfs_id, brief.start_time),
+            (full.pid, full.ppid, full.pidfs_id, full.start_time)
+        );
+        assert_eq!(
+            (brief.pgid, brief.tpgid, brief.tty),
+            (full.pgid, full.tpgid, full.tty)
+        );
+        assert!(!brief.exited);
+        assert!(brief.executable.is_empty() && brief.argv.is_empty());
+        assert!(!full.executable.is_empty());
     }
 }

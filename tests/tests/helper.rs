@@ -43,6 +43,7 @@ async fn the_real_helper_observes_processes_and_socket_holders() {
             helper_pb::ObserveProcesses {
                 pids: vec![me],
                 with_ancestry: true,
+                identity_only: false,
             },
         ))
         .await
@@ -218,6 +219,7 @@ fn observe(pids: Vec<i32>) -> helper_pb::request::Job {
     helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
         pids,
         with_ancestry: false,
+        identity_only: false,
     })
 }
 
@@ -316,6 +318,7 @@ async fn observations_queued_together_are_one_exchange_and_each_gets_its_own_fac
         helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
             pids,
             with_ancestry: true,
+            identity_only: false,
         })
     };
     let chain = |r: helper_pb::Reply| match r.result {

@@ -13,8 +13,8 @@
 //!   pending observation and closes that helper;
 //! - shutdown closes only this service's own helper.
 //!
-//! Observations waiting together (alike in following ancestry or not) go
-//! to the helper as one: a burst of rechecks and seat observations (every
+//! Observations waiting together (alike in following ancestry or not, and
+//! in reading identities only or not) go to the helper as one: a burst of rechecks and seat observations (every
 //! seat relisting after a catalog change) is one exchange instead of one
 //! each. Every fact still comes from an
 //! observation made after its job was queued, so none is older than a job
@@ -84,19 +84,40 @@ struct Job {
 const MERGE_JOBS: usize = 64;
 const MERGE_PIDS: usize = 256;
 
-/// The pids of an observation that may be merged, and whether it follows
-/// ancestry (only observations alike are merged).
-fn mergeable(job: &Job) -> Option<(&[i32], bool)> {
+/// The pids of an observation that may be merged, and its kind: whether it
+/// follows ancestry and whether it reads identities only (only
+/// observations of one kind are merged).
+fn mergeable(job: &Job) -> Option<(&[i32], Kind)> {
     match &job.job {
-        helper_pb::request::Job::Observe(o) if !job.alone => Some((&o.pids, o.with_ancestry)),
+        helper_pb::request::Job::Observe(o) if !job.alone => Some((
+            &o.pids,
+            Kind {
+                ancestry: o.with_ancestry,
+                identity_only: o.identity_only,
+            },
+        )),
         _ => None,
+    }
+}
+
+/// What an observation reads, beyond its pids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    ancestry: bool,
+    identity_only: bool,
+}
+
+impl Kind {
+    /// An index per kind, for grouping.
+    fn slot(self) -> usize {
+        usize::from(self.ancestry) | usize::from(self.identity_only) << 1
     }
 }
 
 /// Takes the observations like `first` queued behind it, up to the bounds,
 /// leaving everything else in its place.
 fn take_mergeable(shared: &Shared, first: &Job) -> Vec<Job> {
-    let Some((pids, ancestry)) = mergeable(first) else {
+    let Some((pids, kind)) = mergeable(first) else {
         return Vec::new();
     };
     let mut count = pids.len();
@@ -104,8 +125,7 @@ fn take_mergeable(shared: &Shared, first: &Job) -> Vec<Job> {
     let mut taken = Vec::new();
     let mut kept = VecDeque::with_capacity(q.len());
     while let Some(job) = q.pop_front() {
-        let fits =
-            mergeable(&job).is_some_and(|(p, a)| a == ancestry && count + p.len() <= MERGE_PIDS);
+        let fits = mergeable(&job).is_some_and(|(p, k)| k == kind && count + p.len() <= MERGE_PIDS);
         if fits && taken.len() + 1 < MERGE_JOBS && !job.reply.is_closed() {
             count += mergeable(&job).map_or(0, |(p, _)| p.len());
             shared
@@ -121,19 +141,19 @@ fn take_mergeable(shared: &Shared, first: &Job) -> Vec<Job> {
 }
 
 /// The helper requests the queued jobs will take: one each, except that
-/// observations alike in ancestry go merged, up to the bounds (the same
+/// observations of one kind go merged, up to the bounds (the same
 /// greedy grouping the driver takes them in). The queue's 128 counts these,
 /// so a burst of alike observations holds a few slots, not one each.
 fn requests<'a>(jobs: impl Iterator<Item = &'a Job>) -> usize {
     let mut n = 0;
-    // The open group per ancestry flag: its jobs and pids.
-    let mut open: [Option<(usize, usize)>; 2] = [None, None];
+    // The open group per kind: its jobs and pids.
+    let mut open: [Option<(usize, usize)>; 4] = [None; 4];
     for job in jobs.filter(|j| !j.reply.is_closed()) {
-        let Some((pids, ancestry)) = mergeable(job) else {
+        let Some((pids, kind)) = mergeable(job) else {
             n += 1;
             continue;
         };
-        let group = &mut open[usize::from(ancestry)];
+        let group = &mut open[kind.slot()];
         match group {
             Some((j, p)) if *j < MERGE_JOBS && *p + pids.len() <= MERGE_PIDS => {
                 *j += 1;
@@ -151,10 +171,7 @@ fn requests<'a>(jobs: impl Iterator<Item = &'a Job>) -> usize {
 /// One observation naming every pid of `jobs`, once each.
 fn merged(jobs: &[&Job]) -> helper_pb::request::Job {
     let mut seen = std::collections::HashSet::new();
-    let ancestry = jobs
-        .first()
-        .and_then(|j| mergeable(j))
-        .is_some_and(|(_, a)| a);
+    let kind = jobs.first().and_then(|j| mergeable(j)).map(|(_, k)| k);
     let pids = jobs
         .iter()
         .flat_map(|j| mergeable(j).map_or(&[][..], |(p, _)| p).iter().copied())
@@ -162,7 +179,8 @@ fn merged(jobs: &[&Job]) -> helper_pb::request::Job {
         .collect();
     helper_pb::request::Job::Observe(helper_pb::ObserveProcesses {
         pids,
-        with_ancestry: ancestry,
+        with_ancestry: kind.is_some_and(|k| k.ancestry),
+        identity_only: kind.is_some_and(|k| k.identity_only),
     })
 }
 
@@ -179,7 +197,7 @@ fn split(
     id: u64,
     facts: &std::collections::HashMap<i32, helper_pb::ProcessFact>,
 ) -> Result<helper_pb::Reply, Failure> {
-    let (pids, ancestry) = mergeable(job).unwrap_or((&[], false));
+    let (pids, ancestry) = mergeable(job).map_or((&[][..], false), |(p, k)| (p, k.ancestry));
     let mut seen = std::collections::HashSet::new();
     let mut processes = Vec::new();
     for pid in pids {

@@ -215,13 +215,40 @@ pub(crate) async fn observe(
     pids: Vec<i32>,
     ancestry: bool,
 ) -> Result<Vec<helper_pb::ProcessFact>, Refusal> {
+    observe_job(
+        helper,
+        helper_pb::ObserveProcesses {
+            pids,
+            with_ancestry: ancestry,
+            identity_only: false,
+        },
+    )
+    .await
+}
+
+/// Observes only the identities of `pids` (and their terminals), which is
+/// all a recheck compares.
+pub(crate) async fn observe_identities(
+    helper: &HelperClient,
+    pids: Vec<i32>,
+) -> Result<Vec<helper_pb::ProcessFact>, Refusal> {
+    observe_job(
+        helper,
+        helper_pb::ObserveProcesses {
+            pids,
+            with_ancestry: false,
+            identity_only: true,
+        },
+    )
+    .await
+}
+
+async fn observe_job(
+    helper: &HelperClient,
+    job: helper_pb::ObserveProcesses,
+) -> Result<Vec<helper_pb::ProcessFact>, Refusal> {
     let reply = helper
-        .run(helper_pb::request::Job::Observe(
-            helper_pb::ObserveProcesses {
-                pids,
-                with_ancestry: ancestry,
-            },
-        ))
+        .run(helper_pb::request::Job::Observe(job))
         .await
         .map_err(|f| unavailable(f.reason(), "observe"))?;
     match reply.result {
@@ -434,7 +461,7 @@ pub async fn recheck(
     proof: &Proof,
 ) -> Result<(), Refusal> {
     let pids: Vec<i32> = proof.lineage.iter().map(|i| i.pid).collect();
-    let now = observe(helper, pids, false).await?;
+    let now = observe_identities(helper, pids).await?;
     if now.len() != proof.lineage.len()
         || now.iter().any(|f| f.exited)
         || now.iter().map(identity).collect::<Vec<_>>() != proof.lineage
