@@ -304,16 +304,17 @@ mod proof {
     /// Starts `local_http.py each OUT` in its own session from a new pane's
     /// shell (`split`: a split of the session's first window, else a new
     /// window), so it outlives the pane; with `ignore_hup` the shell also
-    /// ignores SIGHUP and outlives it too. Returns the pane and its shell.
+    /// ignores SIGHUP and outlives it too. `env` is more `NAME=VALUE`
+    /// words for the client. Returns the pane and its shell.
     fn each_pane(
         stack: &Stack,
         tmux: &TmuxServer,
         out: &std::path::Path,
-        ignore_hup: bool,
-        split: bool,
+        (ignore_hup, split): (bool, bool),
+        env: &str,
     ) -> (String, i32) {
         let client = format!(
-            "{} {} {} each {}",
+            "env {env} {} {} {} each {}",
             client_env(stack),
             python().display(),
             repo_root().join("tests/clients/local_http.py").display(),
@@ -418,8 +419,8 @@ mod proof {
         let (stack, tmux) = linked_stack().await;
         let closed = stack.state.path().join("closed");
         let respawned = stack.state.path().join("respawned");
-        let (closed_pane, closed_shell) = each_pane(&stack, &tmux, &closed, true, true);
-        let (respawned_pane, _) = each_pane(&stack, &tmux, &respawned, true, false);
+        let (closed_pane, closed_shell) = each_pane(&stack, &tmux, &closed, (true, true), "");
+        let (respawned_pane, _) = each_pane(&stack, &tmux, &respawned, (true, false), "");
         // A full proof, then rechecks until the map answers one with no
         // pane read.
         let mut next = Vec::new();
@@ -462,8 +463,8 @@ mod proof {
         tmux.run(&["new-session", "-d", "-s", "other"]);
         let moved = stack.state.path().join("moved");
         let swapped = stack.state.path().join("swapped");
-        let (moved_pane, _) = each_pane(&stack, &tmux, &moved, false, true);
-        let (swapped_pane, _) = each_pane(&stack, &tmux, &swapped, false, false);
+        let (moved_pane, _) = each_pane(&stack, &tmux, &moved, (false, true), "");
+        let (swapped_pane, _) = each_pane(&stack, &tmux, &swapped, (false, false), "");
         let mut next = Vec::new();
         for out in [&moved, &swapped] {
             assert_eq!(ask(out, 0).await["status"], 200);
@@ -495,22 +496,7 @@ mod proof {
         stack.connect_stdio("time", &["mcp-server-time"], &[]);
         let tmux = TmuxServer::start("work");
         let out = stack.state.path().join("herdr-each");
-        let client = format!(
-            "env TMUX_PANE=w1:p1 {} {} {} each {}",
-            client_env(&stack),
-            python().display(),
-            repo_root().join("tests/clients/local_http.py").display(),
-            out.display()
-        );
-        let made = tmux.run(&[
-            "split-window",
-            "-t",
-            "work",
-            "-P",
-            "-F",
-            "#{pane_pid}",
-            &format!("exec bash -c 'setsid {client} & exec sleep 300'"),
-        ]);
+        let (_, made) = each_pane(&stack, &tmux, &out, (false, true), "TMUX_PANE=w1:p1");
         let mut herdr =
             clankie_tests::HerdrFixture::start(&format!(r#"{{"w1:p1": {made}}}"#), None).await;
         let socket = herdr.socket.display().to_string();

@@ -39,7 +39,9 @@ impl Herdr {
     /// The server's pane map, its watcher started on first use.
     pub fn map(&self) -> &PaneMap {
         use std::sync::atomic::Ordering;
-        if !self.watching.swap(true, Ordering::SeqCst) {
+        // Checked before it is swapped: most calls find it set, and a read
+        // costs no write to the shared line.
+        if !self.watching.load(Ordering::Relaxed) && !self.watching.swap(true, Ordering::SeqCst) {
             match tokio::runtime::Handle::try_current() {
                 Ok(_) => watch::spawn(self.socket.clone(), std::sync::Arc::downgrade(&self.map)),
                 Err(_) => self.watching.store(false, Ordering::SeqCst),

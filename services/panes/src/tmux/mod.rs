@@ -70,7 +70,9 @@ impl Tmux {
     /// session's windows only.
     pub fn map(&self) -> Option<&PaneMap> {
         let session = self.session.as_ref().filter(|s| sane(s))?;
-        if !self.watching.swap(true, Ordering::SeqCst) {
+        // Checked before it is swapped: most calls find it set, and a read
+        // costs no write to the shared line.
+        if !self.watching.load(Ordering::Relaxed) && !self.watching.swap(true, Ordering::SeqCst) {
             match tokio::runtime::Handle::try_current() {
                 Ok(_) => watch::spawn(
                     self.socket.clone(),
