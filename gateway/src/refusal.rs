@@ -19,7 +19,9 @@ pub fn refusal(e: &ClankieError) -> Response {
     let mut body = e.body();
     if matches!(
         e.code,
-        ErrorCode::FleetAdmissionUnavailable | ErrorCode::ServiceUnavailable
+        ErrorCode::FleetAdmissionUnavailable
+            | ErrorCode::ServiceUnavailable
+            | ErrorCode::TooManyConnections
     ) && body.get("retryAfterMs").is_none()
     {
         body["retryAfterMs"] = json!(RETRY_AFTER_MS);

@@ -694,3 +694,45 @@ async fn a_stop_answers_every_open_call_with_its_receipt() {
     let (clean, _stack) = stopped.await.expect("stop");
     assert!(clean, "the stack stopped cleanly");
 }
+
+/// A harness with more calls in flight than its pane's share of gateway
+/// connections (64 proven connections a member) loses none of them. Each
+/// call holds a connection of its own for two seconds; the bridge keeps
+/// the calls past its own bound waiting within their budget, so the door
+/// never turns one away, and no refused request takes the others on the
+/// session down with it as "uncertain".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_seat_with_more_calls_in_flight_than_its_connection_share_loses_none() {
+    use clankie_tests::seat::{Harness, Seat};
+    let stack = Stack::start().await.expect("stack");
+    stack.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let tmux = stack.link_tmux("work");
+    let _workspace = stack.add_project("alpha", &[]);
+    stack.bind_builtin("alpha", 1, "ENG");
+    let dir = tempfile::tempdir().expect("dir");
+    let flags = ["--project", "alpha", "--role", "worker"];
+    let seat = Seat::start(&stack, dir.path(), "busy", Harness::Tracker, &flags).await;
+    const CALLS: usize = 100;
+    let batch: Vec<Value> = (0..CALLS)
+        .map(|_| {
+            json!({
+                "call": "everything_trigger-long-running-operation",
+                "args": { "duration": 2, "steps": 1 }
+            })
+        })
+        .collect();
+    let results = seat.run(json!({ "batch": batch })).await;
+    let results = results.as_array().expect("results");
+    assert_eq!(results.len(), CALLS);
+    let failed: Vec<&Value> = results
+        .iter()
+        .filter(|r| r["isError"] != false || r["result"]["outcome"] != "ok")
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {CALLS} not answered ok, first: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    drop(tmux);
+}

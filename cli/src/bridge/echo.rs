@@ -36,9 +36,29 @@ type Steps = tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>;
 /// Calls in flight, by the progress token the bridge's request carried.
 type Progress = Routes<String, Steps, ProgressNotificationParam>;
 
+/// The most calls one bridge has in flight to the gateway at once. Each
+/// HTTP/1.1 request holds a connection of its own, and the gateway bounds a
+/// member's proven connections (64, `max_per_member` in the gateway's
+/// `caps.rs`): half of that leaves room for the session's event stream, the
+/// seat channel's long poll and a second bridge of the same pane. A harness
+/// that sends more waits here, within the call's budget, instead of being
+/// refused at the gateway's door.
+pub(crate) const MAX_IN_FLIGHT: usize = 32;
+
+/// The places for calls in flight (`MAX_IN_FLIGHT`).
+#[derive(Clone)]
+struct InFlight(Arc<tokio::sync::Semaphore>);
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight(Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)))
+    }
+}
+
 /// The harness's side, and the level it chose.
 #[derive(Clone, Default)]
 pub(crate) struct Echo {
+    in_flight: InFlight,
     downstream: Arc<Mutex<Option<Peer<RoleServer>>>>,
     level: Arc<parking_lot::Mutex<Option<LoggingLevel>>>,
     progress: Arc<parking_lot::Mutex<Progress>>,
@@ -46,6 +66,19 @@ pub(crate) struct Echo {
     /// tools.
     attached: Arc<std::sync::OnceLock<std::time::Instant>>,
     listed: Arc<std::sync::OnceLock<std::time::Instant>>,
+}
+
+/// A call that found no place within its budget: it was never sent, so it
+/// is refused the way the gateway refuses what it did not forward.
+fn no_place(budget: Duration) -> ServiceError {
+    let code = clankie_runtime::ErrorCode::ServiceUnavailable;
+    ServiceError::McpError(rmcp::model::ErrorData::internal_error(
+        format!(
+            "{MAX_IN_FLIGHT} calls of this bridge stayed in flight for {} s; this one was not sent",
+            budget.as_secs()
+        ),
+        Some(serde_json::json!({ "code": code.as_str() })),
+    ))
 }
 
 fn token_key(token: &ProgressToken) -> String {
@@ -68,6 +101,11 @@ impl Echo {
         params: CallToolRequestParams,
         budget: Duration,
     ) -> Result<CallToolResult, ServiceError> {
+        let waited = std::time::Instant::now();
+        let Ok(Ok(_place)) = tokio::time::timeout(budget, self.in_flight.0.acquire()).await else {
+            return Err(no_place(budget));
+        };
+        let budget = budget.saturating_sub(waited.elapsed());
         let Some(harness) = params.progress_token() else {
             return match tokio::time::timeout(budget, gateway.call_tool(params)).await {
                 Ok(answer) => answer,

@@ -79,7 +79,9 @@ pub(crate) const NOT_MEMBER: ErrorCode = ErrorCode::LocalProcessMembershipRequir
 /// Reasons that mean nothing was forwarded (a refusal written at the
 /// gateway's doors, before any tool is reached). `service_unavailable` is
 /// a connection the gateway turned away before reading its request.
-const PRE_FORWARD: [ErrorCode; 7] = [
+/// `too_many_connections` is the door's refusal of a member past its share
+/// of connections.
+const PRE_FORWARD: [ErrorCode; 8] = [
     ErrorCode::FleetCredentialRequired,
     ErrorCode::FleetCredentialInvalid,
     ErrorCode::FleetAdmissionUnavailable,
@@ -87,16 +89,13 @@ const PRE_FORWARD: [ErrorCode; 7] = [
     ErrorCode::FleetAdmissionRevoked,
     ErrorCode::LocalProcessMembershipRequired,
     ErrorCode::PayloadTooLarge,
+    ErrorCode::TooManyConnections,
 ];
 
 /// The pre-forward refusal a gateway error carries, if any: the code of
 /// the refusal body the gateway wrote (`refusal.rs`).
 pub(crate) fn pre_forward(msg: &str) -> Option<ErrorCode> {
     super::refusal::code_in(msg).filter(|c| PRE_FORWARD.contains(c))
-}
-
-pub(crate) fn is_refusal(msg: &str) -> bool {
-    pre_forward(msg).is_some()
 }
 
 /// One kept-alive HTTP/1.1 connection's sender.
@@ -230,11 +229,10 @@ impl Gateway {
         let (tools, settings) = match listed {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
-                let msg = e.to_string();
-                if matches!(e, rmcp::ServiceError::TransportClosed) || !is_refusal(&msg) {
+                if super::refusal::never_sent(&e) {
                     self.drop_connection().await;
                 }
-                return Err(msg);
+                return Err(e.to_string());
             }
             Err(_) => {
                 self.drop_connection().await;
@@ -318,10 +316,14 @@ pub(crate) fn same(a: &[Tool], b: &[Tool]) -> bool {
 }
 
 pub(crate) fn hint(code: ErrorCode) -> &'static str {
-    if code == ErrorCode::FleetAdmissionUnavailable {
-        "retry shortly; if it persists, ask the lead to inspect admission"
-    } else {
-        "ask the lead for fleet admission"
+    match code {
+        ErrorCode::FleetAdmissionUnavailable | ErrorCode::ServiceUnavailable => {
+            "retry shortly; if it persists, ask the lead to inspect admission"
+        }
+        ErrorCode::TooManyConnections => {
+            "nothing ran; retry once fewer of this pane's calls are in flight"
+        }
+        _ => "ask the lead for fleet admission",
     }
 }
 

@@ -239,8 +239,23 @@ impl ServerHandler for GrantServer {
                     "receiptId": receipt_id,
                 }))
             }
+            // The door turned this one request away (a bare 429 or 503
+            // with Retry-After): nothing was forwarded.
+            Err(e) if let Some(text) = super::refusal::status_refusal(&e) => {
+                let code = super::refusal::code_in(&text).unwrap_or(ErrorCode::ServiceUnavailable);
+                CallToolResult::structured_error(json!({
+                    "error": { "code": code.as_str(), "message": format!(
+                        "the gateway turned this call away before forwarding it: {code}"
+                    )},
+                    "receiptId": receipt_id,
+                }))
+            }
+            // Only a gateway that cannot be reached ends the session: one
+            // call's failure leaves the others in flight on it.
             Err(e) => {
-                self.drop_session().await;
+                if super::refusal::never_sent(&e) {
+                    self.drop_session().await;
+                }
                 uncertain(&receipt_id, &format!("the gateway connection failed ({e})"))
             }
         })

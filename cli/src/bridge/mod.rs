@@ -319,7 +319,7 @@ impl FleetServer {
                         refusal_result(
                             code,
                             format!(
-                                "the gateway refused the request ({}: {}); nothing was dispatched",
+                                "refused before any tool ran ({}: {}); nothing was dispatched",
                                 e.code.0, e.message
                             ),
                         ),
@@ -343,7 +343,9 @@ impl FleetServer {
                     receipt_id.as_deref(),
                 );
             }
-            self.up.drop_connection().await;
+            // One request's failure leaves the others in flight on the
+            // session; a session whose transport closed is replaced by the
+            // next request.
             return match receipt_id {
                 Some(id) => CallToolResult::structured(json!({
                     "receiptId": id,

@@ -34,11 +34,12 @@ pub(crate) fn retry_after(text: &str) -> Option<Duration> {
 }
 
 /// The refusal a bare HTTP status stands for. rmcp's reqwest transport
-/// keeps only a 5xx answer's status and `Retry-After`, never its body; the
-/// gateway sends `Retry-After` with a 503 only when nothing was forwarded
-/// (admission unavailable, a connection turned away), so that pair is
-/// written back as the refusal body it stood for and read like any other.
-/// Any other bare status stays what it was: unknown.
+/// keeps only a 429 or 5xx answer's status and `Retry-After`, never its
+/// body. The gateway sends `Retry-After` with a 503 only when nothing was
+/// forwarded (admission unavailable, a connection turned away), and a 429
+/// only from its doors (a member past its share of connections or
+/// sessions), so each is written back as the refusal body it stood for and
+/// read like any other. Any other bare status stays what it was: unknown.
 pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
     let mut at = Some(e);
@@ -50,24 +51,34 @@ pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<St
             }
         });
         if let Some(s) = status
-            && s.status == 503
-            && let Some(secs) = s
-                .retry_after
-                .as_deref()
-                .and_then(|v| v.trim().parse::<u64>().ok())
+            && let Some(text) = bare_status_refusal(s.status, s.retry_after.as_deref())
         {
-            let mut body = ErrorCode::ServiceUnavailable
-                .err("the gateway answered 503 with Retry-After: nothing was forwarded")
-                .body();
-            body["retryAfterMs"] = serde_json::json!(secs.saturating_mul(1000));
-            return Some(format!(
-                "HTTP 503: {}",
-                serde_json::json!({ "error": body })
-            ));
+            return Some(text);
         }
         at = err.source();
     }
     None
+}
+
+/// The refusal body a bare status and `Retry-After` stand for, as text.
+fn bare_status_refusal(status: u16, retry_after: Option<&str>) -> Option<String> {
+    let wait = retry_after.and_then(|v| v.trim().parse::<u64>().ok());
+    let refusal = match (status, wait) {
+        (503, Some(_)) => ErrorCode::ServiceUnavailable
+            .err("the gateway answered 503 with Retry-After: nothing was forwarded"),
+        (429, _) => ErrorCode::TooManyConnections.err(
+            "the gateway answered 429: this member holds its share of connections or sessions; nothing was forwarded",
+        ),
+        _ => return None,
+    };
+    let mut body = refusal.body();
+    if let Some(secs) = wait {
+        body["retryAfterMs"] = serde_json::json!(secs.saturating_mul(1000));
+    }
+    Some(format!(
+        "HTTP {status}: {}",
+        serde_json::json!({ "error": body })
+    ))
 }
 
 /// Whether an error is a connection that was never made (refused, or the
@@ -145,6 +156,20 @@ mod tests {
         assert_eq!(retry_after(final_), None);
         let unknown = r#"HTTP 503: {"error":{"code":"not_a_code","message":"m","retryable":true}}"#;
         assert_eq!(retry_after(unknown), None);
+    }
+
+    #[test]
+    fn a_bare_429_is_a_refusal_that_waits_as_long_as_it_was_told() {
+        let waited = bare_status_refusal(429, Some("3")).expect("refusal");
+        assert_eq!(code_in(&waited), Some(ErrorCode::TooManyConnections));
+        assert_eq!(retry_after(&waited), Some(Duration::from_secs(3)));
+        // Without Retry-After: the gateway's one second.
+        let bare = bare_status_refusal(429, None).expect("refusal");
+        assert_eq!(code_in(&bare), Some(ErrorCode::TooManyConnections));
+        assert_eq!(retry_after(&bare), Some(Duration::from_secs(1)));
+        // A 503 without Retry-After may have come from past the door.
+        assert_eq!(bare_status_refusal(503, None), None);
+        assert_eq!(bare_status_refusal(500, Some("1")), None);
     }
 
     #[test]

@@ -291,6 +291,7 @@ impl ErrorCode {
                 | ErrorCode::ServiceUnavailable
                 | ErrorCode::ShuttingDown
                 | ErrorCode::AccountUnavailable
+                | ErrorCode::TooManyConnections
         )
     }
 
