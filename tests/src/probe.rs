@@ -123,6 +123,28 @@ impl Probe {
             .await;
         self.note("admission.CreateFleetToken", outcome(r));
         let r = admission
+            .add_machine(req(
+                admission_pb::AddMachineRequest {
+                    name: "stolen".into(),
+                    fleet: "local".into(),
+                    expires_in_ms: 0,
+                },
+                "",
+            ))
+            .await;
+        self.note("admission.AddMachine", outcome(r));
+        let r = admission
+            .list_machines(req(admission_pb::ListMachinesRequest {}, ""))
+            .await;
+        self.note("admission.ListMachines", outcome(r));
+        let r = admission
+            .remove_machine(req(
+                admission_pb::RemoveMachineRequest { name: "pc".into() },
+                "",
+            ))
+            .await;
+        self.note("admission.RemoveMachine", outcome(r));
+        let r = admission
             .admit(req(
                 admission_pb::AdmitRequest {
                     bearer: "clkf_guess".into(),

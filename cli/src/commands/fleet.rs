@@ -31,6 +31,11 @@ pub enum FleetCommand {
         #[arg(long)]
         worker_sandbox: Option<OnOff>,
     },
+    /// Remote machines, each relaying its own panes' requests.
+    Machine {
+        #[command(subcommand)]
+        command: super::machine::MachineCommand,
+    },
     /// Remote fleet bearer links.
     Token {
         #[command(subcommand)]
@@ -240,6 +245,7 @@ fn print_tokens(s: &admission_pb::FleetStatusResponse, json: bool) {
 pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<ExitCode> {
     let mut client = clients::admission(&paths)?;
     match command {
+        FleetCommand::Machine { command } => return super::machine::machine(client, command).await,
         FleetCommand::Status { json } => {
             let s = client
                 .fleet_status(admission_pb::FleetStatusRequest {})

@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod hire;
 pub mod lead;
 pub mod logs;
+pub mod machine;
 pub mod message;
 pub mod ownership;
 pub mod pi;

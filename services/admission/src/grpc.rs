@@ -318,6 +318,55 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         Ok(Response::new(seat))
     }
 
+    async fn add_machine(
+        &self,
+        request: Request<admission_pb::AddMachineRequest>,
+    ) -> Result<Response<admission_pb::AddMachineResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
+        let req = request.into_inner();
+        let (machine, secret) = machines::add(
+            &mut lock(&self.inner.machines),
+            &req.name,
+            &req.fleet,
+            req.expires_in_ms,
+            now_ms(),
+        )
+        .map_err(refused)?;
+        tracing::info!(fleet = %machine.fleet, machine = %machine.name, "machine registered");
+        Ok(Response::new(admission_pb::AddMachineResponse {
+            machine: Some(machine.to_pb()),
+            enrolment_secret: secret,
+        }))
+    }
+
+    async fn list_machines(
+        &self,
+        request: Request<admission_pb::ListMachinesRequest>,
+    ) -> Result<Response<admission_pb::ListMachinesResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
+        Ok(Response::new(machines::list(&lock(&self.inner.machines))))
+    }
+
+    async fn remove_machine(
+        &self,
+        request: Request<admission_pb::RemoveMachineRequest>,
+    ) -> Result<Response<admission_pb::RemoveMachineResponse>, Status> {
+        self.inner
+            .owner
+            .verify(request.metadata())
+            .map_err(refused)?;
+        let name = request.into_inner().name;
+        machines::remove(&mut lock(&self.inner.machines), &name).map_err(refused)?;
+        tracing::info!(machine = %name, "machine removed");
+        Ok(Response::new(admission_pb::RemoveMachineResponse {}))
+    }
+
     type WatchSettingsStream = SettingsStream;
 
     async fn watch_settings(

@@ -19,6 +19,7 @@
 mod grpc;
 pub mod helper;
 pub mod local;
+mod machines;
 mod metrics;
 
 use clankie_proto::admission::v1 as admission_pb;
@@ -51,7 +52,7 @@ pub fn valid_fleet_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
-fn check_fleet_name(name: &str) -> Result<(), ClankieError> {
+pub(crate) fn check_fleet_name(name: &str) -> Result<(), ClankieError> {
     if valid_fleet_name(name) {
         Ok(())
     } else {
@@ -232,6 +233,7 @@ impl Options {
         if let Some(e) = links.unreadable() {
             tracing::error!(error = %e, "fleet links unreadable; admitting no bearer links");
         }
+        let machines = machines::load(dir.join("machines.json"));
         let settings = Settings(Guarded::load(
             dir.join("settings.json"),
             || SettingsFile {
@@ -260,6 +262,7 @@ impl Options {
                 hosts: Mutex::new(HashMap::new()),
                 owner,
                 links: Mutex::new(links),
+                machines: Mutex::new(machines),
                 settings: settings_tx,
                 tickets: Mutex::new(HashMap::new()),
             }),
@@ -287,6 +290,8 @@ struct Inner {
     hosts: Mutex<HashMap<String, local::LocalLink>>,
     owner: OwnerCheck,
     links: Mutex<Guarded<LinksFile>>,
+    /// Remote machines of the fleets (`machines.rs`).
+    machines: Mutex<Guarded<machines::MachinesFile>>,
     settings: watch::Sender<Settings>,
     tickets: Mutex<HashMap<String, Ticket>>,
 }
@@ -563,6 +568,12 @@ impl AdmissionService {
         if lock(&self.inner.links).unreadable().is_some() {
             problems.push(
                 "the links file (admission/links.json) is unreadable: no bearer link is admitted until it is repaired"
+                    .to_string(),
+            );
+        }
+        if lock(&self.inner.machines).unreadable().is_some() {
+            problems.push(
+                "the machines file (admission/machines.json) is unreadable: no remote machine is listed or admitted until it is repaired"
                     .to_string(),
             );
         }

@@ -68,6 +68,8 @@ codes! {
     AccountUnavailable => "account_unavailable",
     AccountChanged => "account_changed",
     AccountExists => "account_exists",
+    MachineExists => "machine_exists",
+    MachineNotFound => "machine_not_found",
     ReceiptNotFound => "receipt_not_found",
     GrantInvalid => "grant_invalid",
     GrantExpired => "grant_expired",
@@ -163,8 +165,11 @@ impl ErrorCode {
             | ErrorCode::SessionNotFound
             | ErrorCode::GrantNotFound
             | ErrorCode::TrackerNotFound
-            | ErrorCode::RouteNotFound => Code::NotFound,
-            ErrorCode::AccountExists | ErrorCode::ProjectExists => Code::AlreadyExists,
+            | ErrorCode::RouteNotFound
+            | ErrorCode::MachineNotFound => Code::NotFound,
+            ErrorCode::AccountExists | ErrorCode::ProjectExists | ErrorCode::MachineExists => {
+                Code::AlreadyExists
+            }
             ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict
             | ErrorCode::StaleRevision
@@ -244,8 +249,10 @@ impl ErrorCode {
             | ErrorCode::SessionNotFound
             | ErrorCode::GrantNotFound
             | ErrorCode::TrackerNotFound
-            | ErrorCode::RouteNotFound => StatusCode::NOT_FOUND,
+            | ErrorCode::RouteNotFound
+            | ErrorCode::MachineNotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccountExists
+            | ErrorCode::MachineExists
             | ErrorCode::AccountChanged
             | ErrorCode::ReceiptConflict
             | ErrorCode::ProjectExists

@@ -1,0 +1,227 @@
+//! Remote machines of a fleet: each runs its own stack, proves its own panes
+//! from its own kernel, and relays their requests to this (the main) stack.
+//!
+//! The owner registers a machine by name. Registration answers a one-time
+//! enrolment secret, shown once. Only its SHA-256 is kept, in
+//! `admission/machines.json` (0600, atomic rename after fsync), with an
+//! expiry: the secret lets the machine enrol once, and is then spent. An
+//! unreadable file lists and admits no machine, and is never saved over:
+//! adding or removing a machine is refused until the owner repairs it.
+
+use clankie_proto::admission::v1 as admission_pb;
+use clankie_runtime::owner;
+use clankie_runtime::state::{GuardError, Guarded, Refused};
+use clankie_runtime::{ClankieError, ErrorCode};
+use serde::{Deserialize, Serialize};
+
+/// How long an enrolment secret works when the owner names no expiry.
+pub const ENROLMENT_WINDOW_MS: i64 = 60 * 60 * 1000;
+
+/// The prefix of an enrolment secret, so one pasted in the wrong place is
+/// recognised.
+const SECRET_PREFIX: &str = "clkm";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineRecord {
+    pub name: String,
+    pub fleet: String,
+    pub added_at_ms: i64,
+    /// SHA-256 of the enrolment secret while it is unspent; empty after.
+    #[serde(default)]
+    pub enrolment_sha256: String,
+    #[serde(default)]
+    pub enrolment_expires_at_ms: i64,
+    /// When the machine spent its secret (0: not yet).
+    #[serde(default)]
+    pub enrolled_at_ms: i64,
+}
+
+impl MachineRecord {
+    pub fn to_pb(&self) -> admission_pb::Machine {
+        let enrolled = self.enrolled_at_ms != 0;
+        admission_pb::Machine {
+            name: self.name.clone(),
+            fleet: self.fleet.clone(),
+            added_at_ms: self.added_at_ms,
+            enrolled,
+            enrolled_at_ms: self.enrolled_at_ms,
+            enrolment_expires_at_ms: if enrolled {
+                0
+            } else {
+                self.enrolment_expires_at_ms
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MachinesFile {
+    pub version: u32,
+    pub machines: Vec<MachineRecord>,
+}
+
+/// The machines file: a missing one holds none, an unreadable one holds
+/// none and is kept as it is.
+pub fn load(path: std::path::PathBuf) -> Guarded<MachinesFile> {
+    let machines = Guarded::load(path, MachinesFile::default, MachinesFile::default);
+    if let Some(e) = machines.unreadable() {
+        tracing::error!(error = %e, "machines file unreadable; no remote machine is admitted");
+    }
+    machines
+}
+
+/// The refusal for a change to an unreadable file, or one that failed to
+/// save.
+fn guard_refusal(e: GuardError) -> ClankieError {
+    match e {
+        GuardError::Unreadable => ErrorCode::FleetAdmissionUnavailable
+            .err("the machines file cannot be read; not overwriting it"),
+        GuardError::Write(e) => ErrorCode::Internal.err(format!("could not save machines: {e}")),
+    }
+}
+
+/// Registers `name` in `fleet`; answers the record and its secret.
+pub fn add(
+    file: &mut Guarded<MachinesFile>,
+    name: &str,
+    fleet: &str,
+    expires_in_ms: i64,
+    now_ms: i64,
+) -> Result<(MachineRecord, String), ClankieError> {
+    if !crate::valid_fleet_name(name) {
+        return Err(ErrorCode::InvalidArgument
+            .err("machine names use lowercase letters, digits and dashes (at most 40)"));
+    }
+    crate::check_fleet_name(fleet)?;
+    if expires_in_ms < 0 {
+        return Err(ErrorCode::InvalidArgument.err("an expiry is a positive duration"));
+    }
+    if file.unreadable().is_some() {
+        return Err(guard_refusal(GuardError::Unreadable));
+    }
+    let secret = owner::random_token(SECRET_PREFIX);
+    let window = if expires_in_ms == 0 {
+        ENROLMENT_WINDOW_MS
+    } else {
+        expires_in_ms
+    };
+    let record = MachineRecord {
+        name: name.to_string(),
+        fleet: fleet.to_string(),
+        added_at_ms: now_ms,
+        enrolment_sha256: owner::token_hash(&secret),
+        enrolment_expires_at_ms: now_ms.saturating_add(window),
+        enrolled_at_ms: 0,
+    };
+    let added = record.clone();
+    file.try_update(move |next| {
+        if next.machines.iter().any(|m| m.name == record.name) {
+            return Err(ErrorCode::MachineExists.err(format!(
+                "machine {} is registered already; remove it first to enrol it again",
+                record.name
+            )));
+        }
+        next.version = 1;
+        next.machines.push(record);
+        Ok(())
+    })
+    .map_err(|e| match e {
+        Refused::Change(e) => e,
+        Refused::Guard(e) => guard_refusal(e),
+    })?;
+    Ok((added, secret))
+}
+
+/// Removes `name`.
+pub fn remove(file: &mut Guarded<MachinesFile>, name: &str) -> Result<(), ClankieError> {
+    if file.unreadable().is_some() {
+        return Err(guard_refusal(GuardError::Unreadable));
+    }
+    file.try_update(|next| {
+        let before = next.machines.len();
+        next.machines.retain(|m| m.name != name);
+        if next.machines.len() == before {
+            return Err(ErrorCode::MachineNotFound.err(format!("no machine named {name}")));
+        }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        Refused::Change(e) => e,
+        Refused::Guard(e) => guard_refusal(e),
+    })
+}
+
+/// Every registered machine, by name; none while the file is unreadable.
+pub fn list(file: &Guarded<MachinesFile>) -> admission_pb::ListMachinesResponse {
+    let unreadable = file.unreadable().is_some();
+    let mut machines: Vec<admission_pb::Machine> = if unreadable {
+        Vec::new()
+    } else {
+        file.machines.iter().map(MachineRecord::to_pb).collect()
+    };
+    machines.sort_by(|a, b| a.name.cmp(&b.name));
+    admission_pb::ListMachinesResponse {
+        machines,
+        unreadable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh() -> (tempfile::TempDir, Guarded<MachinesFile>) {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = load(dir.path().join("machines.json"));
+        (dir, file)
+    }
+
+    #[test]
+    fn a_secret_is_kept_only_as_its_hash_and_expires() {
+        let (dir, mut file) = fresh();
+        let (m, secret) = add(&mut file, "pc", "local", 0, 1_000).expect("add");
+        assert!(secret.starts_with("clkm_"), "{secret}");
+        assert_eq!(m.enrolment_sha256, owner::token_hash(&secret));
+        assert_eq!(m.enrolment_expires_at_ms, 1_000 + ENROLMENT_WINDOW_MS);
+        let on_disk = std::fs::read_to_string(dir.path().join("machines.json")).expect("file");
+        assert!(!on_disk.contains(&secret[5..]), "{on_disk}");
+        assert!(on_disk.contains(&m.enrolment_sha256), "{on_disk}");
+        let listed = list(&file);
+        assert_eq!(listed.machines.len(), 1);
+        assert!(!listed.machines[0].enrolled);
+    }
+
+    #[test]
+    fn names_are_checked_and_unique() {
+        let (_dir, mut file) = fresh();
+        add(&mut file, "pc", "local", 0, 1).expect("add");
+        let again = add(&mut file, "pc", "local", 0, 2).expect_err("twice");
+        assert_eq!(again.code, ErrorCode::MachineExists);
+        let long = "a".repeat(41);
+        for bad in ["PC", "", "pc/1", long.as_str()] {
+            let e = add(&mut file, bad, "local", 0, 3).expect_err(bad);
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{bad}");
+        }
+        assert_eq!(list(&file).machines.len(), 1);
+        let gone = remove(&mut file, "nope").expect_err("unknown");
+        assert_eq!(gone.code, ErrorCode::MachineNotFound);
+        remove(&mut file, "pc").expect("remove");
+        assert!(list(&file).machines.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_file_lists_nothing_and_is_never_overwritten() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("machines.json");
+        std::fs::write(&path, b"{ not json").expect("write");
+        let mut file = load(path.clone());
+        let listed = list(&file);
+        assert!(listed.unreadable && listed.machines.is_empty());
+        let e = add(&mut file, "pc", "local", 0, 1).expect_err("add");
+        assert_eq!(e.code, ErrorCode::FleetAdmissionUnavailable);
+        let e = remove(&mut file, "pc").expect_err("remove");
+        assert_eq!(e.code, ErrorCode::FleetAdmissionUnavailable);
+        assert_eq!(std::fs::read(&path).expect("kept"), b"{ not json");
+    }
+}
