@@ -477,9 +477,19 @@ mod proof {
 
         let window = tmux.run(&["display-message", "-p", "-t", &swapped_pane, "#{window_id}"]);
         tmux.run(&["swap-window", "-d", "-s", &window, "-t", "other:0"]);
-        // tmux re-evaluates the subscribed pane list once a second.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let seen = ask(&swapped, next[1]).await;
+        // tmux re-evaluates the subscribed pane list once a second; on a
+        // busy machine its word comes later (a CI run saw more than 3 s),
+        // so ask until the stale entry is gone, for at most 15 s.
+        let mut n = next[1];
+        let mut seen = Value::Null;
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            seen = ask(&swapped, n).await;
+            n += 1;
+            if seen["status"] == 403 {
+                break;
+            }
+        }
         assert_eq!(seen["status"], 403, "swapped: {seen}");
         assert_eq!(seen["code"], "local_process_membership_required", "{seen}");
     }

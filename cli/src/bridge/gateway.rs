@@ -229,10 +229,15 @@ impl Gateway {
         let (tools, settings) = match listed {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
-                if super::refusal::never_sent(&e) {
+                let msg = e.to_string();
+                // As for a call: a status the gateway answered leaves the
+                // session to the requests in flight on it.
+                if (matches!(e, rmcp::ServiceError::TransportClosed) || pre_forward(&msg).is_none())
+                    && !super::refusal::answered_with_status(&e)
+                {
                     self.drop_connection().await;
                 }
-                return Err(e.to_string());
+                return Err(msg);
             }
             Err(_) => {
                 self.drop_connection().await;

@@ -250,10 +250,11 @@ impl ServerHandler for GrantServer {
                     "receiptId": receipt_id,
                 }))
             }
-            // Only a gateway that cannot be reached ends the session: one
-            // call's failure leaves the others in flight on it.
+            // A failure the gateway answered with a status leaves the
+            // session to the other calls on it; any other may mean the
+            // connection is gone.
             Err(e) => {
-                if super::refusal::never_sent(&e) {
+                if !super::refusal::answered_with_status(&e) {
                     self.drop_session().await;
                 }
                 uncertain(&receipt_id, &format!("the gateway connection failed ({e})"))

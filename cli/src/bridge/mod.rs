@@ -298,6 +298,12 @@ impl FleetServer {
                     deadline.saturating_duration_since(tokio::time::Instant::now()),
                 )
                 .await;
+            // Whether the gateway answered this request with a status: then
+            // the connection is alive and the failure is this request's.
+            let answered = answer
+                .as_ref()
+                .err()
+                .is_some_and(|e| refusal::answered_with_status(e));
             let err = match answer {
                 Ok(result) => {
                     self.up.note_outcome::<()>(&Ok(()));
@@ -343,9 +349,14 @@ impl FleetServer {
                     receipt_id.as_deref(),
                 );
             }
-            // One request's failure leaves the others in flight on the
-            // session; a session whose transport closed is replaced by the
-            // next request.
+            // A failure the gateway answered is this request's alone: the
+            // others in flight on the session keep it (one 429 once answered
+            // 62 concurrent calls "uncertain"). Any other failure (a reset,
+            // a timeout, a closed stream) may mean the connection is gone,
+            // so the next request starts a new session.
+            if !answered {
+                self.up.drop_connection().await;
+            }
             return match receipt_id {
                 Some(id) => CallToolResult::structured(json!({
                     "receiptId": id,

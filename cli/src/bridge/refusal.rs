@@ -60,6 +60,25 @@ pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<St
     None
 }
 
+/// Whether the gateway answered the request with an HTTP status: the
+/// connection was alive, and the failure is this request's.
+pub(crate) fn answered_with_status(e: &(dyn std::error::Error + 'static)) -> bool {
+    use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
+    let mut at = Some(e);
+    while let Some(err) = at {
+        if err.downcast_ref::<HttpStatusError>().is_some()
+            || matches!(
+                err.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+                Some(StreamableHttpError::HttpStatus(_))
+            )
+        {
+            return true;
+        }
+        at = err.source();
+    }
+    false
+}
+
 /// The refusal body a bare status and `Retry-After` stand for, as text.
 fn bare_status_refusal(status: u16, retry_after: Option<&str>) -> Option<String> {
     let wait = retry_after.and_then(|v| v.trim().parse::<u64>().ok());
