@@ -477,15 +477,15 @@ mod proof {
 
         let window = tmux.run(&["display-message", "-p", "-t", &swapped_pane, "#{window_id}"]);
         tmux.run(&["swap-window", "-d", "-s", &window, "-t", "other:0"]);
-        // tmux re-evaluates the subscribed pane list once a second; on a
-        // busy machine its word comes later (a CI run saw more than 3 s),
-        // so ask until the stale entry is gone, for at most 15 s.
-        let mut n = next[1];
+        // tmux re-evaluates the subscribed pane list once a second (later
+        // on a busy machine): ask until the stale entry is gone, for at
+        // most 15 s. (A watcher that subscribed before its attach answered
+        // never heard the list, so this failed one run in six; it now
+        // subscribes after, and the map waits for the first list.)
         let mut seen = Value::Null;
-        for _ in 0..30 {
+        for n in next[1]..next[1] + 30 {
             tokio::time::sleep(Duration::from_millis(500)).await;
             seen = ask(&swapped, n).await;
-            n += 1;
             if seen["status"] == 403 {
                 break;
             }

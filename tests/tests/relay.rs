@@ -60,15 +60,26 @@ async fn a_machine_is_registered_with_a_secret_shown_once_and_kept_only_as_its_h
     // The same name again is refused, and the first registration stands.
     let again = stack.clankie(&["fleet", "machine", "add", "pc"]);
     assert!(!again.status.success());
-    assert!(stderr(&again).contains("machine_exists"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("machine_exists"),
+        "{}",
+        stderr(&again)
+    );
     assert_eq!(std::fs::read_to_string(&path).expect("kept"), kept);
     // A name that is not one is refused.
     for bad in ["PC", "pc/1", "pc machine"] {
         let out = stack.clankie(&["fleet", "machine", "add", bad]);
         assert!(!out.status.success(), "{bad}");
-        assert!(stderr(&out).contains("invalid_argument"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("invalid_argument"),
+            "{}",
+            stderr(&out)
+        );
     }
-    assert_eq!(machines(&stack)["machines"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        machines(&stack)["machines"].as_array().map(Vec::len),
+        Some(1)
+    );
 
     // A second machine in another fleet; then both removed, by name.
     stack.clankie_ok(&["fleet", "machine", "add", "laptop", "--fleet", "blue"]);

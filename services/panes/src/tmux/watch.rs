@@ -136,16 +136,14 @@ async fn watch_once(socket: &Path, session: &str, map: &Arc<PaneMap>) {
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
     let Ok(mut child) = cmd.spawn() else { return };
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return;
     };
-    let subscribe = format!("refresh-client -B '{SUBSCRIPTION}::{PANE_LIST}'\n");
-    if tokio::io::AsyncWriteExt::write_all(&mut stdin, subscribe.as_bytes())
-        .await
-        .is_err()
-    {
+    // Written from the reader, so the subscription goes only once the
+    // attach has answered (`subscribe`).
+    let Ok(stdin) = stdin.into_owned_fd() else {
         return;
-    }
+    };
     let Some((pipe, probe)) = nonblocking(stdout) else {
         return;
     };
@@ -154,6 +152,9 @@ async fn watch_once(socket: &Path, session: &str, map: &Arc<PaneMap>) {
         session,
         ours: None,
         blocks: 0,
+        stdin: std::fs::File::from(stdin),
+        subscribed: false,
+        listed: false,
         probe: Some(probe),
     };
     crate::events::read_lines(&pipe, map, |line| reader.apply(line)).await;
@@ -175,6 +176,12 @@ struct Reader<'a> {
     ours: Option<String>,
     /// Command answers seen (the attach's, then the subscription's).
     blocks: u32,
+    /// The client's stdin, where the subscription is written; kept open,
+    /// since closing it ends the client.
+    stdin: std::fs::File,
+    subscribed: bool,
+    /// Whether tmux has sent the session's pane list once.
+    listed: bool,
     /// Handed to the map once the stream is read to its start.
     probe: Option<OwnedFd>,
 }
@@ -193,6 +200,9 @@ impl Reader<'_> {
                 }
                 self.ours = Some(id.to_string());
                 self.map.forget_everything();
+                if !self.subscribe() {
+                    return false;
+                }
             }
             Notice::Renamed(id, name) => {
                 self.map.forget_everything();
@@ -202,25 +212,82 @@ impl Reader<'_> {
             }
             // Held against the map itself, not the last list: the first
             // list comes up to a second after the client attached.
-            Notice::Panes(value) => self.map.forget_unlisted(&pane_list(value)),
+            Notice::Panes(value) => {
+                self.map.forget_unlisted(&pane_list(value));
+                self.listed = true;
+            }
             Notice::Exit => return false,
             Notice::Unknown => self.map.forget_everything(),
         }
-        // Both our commands answered and tmux named our session: from here
-        // on every change reaches us.
+        // Both our commands answered, tmux named our session and sent its
+        // pane list: from here on every change reaches us.
         if self.blocks >= 2
             && self.ours.is_some()
+            && self.listed
             && let Some(probe) = self.probe.take()
         {
             self.map.up(probe);
         }
         true
     }
+
+    /// Subscribes to the session's pane list, once. Only after the attach
+    /// has answered: tmux takes a `refresh-client -B` that reaches it
+    /// before, answers it as done, and then never sends the list (seen on
+    /// tmux 3.4, about one start in six). False when it cannot be written.
+    fn subscribe(&mut self) -> bool {
+        use std::io::Write as _;
+        if self.subscribed {
+            return true;
+        }
+        self.subscribed = true;
+        let line = format!("refresh-client -B '{SUBSCRIPTION}::{PANE_LIST}'\n");
+        // A short line to a pipe tmux reads: it does not block.
+        self.stdin.write_all(line.as_bytes()).is_ok()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The subscription goes out only once tmux has named our session, and
+    /// the map goes live only once the first pane list has arrived: a
+    /// subscription tmux took too early never sends one, and a map live
+    /// without it would keep a swapped pane forever.
+    #[test]
+    fn the_map_goes_live_only_after_the_attach_and_the_first_pane_list() {
+        let sent = std::env::temp_dir().join(format!("clankie-watch-{}", std::process::id()));
+        let map = PaneMap::default();
+        let (probe, _) = rustix::pipe::pipe().expect("pipe");
+        let mut reader = Reader {
+            map: &map,
+            session: "work",
+            ours: None,
+            blocks: 0,
+            stdin: std::fs::File::create(&sent).expect("stdin"),
+            subscribed: false,
+            listed: false,
+            probe: Some(probe),
+        };
+        let written = || std::fs::read_to_string(&sent).expect("sent");
+        for line in ["%begin 1 2 0", "%end 1 2 0"] {
+            assert!(reader.apply(line));
+        }
+        assert_eq!(written(), "", "nothing before tmux names the session");
+        assert!(reader.apply("%session-changed $0 work"));
+        assert!(written().starts_with("refresh-client -B 'clankie-panes::"));
+        for line in ["%begin 1 3 1", "%end 1 3 1"] {
+            assert!(reader.apply(line));
+        }
+        assert_eq!(map.begin_read(), None, "not live before the first list");
+        assert!(reader.apply("%subscription-changed clankie-panes $0 - - - : %0=12 "));
+        assert!(map.begin_read().is_some(), "live after it");
+        // A second session-changed for our session does not subscribe twice.
+        assert!(reader.apply("%session-changed $0 work"));
+        assert_eq!(written().matches("refresh-client").count(), 1);
+        let _ = std::fs::remove_file(&sent);
+    }
 
     #[test]
     fn notices_name_what_they_change_and_junk_forgets_everything() {
