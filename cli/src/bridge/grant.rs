@@ -119,6 +119,15 @@ fn refusal(e: &rmcp::service::ClientInitializeError) -> String {
     }
 }
 
+/// A refusal of a call that was never forwarded: the same receipt id may
+/// be used again.
+fn not_forwarded(receipt_id: &str, code: ErrorCode, why: &str) -> CallToolResult {
+    CallToolResult::structured_error(json!({
+        "error": { "code": code.as_str(), "message": format!("{why}: {code}") },
+        "receiptId": receipt_id,
+    }))
+}
+
 /// An answer that carries no upstream result: the call may have applied.
 fn uncertain(receipt_id: &str, why: &str) -> CallToolResult {
     let mut r = CallToolResult::structured_error(json!({
@@ -232,23 +241,21 @@ impl ServerHandler for GrantServer {
             Err(e) if refused_with(&e).is_some() => {
                 self.drop_session().await;
                 let code = refused_with(&e).unwrap_or(ErrorCode::GrantInvalid);
-                CallToolResult::structured_error(json!({
-                    "error": { "code": code.as_str(), "message": format!(
-                        "the gateway refused this grant's call before forwarding it: {code}"
-                    )},
-                    "receiptId": receipt_id,
-                }))
+                not_forwarded(
+                    &receipt_id,
+                    code,
+                    "the gateway refused this grant's call before forwarding it",
+                )
             }
             // The door turned this one request away (a bare 429 or 503
             // with Retry-After): nothing was forwarded.
             Err(e) if let Some(text) = super::refusal::status_refusal(&e) => {
                 let code = super::refusal::code_in(&text).unwrap_or(ErrorCode::ServiceUnavailable);
-                CallToolResult::structured_error(json!({
-                    "error": { "code": code.as_str(), "message": format!(
-                        "the gateway turned this call away before forwarding it: {code}"
-                    )},
-                    "receiptId": receipt_id,
-                }))
+                not_forwarded(
+                    &receipt_id,
+                    code,
+                    "the gateway turned this call away before forwarding it",
+                )
             }
             // A failure the gateway answered with a status leaves the
             // session to the other calls on it; any other may mean the

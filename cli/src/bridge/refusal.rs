@@ -41,6 +41,13 @@ pub(crate) fn retry_after(text: &str) -> Option<Duration> {
 /// sessions), so each is written back as the refusal body it stood for and
 /// read like any other. Any other bare status stays what it was: unknown.
 pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    http_status(e).and_then(|s| bare_status_refusal(s.status, s.retry_after.as_deref()))
+}
+
+/// The HTTP status the gateway answered with, anywhere in an error's chain.
+fn http_status<'e>(
+    e: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e rmcp::transport::streamable_http_client::HttpStatusError> {
     use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
     let mut at = Some(e);
     while let Some(err) = at {
@@ -50,10 +57,8 @@ pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<St
                 _ => None,
             }
         });
-        if let Some(s) = status
-            && let Some(text) = bare_status_refusal(s.status, s.retry_after.as_deref())
-        {
-            return Some(text);
+        if status.is_some() {
+            return status;
         }
         at = err.source();
     }
@@ -63,20 +68,7 @@ pub(crate) fn status_refusal(e: &(dyn std::error::Error + 'static)) -> Option<St
 /// Whether the gateway answered the request with an HTTP status: the
 /// connection was alive, and the failure is this request's.
 pub(crate) fn answered_with_status(e: &(dyn std::error::Error + 'static)) -> bool {
-    use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
-    let mut at = Some(e);
-    while let Some(err) = at {
-        if err.downcast_ref::<HttpStatusError>().is_some()
-            || matches!(
-                err.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
-                Some(StreamableHttpError::HttpStatus(_))
-            )
-        {
-            return true;
-        }
-        at = err.source();
-    }
-    false
+    http_status(e).is_some()
 }
 
 /// The refusal body a bare status and `Retry-After` stand for, as text.

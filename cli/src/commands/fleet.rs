@@ -222,12 +222,7 @@ fn print_tokens(s: &admission_pb::FleetStatusResponse, json: bool) {
         let expires = match expiry(l) {
             None => "never expires".to_string(),
             Some(at) if at <= now => "expired".to_string(),
-            Some(at) => format!(
-                "expires in {}",
-                humantime::format_duration(std::time::Duration::from_secs(
-                    ((at - now) / 1000) as u64
-                ))
-            ),
+            Some(at) => format!("expires in {}", left(at, now)),
         };
         println!(
             "{} fleet={}{} {expires}",
@@ -240,6 +235,20 @@ fn print_tokens(s: &admission_pb::FleetStatusResponse, json: bool) {
             }
         );
     }
+}
+
+/// An `--expires-in` as the milliseconds the RPCs take (0: none given).
+pub(super) fn expiry_ms(expires_in: Option<std::time::Duration>) -> i64 {
+    expires_in.map_or(0, |d| {
+        i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
+    })
+}
+
+/// The time from `now` until `at` (both ms), to the second, as words.
+pub(super) fn left(at: i64, now: i64) -> humantime::FormattedDuration {
+    humantime::format_duration(std::time::Duration::from_secs(
+        u64::try_from((at - now) / 1000).unwrap_or(0),
+    ))
 }
 
 pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<ExitCode> {
@@ -332,9 +341,7 @@ pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<E
                 label,
                 expires_in,
             } => {
-                let expires_in_ms = expires_in.map_or(0, |d| {
-                    i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
-                });
+                let expires_in_ms = expiry_ms(expires_in);
                 let resp = client
                     .create_fleet_token(admission_pb::CreateFleetTokenRequest {
                         fleet,

@@ -71,9 +71,7 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
         } else {
             format!(
                 "waiting to enrol, secret expires in {}",
-                humantime::format_duration(std::time::Duration::from_secs(
-                    ((m.enrolment_expires_at_ms - now) / 1000) as u64
-                ))
+                super::fleet::left(m.enrolment_expires_at_ms, now)
             )
         };
         println!("{} fleet={} {state}", m.name, m.fleet);
@@ -90,9 +88,7 @@ pub async fn machine(
             fleet,
             expires_in,
         } => {
-            let expires_in_ms = expires_in.map_or(0, |d| {
-                i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1)
-            });
+            let expires_in_ms = super::fleet::expiry_ms(expires_in);
             let resp = client
                 .add_machine(admission_pb::AddMachineRequest {
                     name,

@@ -81,6 +81,14 @@ fn guard_refusal(e: GuardError) -> ClankieError {
     }
 }
 
+/// A change the file refused, or one it could not save.
+fn refusal(e: Refused<ClankieError>) -> ClankieError {
+    match e {
+        Refused::Change(e) => e,
+        Refused::Guard(e) => guard_refusal(e),
+    }
+}
+
 /// Registers `name` in `fleet`; answers the record and its secret.
 pub fn add(
     file: &mut Guarded<MachinesFile>,
@@ -126,10 +134,7 @@ pub fn add(
         next.machines.push(record);
         Ok(())
     })
-    .map_err(|e| match e {
-        Refused::Change(e) => e,
-        Refused::Guard(e) => guard_refusal(e),
-    })?;
+    .map_err(refusal)?;
     Ok((added, secret))
 }
 
@@ -146,10 +151,7 @@ pub fn remove(file: &mut Guarded<MachinesFile>, name: &str) -> Result<(), Clanki
         }
         Ok(())
     })
-    .map_err(|e| match e {
-        Refused::Change(e) => e,
-        Refused::Guard(e) => guard_refusal(e),
-    })
+    .map_err(refusal)
 }
 
 /// Every registered machine, by name; none while the file is unreadable.
