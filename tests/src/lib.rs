@@ -17,6 +17,7 @@ mod http;
 mod mcp;
 pub mod model;
 pub mod otel;
+mod pause;
 pub mod pi;
 pub mod sandbox;
 pub mod seat;
@@ -91,6 +92,7 @@ pub fn edge_server() -> PathBuf {
 pub use herdr::*;
 pub use http::*;
 pub use mcp::*;
+pub use pause::{pause, resume};
 pub use stack::*;
 pub use tmux::*;
 pub use wait::*;

@@ -338,6 +338,9 @@ impl Stack {
         let pid = self
             .service_pid(service)
             .unwrap_or_else(|| panic!("{service} is not running"));
+        if signal == nix::sys::signal::Signal::SIGSTOP {
+            return crate::pause(pid);
+        }
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
             .unwrap_or_else(|e| panic!("signalling {service}: {e}"));
     }

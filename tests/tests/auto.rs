@@ -367,11 +367,7 @@ async fn kill_9_at_each_step_never_wakes_twice_or_loses_a_fence() {
     // An overdue start checks once: stop the scheduler past several
     // deadlines, then kill it; the new one runs one round promptly.
     let pid = auto_pid(&stack);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGSTOP,
-    )
-    .expect("stop");
+    clankie_tests::pause(pid);
     tokio::time::sleep(Duration::from_millis(5 * TICK)).await;
     let rounds_before = journal(&stack)
         .iter()
@@ -420,11 +416,7 @@ async fn a_corrupt_cadence_stops_auto_checks_with_a_diagnostic() {
     let pid = auto_pid(&stack);
     // Stopped first: a running scheduler may rename its own cadence over
     // the corrupt bytes between the write and the kill.
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGSTOP,
-    )
-    .expect("stop");
+    clankie_tests::pause(pid);
     std::fs::write(&path, b"{\"version\": 1, \"nextDead").expect("corrupt");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),

@@ -247,8 +247,6 @@ async fn the_stdio_bridge_keeps_its_catalog_while_the_gateway_restarts() {
 /// stopped, so the refusals are not counted.)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_refused_before_forwarding_is_retried_once_after_the_named_wait() {
-    use nix::sys::signal::{Signal, kill};
-    use nix::unistd::Pid;
     let stack = Stack::start().await.expect("stack");
     stack.connect_stdio("time", &["mcp-server-time"], &[]);
     let token = stack.token("alpha");
@@ -263,14 +261,14 @@ async fn a_call_refused_before_forwarding_is_retried_once_after_the_named_wait()
             .count()
     };
     let before = refusals();
-    let admission = Pid::from_raw(stack.service_pid("admission").expect("admission pid"));
-    kill(admission, Signal::SIGSTOP).expect("stop admission");
+    let admission = stack.service_pid("admission").expect("admission pid");
+    clankie_tests::pause(admission);
     let call = tokio::spawn(async move { time_call(&bridge).await });
     let refused = clankie_tests::eventually(Duration::from_secs(20), async || {
         (refusals() > before).then_some(())
     })
     .await;
-    kill(admission, Signal::SIGCONT).expect("resume admission");
+    clankie_tests::resume(admission);
     assert!(
         refused.is_some(),
         "the door refused while admission was stopped:\n{}",

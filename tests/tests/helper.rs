@@ -262,7 +262,7 @@ async fn observations_queued_together_are_one_exchange_and_each_gets_its_own_fac
     // The helper stopped: the first job waits for its answer, the rest
     // queue behind it; then it goes on.
     let helper = nix::unistd::Pid::from_raw(helper_pid());
-    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    clankie_tests::pause(helper.as_raw());
     let before = client.exchanges();
     let first = {
         let c = client.clone();
@@ -329,7 +329,7 @@ async fn observations_queued_together_are_one_exchange_and_each_gets_its_own_fac
             .collect::<Vec<_>>(),
         other => panic!("{other:?}"),
     };
-    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    clankie_tests::pause(helper.as_raw());
     let before = client.exchanges();
     let taken = client.taken();
     let first = {
@@ -410,7 +410,7 @@ async fn a_burst_of_alike_observations_holds_one_queue_slot_per_merged_group() {
     client.run(ping()).await.expect("warm up");
     let me = std::process::id() as i32;
     let helper = nix::unistd::Pid::from_raw(helper_pid());
-    nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGSTOP).expect("stop");
+    clankie_tests::pause(helper.as_raw());
     let before = client.exchanges();
     let first = {
         let c = client.clone();

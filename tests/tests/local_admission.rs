@@ -431,7 +431,7 @@ mod proof {
 
         let watching = watchers(&tmux);
         assert!(!watching.is_empty(), "admission watches the session");
-        signal_all(&watching, nix::sys::signal::Signal::SIGSTOP);
+        watching.iter().for_each(|w| clankie_tests::pause(*w));
         tmux.run(&["kill-pane", "-t", &closed_pane]);
         tmux.run(&[
             "respawn-pane",

@@ -83,7 +83,7 @@ async fn a_burst_of_pane_reads_shares_listings_and_none_is_stale() {
         .parse()
         .expect("pid");
     let pid = nix::unistd::Pid::from_raw(server_pid);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("stop tmux");
+    clankie_tests::pause(server_pid);
     let asked = host.reads();
     let reads: Vec<_> = ids
         .iter()

@@ -119,7 +119,7 @@ async fn seats_message_each_other_with_honest_receipts() {
 
     // While a message is unresolved, another send to that seat reads it.
     let b_bridge = b.bridge(&tmux);
-    kill(b_bridge, Signal::SIGSTOP).expect("stop b");
+    clankie_tests::pause(b_bridge.as_raw());
     let second = a
         .call(
             "message_peer",
@@ -192,7 +192,7 @@ async fn seats_message_each_other_with_honest_receipts() {
     // A recipient that closes mid-flight: recipient_gone, never resent.
     let c = Seat::hire(&stack, dir.path(), "c", &lead).await;
     let c_id = c.seat_id();
-    kill(c.bridge(&tmux), Signal::SIGSTOP).expect("stop c");
+    clankie_tests::pause(c.bridge(&tmux).as_raw());
     let to_c = a
         .call(
             "message_peer",

@@ -973,7 +973,7 @@ async fn a_retirement_the_tracker_missed_is_retried_with_its_same_receipts() {
     // The tracker stops answering; the close's own attempt times out, and
     // the request it sent dies unread with the tracker.
     let tracker = w.stack.service_pid("tracker").expect("tracker pid");
-    kill(Pid::from_raw(tracker), Signal::SIGSTOP).expect("stop");
+    clankie_tests::pause(tracker);
     w.stack.clankie_ok(&["close", hire_id]);
     let owed = json_of(
         &std::fs::read_to_string(w.stack.state.path().join("mailbox/state.json")).expect("state"),
