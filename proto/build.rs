@@ -12,6 +12,7 @@ const FILES: &[&str] = &[
     "clankie/tracker/v1/tracker.proto",
     "clankie/auto/v1/auto.proto",
     "clankie/telemetry/v1/telemetry.proto",
+    "clankie/relay/v1/relay.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -38,6 +38,7 @@ mod mcp;
 mod observed;
 mod origin;
 mod refusal;
+mod relay;
 mod serve;
 mod sessions;
 
@@ -128,7 +129,7 @@ pub(crate) struct Shared {
 /// The gateway; cheap to clone.
 #[derive(Clone)]
 pub struct Gateway {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Options {
@@ -193,12 +194,18 @@ impl Gateway {
     /// Writes `run/fleet/gateway.json` so bridges and the CLI find the gateway:
     /// the bearer listener, the local Unix socket and the local loopback
     /// TCP listener.
-    pub fn write_discovery(&self, addr: SocketAddr, local_tcp: SocketAddr) -> std::io::Result<()> {
-        let body = clankie_types::discovery::GatewayDiscovery::new(
+    pub fn write_discovery(
+        &self,
+        addr: SocketAddr,
+        local_tcp: SocketAddr,
+        relay: Option<clankie_types::discovery::RelayDiscovery>,
+    ) -> std::io::Result<()> {
+        let mut body = clankie_types::discovery::GatewayDiscovery::new(
             addr,
             self.shared.paths.local_mcp_socket(),
             local_tcp,
         );
+        body.relay = relay;
         clankie_runtime::state::save_json(&self.shared.paths.gateway_discovery(), &body)
     }
 

@@ -20,6 +20,9 @@ pub struct Addresses {
     pub local_listen: SocketAddr,
     /// Listeners a service manager passed, served in place of binding.
     pub passed: crate::activation::Passed,
+    /// The relay listener for remote machines (TLS), when this stack takes
+    /// them.
+    pub relay: Option<SocketAddr>,
 }
 
 /// A built gateway with its listeners bound.
@@ -30,6 +33,7 @@ pub struct Listening {
     tcp: parking_lot::Mutex<Option<tokio::net::TcpListener>>,
     local_tcp: parking_lot::Mutex<Option<tokio::net::TcpListener>>,
     local_unix: parking_lot::Mutex<Option<tokio::net::UnixListener>>,
+    relay: parking_lot::Mutex<Option<crate::relay::Bound>>,
     /// Removes the local socket's file at the end, unless a service
     /// manager made it (and keeps it).
     _local_socket: Option<uds::SocketGuard>,
@@ -75,9 +79,17 @@ impl Listening {
                 Some(uds::SocketGuard(local_socket)),
             ),
         };
+        let relay = match at.relay {
+            Some(at) => Some(crate::relay::Bound::bind(at, &paths.relay_identity()).await?),
+            None => None,
+        };
         let gateway = options.build(shutdown);
         let addr = tcp.local_addr()?;
-        gateway.write_discovery(addr, local_addr)?;
+        let relay_at = relay
+            .as_ref()
+            .map(crate::relay::Bound::discovery)
+            .transpose()?;
+        gateway.write_discovery(addr, local_addr, relay_at)?;
         tracing::info!(%addr, local = %local_addr, "gateway serving");
         Ok(Listening {
             gateway,
@@ -86,6 +98,7 @@ impl Listening {
             tcp: parking_lot::Mutex::new(Some(tcp)),
             local_tcp: parking_lot::Mutex::new(Some(local_tcp)),
             local_unix: parking_lot::Mutex::new(Some(local_unix)),
+            relay: parking_lot::Mutex::new(relay),
             _local_socket: guard,
         })
     }
@@ -110,8 +123,17 @@ impl Served for Listening {
             anyhow::bail!("the gateway's listeners are already served");
         };
         let limits = self.limits;
+        let relay = self.relay.lock().take();
+        let shared = self.gateway.shared.clone();
+        let relay = async {
+            match relay {
+                Some(r) => r.serve(shared, shutdown.clone()).await,
+                None => Ok(()),
+            }
+        };
         // The first listener to fail ends the others (and the process).
         tokio::try_join!(
+            relay,
             self.gateway.serve(tcp, limits, shutdown.clone()),
             self.gateway
                 .serve_local(local_unix, limits, shutdown.clone()),

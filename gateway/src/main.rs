@@ -24,6 +24,10 @@ struct Args {
         default_value = "127.0.0.1:0"
     )]
     local_listen: std::net::SocketAddr,
+    /// Address of the relay listener (TLS) where remote machines of the
+    /// fleet connect; off when unset.
+    #[arg(long, env = "CLANKIE_RELAY_ADDR")]
+    relay_listen: Option<std::net::SocketAddr>,
     /// Extra Host names accepted besides loopback (for remote bearer links).
     #[arg(long = "allowed-host")]
     allowed_hosts: Vec<String>,
@@ -72,6 +76,7 @@ fn main() -> anyhow::Result<()> {
         local_listen: args.local_listen,
         // Taken before any thread starts.
         passed: clankie_gateway::Passed::from_env()?,
+        relay: args.relay_listen,
     };
     let limits = clankie_gateway::ConnLimits {
         header_timeout: Duration::from_millis(args.header_timeout_ms),

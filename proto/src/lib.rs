@@ -37,6 +37,13 @@ pub mod mailbox {
     }
 }
 
+pub mod relay {
+    #[allow(clippy::all, clippy::pedantic)]
+    pub mod v1 {
+        tonic::include_proto!("clankie.relay.v1");
+    }
+}
+
 pub mod helper {
     #[allow(clippy::all, clippy::pedantic)]
     pub mod v1 {

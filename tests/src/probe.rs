@@ -56,7 +56,9 @@ impl Probe {
         self.results.insert(name.into(), result);
     }
 
-    /// The RPCs that name a process: admission's proofs.
+    /// The RPCs that name what only a proof may: a process (admission's
+    /// kernel proofs) or a machine's key (which only the gateway reads,
+    /// from a TLS handshake).
     async fn pid_naming(&mut self, victim: i32) -> String {
         let uid = nix::unistd::getuid().as_raw();
         let victim_req = admission_pb::ProveLocalRequest {
@@ -74,6 +76,25 @@ impl Probe {
         self.note("admission.ProveLocal", outcome(proved));
         let seat = admission.observe_seat(req(victim_req, "")).await;
         self.note("admission.ObserveSeat", outcome(seat));
+        let key = "ab".repeat(32);
+        let r = admission
+            .enrol_machine(req(
+                admission_pb::EnrolMachineRequest {
+                    name: "pc".into(),
+                    secret: "clkm_guess".into(),
+                    key_sha256: key.clone(),
+                },
+                "",
+            ))
+            .await;
+        self.note("admission.EnrolMachine", outcome(r));
+        let r = admission
+            .prove_machine(req(
+                admission_pb::ProveMachineRequest { key_sha256: key },
+                "",
+            ))
+            .await;
+        self.note("admission.ProveMachine", outcome(r));
         ticket
     }
 

@@ -1,9 +1,12 @@
 //! Remote machines (the relay links of a fleet), on a real stack through
 //! the owner's CLI: a machine is registered with a one-time enrolment
 //! secret that is shown once and kept only as its hash, and the machines
-//! file takes the fail-safe path when it cannot be read.
+//! file takes the fail-safe path when it cannot be read. A machine then
+//! enrols over TLS, pinning the main stack's certificate and binding its
+//! own key.
 
 use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Output, Stdio};
 
 use clankie_tests::seat::json_of;
 use clankie_tests::{Stack, StackOptions};
@@ -147,4 +150,138 @@ async fn an_unreadable_machines_file_is_reported_kept_and_never_overwritten() {
         status["problems"].to_string().contains("machines.json"),
         "{status}"
     );
+}
+
+/// A main stack that takes remote machines: its relay listener on a free
+/// loopback port.
+fn relay_options() -> StackOptions {
+    StackOptions {
+        env: vec![("CLANKIE_RELAY_ADDR".into(), "127.0.0.1:0".into())],
+        ..Default::default()
+    }
+}
+
+/// Where the main stack's relay listens and the fingerprint it shows, from
+/// its discovery file.
+fn relay_of(stack: &Stack) -> (String, String) {
+    let d = json_of(
+        &std::fs::read_to_string(stack.state.path().join("run/fleet/gateway.json"))
+            .expect("discovery"),
+    );
+    (
+        d["relay"]["addr"].as_str().expect("relay addr").to_string(),
+        d["relay"]["certSha256"]
+            .as_str()
+            .expect("relay pin")
+            .to_string(),
+    )
+}
+
+/// `clankie fleet machine enrol` run on a "remote machine" (its own state
+/// folder), with the secret on standard input.
+fn enrol(remote: &std::path::Path, name: &str, main: &str, pin: &str, secret: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(clankie_tests::bin_dir().join("clankie"))
+        .args([
+            "fleet", "machine", "enrol", name, "--main", main, "--pin", pin,
+        ])
+        .env("CLANKIE_STATE", remote)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("enrol");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "{secret}").expect("secret");
+    drop(stdin);
+    child.wait_with_output().expect("enrolled")
+}
+
+/// The fingerprint of the certificate a stack keeps in `relay/identity.json`.
+fn identity_of(state: &std::path::Path) -> String {
+    use sha2::Digest as _;
+    let id =
+        json_of(&std::fs::read_to_string(state.join("relay/identity.json")).expect("identity"));
+    let der = hex::decode(id["certDer"].as_str().expect("cert")).expect("hex");
+    hex::encode(sha2::Sha256::digest(der))
+}
+
+/// A machine enrols once, over TLS, with the main stack's certificate
+/// pinned: a wrong pin is refused before the secret leaves the machine (it
+/// stays unspent), the right one spends it and binds the machine's own key,
+/// and the same secret from anywhere else, or for a name never registered,
+/// is refused with one reason. The main stack keeps its certificate across
+/// a restart, so the pin holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_machine_enrols_once_over_the_pinned_certificate_and_its_secret_is_spent() {
+    let mut main = Stack::start_with(relay_options()).await.expect("main");
+    let added = main.clankie(&["fleet", "machine", "add", "pc"]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let secret = String::from_utf8_lossy(&added.stdout).trim().to_string();
+    let (addr, pin) = relay_of(&main);
+    assert!(
+        stderr(&added).contains(&format!("--pin {pin}")),
+        "the owner is told the pin: {}",
+        stderr(&added)
+    );
+    let remote = tempfile::tempdir().expect("remote");
+
+    // A wrong certificate: refused, nothing sent, the secret still unspent.
+    let wrong = "0".repeat(64);
+    let out = enrol(remote.path(), "pc", &addr, &wrong, &secret);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("relay_certificate_mismatch"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(machines(&main)["machines"][0]["enrolled"], false);
+    assert!(!remote.path().join("relay/link.json").exists());
+
+    // The pinned one: enrolled, the machine's own key bound.
+    let out = enrol(remote.path(), "pc", &addr, &pin, &secret);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pc = machines(&main)["machines"][0].clone();
+    assert_eq!(pc["enrolled"], true, "{pc}");
+    assert_eq!(pc["keySha256"], identity_of(remote.path()), "{pc}");
+    let link =
+        json_of(&std::fs::read_to_string(remote.path().join("relay/link.json")).expect("link"));
+    assert_eq!(
+        (&link["machine"], &link["fleet"], &link["pin"]),
+        (
+            &Value::from("pc"),
+            &Value::from("local"),
+            &Value::from(pin.clone())
+        ),
+        "{link}"
+    );
+    for file in ["relay/identity.json", "relay/link.json"] {
+        let mode = std::fs::metadata(remote.path().join(file))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "{file} {mode:o}");
+    }
+
+    // The secret again, from another machine's key or for another name:
+    // one refusal, and the bound key stands.
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    main.clankie_ok(&["fleet", "machine", "add", "mac"]);
+    for name in ["pc", "mac", "nobody"] {
+        let out = enrol(elsewhere.path(), name, &addr, &pin, &secret);
+        assert!(!out.status.success(), "{name}");
+        assert!(
+            stderr(&out).contains("machine_enrolment_refused"),
+            "{name}: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(machines(&main)["machines"][1]["keySha256"], pc["keySha256"]);
+    assert_eq!(machines(&main)["machines"][0]["enrolled"], false, "mac");
+
+    // Restarted, the main stack shows the same certificate.
+    main.restart(relay_options()).await.expect("restart");
+    let (_, again) = relay_of(&main);
+    assert_eq!(again, pin);
 }

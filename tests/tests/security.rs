@@ -129,6 +129,10 @@ async fn another_panes_pid_named_to_any_internal_socket_gets_nothing() {
         seen["admission.ObserveSeat"], "internal_caller_refused",
         "{seen}"
     );
+    // ... nor a machine's key.
+    for rpc in ["admission.EnrolMachine", "admission.ProveMachine"] {
+        assert_eq!(seen[rpc], "internal_caller_refused", "{rpc}: {seen}");
+    }
 
     // Nothing was recorded: no message, no claim, no report, no tracker
     // write, no setting, no link, no hire, no switch.

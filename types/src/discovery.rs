@@ -25,6 +25,19 @@ pub struct GatewayDiscovery {
     /// The gateway process, so `clankie up` can tell a stale file from a
     /// live gateway.
     pub pid: u32,
+    /// The relay listener, when this stack takes remote machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<RelayDiscovery>,
+}
+
+/// Where remote machines reach this stack, and the certificate they pin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelayDiscovery {
+    /// `HOST:PORT` of the TLS listener.
+    pub addr: String,
+    /// The SHA-256 (hex) of the listener's certificate.
+    pub cert_sha256: String,
 }
 
 impl GatewayDiscovery {
@@ -42,6 +55,7 @@ impl GatewayDiscovery {
             unix,
             local_mcp: format!("http://{local_tcp}/mcp"),
             pid: std::process::id(),
+            relay: None,
         }
     }
 }

@@ -252,9 +252,12 @@ pub(super) fn left(at: i64, now: i64) -> humantime::FormattedDuration {
 }
 
 pub async fn fleet(paths: StatePaths, command: FleetCommand) -> anyhow::Result<ExitCode> {
+    if let FleetCommand::Machine { command } = command {
+        return super::machine::machine(&paths, command).await;
+    }
     let mut client = clients::admission(&paths)?;
     match command {
-        FleetCommand::Machine { command } => return super::machine::machine(client, command).await,
+        FleetCommand::Machine { .. } => unreachable!("answered above"),
         FleetCommand::Status { json } => {
             let s = client
                 .fleet_status(admission_pb::FleetStatusRequest {})

@@ -4,11 +4,16 @@
 use std::process::ExitCode;
 
 use clankie_proto::admission::v1 as admission_pb;
-use clankie_proto::admission::v1::admission_client::AdmissionClient;
-use clankie_runtime::grpc::Client;
 use clap::Subcommand;
 
-use crate::support::clients::refused;
+use clankie_proto::relay::v1 as relay_pb;
+use clankie_proto::relay::v1::relay_client::RelayClient;
+use clankie_runtime::paths::StatePaths;
+use clankie_runtime::relay_tls::{self, Identity, normalize_pin};
+
+use crate::support::clients::{refusal, refused};
+use crate::support::discovery;
+use crate::support::exit::usage;
 
 #[derive(Subcommand)]
 pub enum MachineCommand {
@@ -31,6 +36,33 @@ pub enum MachineCommand {
     },
     /// Remove a machine; its enrolment secret stops working at once.
     Remove { name: String },
+    /// On the remote machine: enrol this stack with the main stack, reading
+    /// the enrolment secret from standard input (never an argument, which
+    /// other processes can read). The main stack's certificate must be the
+    /// pinned one; the secret is spent binding this stack's own key.
+    Enrol {
+        /// The name the owner registered this machine under.
+        name: String,
+        /// The main stack's relay listener, `HOST:PORT`.
+        #[arg(long)]
+        main: String,
+        /// The SHA-256 of the main stack's certificate, as `fleet machine
+        /// add` printed it.
+        #[arg(long)]
+        pin: String,
+    },
+}
+
+/// A remote machine's link to its main stack, as kept in `relay/link.json`.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelayLink {
+    pub version: u32,
+    pub main: String,
+    pub pin: String,
+    pub machine: String,
+    pub fleet: String,
+    pub enrolled_at_ms: i64,
 }
 
 fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
@@ -44,6 +76,7 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
                     "enrolled": m.enrolled,
                     "enrolledAtMs": (m.enrolled_at_ms != 0).then_some(m.enrolled_at_ms),
                     "enrolmentExpiresAtMs": (!m.enrolled).then_some(m.enrolment_expires_at_ms),
+                    "keySha256": (!m.key_sha256.is_empty()).then_some(&m.key_sha256),
                 })
             })
             .collect();
@@ -78,11 +111,80 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
     }
 }
 
-pub async fn machine(
-    mut client: AdmissionClient<Client>,
-    command: MachineCommand,
-) -> anyhow::Result<ExitCode> {
+/// Reads the enrolment secret: one line of standard input.
+fn read_secret() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let secret = line.trim().to_string();
+    if !secret.starts_with("clkm_") {
+        return Err(usage(
+            "pass the enrolment secret (clkm_…) on standard input, as `fleet machine add` printed it",
+        ));
+    }
+    Ok(secret)
+}
+
+/// Enrols this stack as machine `name` of the main stack at `main`.
+async fn enrol(paths: &StatePaths, name: String, main: String, pin: &str) -> anyhow::Result<()> {
+    let pin = normalize_pin(pin)
+        .ok_or_else(|| usage("--pin is the SHA-256 (64 hex digits) `fleet machine add` printed"))?;
+    let secret = read_secret()?;
+    let identity = Identity::load_or_create(&paths.relay_identity(), &format!("clankie-{name}"))?;
+    // The pin is checked on a handshake of its own, so a wrong server is
+    // named as such and never sees the secret.
+    relay_tls::check_pin(&main, &identity, &pin)
+        .await
+        .map_err(refusal)?;
+    let channel = relay_tls::channel(&main, &identity, &pin)?;
+    let mut relay = RelayClient::new(channel);
+    let req = clankie_runtime::clients::Call::new(relay_pb::EnrolRequest {
+        machine: name,
+        secret,
+    })
+    .timeout(std::time::Duration::from_secs(30))
+    .request();
+    let enrolled = relay.enrol(req).await.map_err(refused)?.into_inner();
+    let link = RelayLink {
+        version: 1,
+        main: main.clone(),
+        pin,
+        machine: enrolled.machine.clone(),
+        fleet: enrolled.fleet.clone(),
+        enrolled_at_ms: enrolled.enrolled_at_ms,
+    };
+    clankie_runtime::state::save_json(&paths.relay_link(), &link)?;
+    println!(
+        "enrolled as machine {} of fleet {} at {main}",
+        enrolled.machine, enrolled.fleet
+    );
+    Ok(())
+}
+
+/// What a machine needs to enrol, from the running gateway's discovery.
+fn enrolment_hint(paths: &StatePaths, name: &str) {
+    match discovery::read(paths).ok().and_then(|d| d.relay) {
+        Some(relay) => eprintln!(
+            "on {name}, with its own stack's state, run:\n  clankie fleet machine enrol {name} --main HOST:{port} --pin {pin}\nand give it the secret on standard input (HOST: this machine's address as {name} reaches it; the listener is {addr})",
+            port = relay.addr.rsplit(':').next().unwrap_or(""),
+            pin = relay.cert_sha256,
+            addr = relay.addr,
+        ),
+        None => eprintln!(
+            "this stack has no relay listener yet: start it with CLANKIE_RELAY_ADDR=HOST:PORT so {name} can enrol"
+        ),
+    }
+}
+
+pub async fn machine(paths: &StatePaths, command: MachineCommand) -> anyhow::Result<ExitCode> {
+    // Enrolment runs on the remote machine and speaks only to the main
+    // stack; everything else asks this stack's admission as the owner.
+    if let MachineCommand::Enrol { name, main, pin } = command {
+        enrol(paths, name, main, &pin).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut client = crate::support::clients::admission(paths)?;
     match command {
+        MachineCommand::Enrol { .. } => unreachable!("answered above"),
         MachineCommand::Add {
             name,
             fleet,
@@ -104,6 +206,7 @@ pub async fn machine(
                 m.name, m.fleet
             );
             println!("{}", resp.enrolment_secret);
+            enrolment_hint(paths, &m.name);
         }
         MachineCommand::List { json } => {
             let list = client

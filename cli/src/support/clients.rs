@@ -73,6 +73,16 @@ pub fn auto(paths: &StatePaths) -> anyhow::Result<AutoClient<Client>> {
     Ok(clankie_runtime::clients::auto(paths, owner_meta(paths)?))
 }
 
+/// A refusal decided here (not by a service), as a one-line error with its
+/// exit code.
+pub fn refusal(e: ClankieError) -> anyhow::Error {
+    super::exit::Refusal {
+        exit: super::exit::Exit::of(e.code),
+        text: format!("refused ({}): {}", e.code, e.message),
+    }
+    .into()
+}
+
 /// Turns a gRPC status into a one-line refusal: the CLI's one decode.
 #[allow(
     clippy::disallowed_methods,

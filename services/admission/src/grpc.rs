@@ -367,6 +367,36 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         Ok(Response::new(admission_pb::RemoveMachineResponse {}))
     }
 
+    async fn enrol_machine(
+        &self,
+        request: Request<admission_pb::EnrolMachineRequest>,
+    ) -> Result<Response<admission_pb::Machine>, Status> {
+        // Only the gateway read the key from a TLS handshake; anyone else
+        // naming one names a key it may not hold.
+        listener::require_service(&request, "gateway")?;
+        let req = request.into_inner();
+        let machine = machines::enrol(
+            &mut lock(&self.inner.machines),
+            &req.name,
+            &req.secret,
+            &req.key_sha256,
+            now_ms(),
+        )
+        .map_err(refused)?;
+        tracing::info!(fleet = %machine.fleet, machine = %machine.name, "machine enrolled");
+        Ok(Response::new(machine.to_pb()))
+    }
+
+    async fn prove_machine(
+        &self,
+        request: Request<admission_pb::ProveMachineRequest>,
+    ) -> Result<Response<admission_pb::Machine>, Status> {
+        listener::require_service(&request, "gateway")?;
+        let key = request.into_inner().key_sha256;
+        let machine = machines::by_key(&lock(&self.inner.machines), &key).map_err(refused)?;
+        Ok(Response::new(machine.to_pb()))
+    }
+
     type WatchSettingsStream = SettingsStream;
 
     async fn watch_settings(

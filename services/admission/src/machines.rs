@@ -7,6 +7,13 @@
 //! expiry: the secret lets the machine enrol once, and is then spent. An
 //! unreadable file lists and admits no machine, and is never saved over:
 //! adding or removing a machine is refused until the owner repairs it.
+//!
+//! Enrolment binds a key: the machine connects over TLS with a certificate
+//! of its own, the gateway reads the certificate's SHA-256 from the
+//! handshake, and the secret is spent binding that fingerprint. From then on
+//! the machine is known by the key it proves on each connection, never by a
+//! name it sends. A wrong, spent, expired or unknown secret is refused with
+//! one reason, so a caller learns nothing about which machines exist.
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_runtime::owner;
@@ -35,6 +42,9 @@ pub struct MachineRecord {
     /// When the machine spent its secret (0: not yet).
     #[serde(default)]
     pub enrolled_at_ms: i64,
+    /// The SHA-256 (hex) of the certificate the machine enrolled with.
+    #[serde(default)]
+    pub key_sha256: String,
 }
 
 impl MachineRecord {
@@ -51,6 +61,7 @@ impl MachineRecord {
             } else {
                 self.enrolment_expires_at_ms
             },
+            key_sha256: self.key_sha256.clone(),
         }
     }
 }
@@ -121,6 +132,7 @@ pub fn add(
         enrolment_sha256: owner::token_hash(&secret),
         enrolment_expires_at_ms: now_ms.saturating_add(window),
         enrolled_at_ms: 0,
+        key_sha256: String::new(),
     };
     let added = record.clone();
     file.try_update(move |next| {
@@ -152,6 +164,77 @@ pub fn remove(file: &mut Guarded<MachinesFile>, name: &str) -> Result<(), Clanki
         Ok(())
     })
     .map_err(refusal)
+}
+
+/// The one refusal of an enrolment that does not hold: the same for an
+/// unknown machine, a wrong secret, a spent one and an expired one.
+fn enrolment_refused() -> ClankieError {
+    ErrorCode::MachineEnrolmentRefused.err(
+        "this enrolment secret is wrong, spent or expired, or names no machine; ask the owner for a new one (clankie fleet machine remove, then add)",
+    )
+}
+
+/// Whether `key` is a SHA-256 in lowercase hex.
+fn valid_key(key: &str) -> bool {
+    key.len() == 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Machine `name` spends `secret`, binding the certificate fingerprint
+/// `key` its connection proved. The secret works once, before its expiry.
+pub fn enrol(
+    file: &mut Guarded<MachinesFile>,
+    name: &str,
+    secret: &str,
+    key: &str,
+    now_ms: i64,
+) -> Result<MachineRecord, ClankieError> {
+    if !valid_key(key) {
+        return Err(ErrorCode::InvalidArgument.err("a machine key is a SHA-256 in lowercase hex"));
+    }
+    if file.unreadable().is_some() {
+        return Err(guard_refusal(GuardError::Unreadable));
+    }
+    let offered = owner::token_hash(secret);
+    file.try_update(|next| {
+        if next.machines.iter().any(|m| m.key_sha256 == key) {
+            // One key, one machine: a second machine cannot borrow a key.
+            return Err(enrolment_refused());
+        }
+        let m = next
+            .machines
+            .iter_mut()
+            .find(|m| m.name == name)
+            .ok_or_else(enrolment_refused)?;
+        let holds = !m.enrolment_sha256.is_empty()
+            && owner::constant_time_eq(m.enrolment_sha256.as_bytes(), offered.as_bytes())
+            && now_ms < m.enrolment_expires_at_ms;
+        if !holds {
+            return Err(enrolment_refused());
+        }
+        m.enrolment_sha256.clear();
+        m.enrolled_at_ms = now_ms;
+        m.key_sha256 = key.to_string();
+        Ok(m.clone())
+    })
+    .map_err(refusal)
+}
+
+/// The enrolled machine whose certificate fingerprint is `key`.
+pub fn by_key(file: &Guarded<MachinesFile>, key: &str) -> Result<MachineRecord, ClankieError> {
+    if file.unreadable().is_some() {
+        return Err(guard_refusal(GuardError::Unreadable));
+    }
+    file.machines
+        .iter()
+        .find(|m| valid_key(key) && m.key_sha256 == key)
+        .cloned()
+        .ok_or_else(|| {
+            ErrorCode::MachineNotFound
+                .err("no machine here is enrolled with this key; enrol it with a new secret")
+        })
 }
 
 /// Every registered machine, by name; none while the file is unreadable.
@@ -210,6 +293,48 @@ mod tests {
         assert_eq!(gone.code, ErrorCode::MachineNotFound);
         remove(&mut file, "pc").expect("remove");
         assert!(list(&file).machines.is_empty());
+    }
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_secret_binds_one_key_once_and_is_spent() {
+        let (dir, mut file) = fresh();
+        let (_, secret) = add(&mut file, "pc", "local", 0, 1_000).expect("add");
+        let wrong = enrol(&mut file, "pc", "clkm_nope", KEY, 2_000).expect_err("wrong");
+        assert_eq!(wrong.code, ErrorCode::MachineEnrolmentRefused);
+        let unknown = enrol(&mut file, "mac", &secret, KEY, 2_000).expect_err("unknown");
+        assert_eq!(unknown.code, ErrorCode::MachineEnrolmentRefused);
+        assert_eq!(unknown.message, wrong.message, "one refusal for both");
+        assert!(by_key(&file, KEY).is_err(), "not enrolled yet");
+        let m = enrol(&mut file, "pc", &secret, KEY, 2_000).expect("enrol");
+        assert_eq!((m.enrolled_at_ms, m.key_sha256.as_str()), (2_000, KEY));
+        assert!(m.enrolment_sha256.is_empty(), "spent");
+        let other = KEY.replace('0', "1");
+        let replay = enrol(&mut file, "pc", &secret, &other, 3_000).expect_err("replay");
+        assert_eq!(replay.code, ErrorCode::MachineEnrolmentRefused);
+        assert_eq!(by_key(&file, KEY).expect("known").name, "pc");
+        assert!(by_key(&file, &other).is_err());
+        // What was saved is what is known after a restart.
+        let again = load(dir.path().join("machines.json"));
+        assert_eq!(by_key(&again, KEY).expect("kept").name, "pc");
+        assert!(list(&again).machines[0].enrolled);
+    }
+
+    #[test]
+    fn an_expired_secret_or_a_borrowed_key_is_refused() {
+        let (_dir, mut file) = fresh();
+        let (_, pc) = add(&mut file, "pc", "local", 1_000, 0).expect("add");
+        let late = enrol(&mut file, "pc", &pc, KEY, 1_000).expect_err("expired");
+        assert_eq!(late.code, ErrorCode::MachineEnrolmentRefused);
+        let (_, mac) = add(&mut file, "mac", "local", 0, 0).expect("add");
+        remove(&mut file, "pc").expect("remove");
+        let (_, pc) = add(&mut file, "pc", "local", 0, 0).expect("add");
+        enrol(&mut file, "pc", &pc, KEY, 1).expect("enrol");
+        let borrowed = enrol(&mut file, "mac", &mac, KEY, 2).expect_err("borrowed");
+        assert_eq!(borrowed.code, ErrorCode::MachineEnrolmentRefused);
+        let bad = enrol(&mut file, "mac", &mac, "ABC", 2).expect_err("bad key");
+        assert_eq!(bad.code, ErrorCode::InvalidArgument);
     }
 
     #[test]

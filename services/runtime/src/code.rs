@@ -70,6 +70,8 @@ codes! {
     AccountExists => "account_exists",
     MachineExists => "machine_exists",
     MachineNotFound => "machine_not_found",
+    MachineEnrolmentRefused => "machine_enrolment_refused",
+    RelayCertificateMismatch => "relay_certificate_mismatch",
     ReceiptNotFound => "receipt_not_found",
     GrantInvalid => "grant_invalid",
     GrantExpired => "grant_expired",
@@ -131,6 +133,8 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => Code::OutOfRange,
             ErrorCode::FleetCredentialRequired
             | ErrorCode::FleetCredentialInvalid
+            | ErrorCode::MachineEnrolmentRefused
+            | ErrorCode::RelayCertificateMismatch
             | ErrorCode::OwnerCredentialRequired
             | ErrorCode::GrantInvalid
             | ErrorCode::GrantExpired => Code::Unauthenticated,
@@ -215,6 +219,8 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::FleetCredentialRequired
             | ErrorCode::FleetCredentialInvalid
+            | ErrorCode::MachineEnrolmentRefused
+            | ErrorCode::RelayCertificateMismatch
             | ErrorCode::OwnerCredentialRequired
             | ErrorCode::GrantInvalid
             | ErrorCode::GrantExpired => StatusCode::UNAUTHORIZED,

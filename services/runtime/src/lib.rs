@@ -29,6 +29,7 @@ pub mod principal;
 pub mod progress;
 pub mod readiness;
 pub mod refuse;
+pub mod relay_tls;
 pub mod sandbox;
 pub mod service;
 pub mod shutdown;

@@ -67,6 +67,18 @@ impl StatePaths {
         self.root.join("owner.token")
     }
 
+    /// This stack's relay identity: the certificate (and key) it shows
+    /// on relay connections, as the main stack or as a remote machine.
+    pub fn relay_identity(&self) -> PathBuf {
+        self.root.join("relay/identity.json")
+    }
+
+    /// A remote machine's link to its main stack: where, the pinned
+    /// fingerprint, its name there (`clankie fleet machine enrol`).
+    pub fn relay_link(&self) -> PathBuf {
+        self.root.join("relay/link.json")
+    }
+
     /// A service's private state folder.
     pub fn service_dir(&self, service: &str) -> PathBuf {
         self.root.join(service)

@@ -33,6 +33,7 @@ refusers!(
     mcp_host => McpHost,
     mailbox => Mailbox,
     auto => Auto,
+    gateway => Gateway,
 );
 
 #[cfg(test)]
