@@ -131,9 +131,11 @@ impl Served for Listening {
                 None => Ok(()),
             }
         };
+        let machine = crate::relay::machine::keep(self.paths.clone(), shutdown.clone());
         // The first listener to fail ends the others (and the process).
         tokio::try_join!(
             relay,
+            machine,
             self.gateway.serve(tcp, limits, shutdown.clone()),
             self.gateway
                 .serve_local(local_unix, limits, shutdown.clone()),

@@ -285,3 +285,84 @@ async fn a_machine_enrols_once_over_the_pinned_certificate_and_its_secret_is_spe
     let (_, again) = relay_of(&main);
     assert_eq!(again, pin);
 }
+
+/// The link of `main`'s only machine, as `fleet machine list` shows it.
+fn link_of(main: &Stack) -> Value {
+    machines(main)["machines"][0]["link"].clone()
+}
+
+/// Waits until the main stack shows the machine's link `up` (and, when up,
+/// opened after `after` ms).
+async fn link_becomes(main: &Stack, up: bool, after: i64) -> Value {
+    clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let link = link_of(main);
+        let since = link["sinceMs"].as_i64().unwrap_or(0);
+        (link["up"] == up && (!up || since > after)).then_some(link)
+    })
+    .await
+    .unwrap_or_else(|| panic!("the link never went {up}: {}", link_of(main)))
+}
+
+/// An enrolled machine's stack keeps one link to the main stack: up once it
+/// starts, down when its gateway dies or goes silent (a cut cable sends no
+/// reset), up again by itself after each, and ended at once, with the
+/// reason, when the owner removes the machine.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_removed() {
+    let main = Stack::start_with(relay_options()).await.expect("main");
+    let secret = main
+        .clankie_ok(&["fleet", "machine", "add", "pc"])
+        .trim()
+        .to_string();
+    let (addr, pin) = relay_of(&main);
+    let mut remote = Stack::start().await.expect("remote");
+    let out = enrol(remote.state.path(), "pc", &addr, &pin, &secret);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(link_of(&main)["up"], false, "enrolled, not linked yet");
+    // Its gateway takes the link up when it starts.
+    remote
+        .restart(StackOptions::default())
+        .await
+        .expect("remote");
+    let first = link_becomes(&main, true, 0).await;
+    assert!(first["rttMs"].is_u64(), "{first}");
+    let since = first["sinceMs"].as_i64().expect("since");
+
+    // Killed: the main stack hears the reset, and the restarted gateway
+    // links again.
+    let gateway = remote.service_pid("gateway").expect("gateway");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(gateway),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    let again = link_becomes(&main, true, since).await;
+    let since = again["sinceMs"].as_i64().expect("since");
+
+    // Silent: taken for gone within the silence window, back once it
+    // speaks.
+    let gateway = remote.service_pid("gateway").expect("gateway");
+    clankie_tests::pause(gateway);
+    link_becomes(&main, false, 0).await;
+    clankie_tests::resume(gateway);
+    link_becomes(&main, true, since).await;
+
+    // Removed: the link ends now, and the machine is told why.
+    main.clankie_ok(&["fleet", "machine", "remove", "pc"]);
+    let told = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        std::fs::read_to_string(remote.state.path().join("logs/gateway.log"))
+            .ok()?
+            .contains("machine_not_found")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        told.is_some(),
+        "the machine heard it was removed:\n{}",
+        remote.log_tails(&["gateway"], 20)
+    );
+    assert_eq!(machines(&main)["machines"], serde_json::json!([]));
+    let main_log =
+        std::fs::read_to_string(main.state.path().join("logs/gateway.log")).expect("main log");
+    assert!(main_log.contains("relay.link.down"), "{main_log}");
+}

@@ -77,6 +77,11 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
                     "enrolledAtMs": (m.enrolled_at_ms != 0).then_some(m.enrolled_at_ms),
                     "enrolmentExpiresAtMs": (!m.enrolled).then_some(m.enrolment_expires_at_ms),
                     "keySha256": (!m.key_sha256.is_empty()).then_some(&m.key_sha256),
+                    "link": {
+                        "up": m.link_up,
+                        "sinceMs": (m.link_since_ms != 0).then_some(m.link_since_ms),
+                        "rttMs": m.link_up.then_some(m.link_rtt_ms),
+                    },
                 })
             })
             .collect();
@@ -97,8 +102,19 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
     }
     let now = clankie_runtime::now_ms();
     for m in &list.machines {
-        let state = if m.enrolled {
-            "enrolled".to_string()
+        let state = if m.link_up {
+            format!(
+                "link up for {} (round trip {} ms)",
+                super::fleet::left(now, m.link_since_ms),
+                m.link_rtt_ms
+            )
+        } else if m.enrolled && m.link_since_ms != 0 {
+            format!(
+                "enrolled, link down for {}",
+                super::fleet::left(now, m.link_since_ms)
+            )
+        } else if m.enrolled {
+            "enrolled, not linked yet".to_string()
         } else if m.enrolment_expires_at_ms <= now {
             "enrolment secret expired".to_string()
         } else {

@@ -102,7 +102,10 @@ impl Bound {
             }
         };
         let server = tonic::transport::Server::builder()
-            .add_service(RelayServer::new(RelayFace { shared }))
+            .add_service(RelayServer::new(RelayFace {
+                shared,
+                shutdown: shutdown.clone(),
+            }))
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::ReceiverStream::new(rx),
                 shutdown.cancelled_owned(),

@@ -7,8 +7,14 @@
 //! [`MachineKey`]; nothing the machine sends can name another key.
 //! Admission owns the machines file: enrolment spends a secret there, and
 //! binds that fingerprint.
+//!
+//! - `listen.rs`: the TLS listener (main stack);
+//! - `link.rs`: an enrolled machine's long-lived stream (main stack);
+//! - `machine.rs`: keeping that stream (remote stack).
 
+mod link;
 mod listen;
+pub(crate) mod machine;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::relay::v1 as relay_pb;
@@ -25,6 +31,8 @@ pub struct MachineKey(pub String);
 /// The relay's gRPC face.
 pub(crate) struct RelayFace {
     pub(crate) shared: std::sync::Arc<crate::Shared>,
+    /// Ends every link when the gateway stops.
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl RelayFace {
@@ -45,12 +53,29 @@ impl RelayFace {
     clippy::disallowed_methods,
     reason = "a verdict admission logged, passed on"
 )]
-fn passed_on(e: ClankieError) -> Status {
+pub(crate) fn passed_on(e: ClankieError) -> Status {
     e.into_status()
 }
 
 #[tonic::async_trait]
 impl relay_pb::relay_server::Relay for RelayFace {
+    type LinkStream = link::Downs;
+
+    async fn link(
+        &self,
+        request: Request<tonic::Streaming<relay_pb::Up>>,
+    ) -> Result<Response<Self::LinkStream>, Status> {
+        let key = Self::key(&request).map_err(clankie_runtime::refuse::gateway)?;
+        let downs = link::open(
+            &self.shared,
+            key,
+            request.into_inner(),
+            self.shutdown.clone(),
+        )
+        .await?;
+        Ok(Response::new(downs))
+    }
+
     async fn enrol(
         &self,
         request: Request<relay_pb::EnrolRequest>,

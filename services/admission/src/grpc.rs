@@ -4,6 +4,9 @@
 
 use super::*;
 
+pub(super) type MachineStream =
+    Pin<Box<dyn Stream<Item = Result<admission_pb::Machine, Status>> + Send>>;
+
 pub(super) type SettingsStream =
     Pin<Box<dyn Stream<Item = Result<admission_pb::FleetSettings, Status>> + Send>>;
 
@@ -350,7 +353,11 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .owner
             .verify(request.metadata())
             .map_err(refused)?;
-        Ok(Response::new(machines::list(&lock(&self.inner.machines))))
+        let mut list = machines::list(&lock(&self.inner.machines));
+        for m in &mut list.machines {
+            self.inner.machine_links.fill(m);
+        }
+        Ok(Response::new(list))
     }
 
     async fn remove_machine(
@@ -363,6 +370,9 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .map_err(refused)?;
         let name = request.into_inner().name;
         machines::remove(&mut lock(&self.inner.machines), &name).map_err(refused)?;
+        // Its link ends now: the hold learns the machine is gone.
+        self.inner.machine_links.forget(&name);
+        self.inner.machine_links.touch();
         tracing::info!(machine = %name, "machine removed");
         Ok(Response::new(admission_pb::RemoveMachineResponse {}))
     }
@@ -395,6 +405,68 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         let key = request.into_inner().key_sha256;
         let machine = machines::by_key(&lock(&self.inner.machines), &key).map_err(refused)?;
         Ok(Response::new(machine.to_pb()))
+    }
+
+    type HoldMachineLinkStream = MachineStream;
+
+    async fn hold_machine_link(
+        &self,
+        request: Request<tonic::Streaming<admission_pb::LinkReport>>,
+    ) -> Result<Response<Self::HoldMachineLinkStream>, Status> {
+        listener::require_service(&request, "gateway")?;
+        let mut reports = request.into_inner();
+        let first = reports
+            .message()
+            .await?
+            .ok_or_else(|| refused(ErrorCode::InvalidArgument.err("a link opens with its key")))?;
+        let key = first.key_sha256;
+        let machine = machines::by_key(&lock(&self.inner.machines), &key).map_err(refused)?;
+        let name = machine.name.clone();
+        let holder = self.inner.machine_links.open(&name, now_ms());
+        tracing::info!(fleet = %machine.fleet, machine = %name, "machine linked");
+        let mut changed = self.inner.machine_links.subscribe();
+        let mut first = machine.to_pb();
+        self.inner.machine_links.fill(&mut first);
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let _ = tx.send(Ok(first)).await;
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let ended = loop {
+                tokio::select! {
+                    report = reports.message() => match report {
+                        Ok(Some(r)) => inner.machine_links.rtt(&name, holder, r.rtt_ms),
+                        // The gateway let go: the stream with the machine ended.
+                        _ => break None,
+                    },
+                    seen = changed.changed() => {
+                        if seen.is_err() {
+                            break None;
+                        }
+                        let still = machines::by_key(&lock(&inner.machines), &key)
+                            .is_ok_and(|m| m.name == name);
+                        if !still {
+                            break Some(ErrorCode::MachineNotFound.err(
+                                "this machine was removed from the fleet; its link ends now",
+                            ));
+                        }
+                        if !inner.machine_links.current(&name, holder) {
+                            break Some(ErrorCode::FleetAdmissionRevoked.err(
+                                "a newer link of this machine replaced this one",
+                            ));
+                        }
+                    }
+                    () = tx.closed() => break None,
+                }
+            };
+            inner.machine_links.close(&name, holder, now_ms());
+            tracing::info!(machine = %name, "machine unlinked");
+            if let Some(e) = ended {
+                let _ = tx.send(Err(refused(e))).await;
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     type WatchSettingsStream = SettingsStream;

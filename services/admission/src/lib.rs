@@ -19,6 +19,7 @@
 mod grpc;
 pub mod helper;
 pub mod local;
+mod machine_links;
 mod machines;
 mod metrics;
 
@@ -263,6 +264,7 @@ impl Options {
                 owner,
                 links: Mutex::new(links),
                 machines: Mutex::new(machines),
+                machine_links: machine_links::MachineLinks::default(),
                 settings: settings_tx,
                 tickets: Mutex::new(HashMap::new()),
             }),
@@ -292,6 +294,8 @@ struct Inner {
     links: Mutex<Guarded<LinksFile>>,
     /// Remote machines of the fleets (`machines.rs`).
     machines: Mutex<Guarded<machines::MachinesFile>>,
+    /// Which machines have their relay stream up (`machine_links.rs`).
+    machine_links: machine_links::MachineLinks,
     settings: watch::Sender<Settings>,
     tickets: Mutex<HashMap<String, Ticket>>,
 }

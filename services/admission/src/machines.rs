@@ -62,6 +62,8 @@ impl MachineRecord {
                 self.enrolment_expires_at_ms
             },
             key_sha256: self.key_sha256.clone(),
+            // The link is known to `machine_links`, not the file.
+            ..Default::default()
         }
     }
 }
