@@ -22,6 +22,10 @@
 //! Beneath them: the connection loop and its bounds (`serve.rs`, `caps.rs`),
 //! the request checks (`intake.rs`, `origin.rs`), MCP session ownership
 //! (`sessions.rs`) and the streams followed from the services (`feeds.rs`).
+//!
+//! Remote machines: `relay/` is the main stack's TLS listener and each
+//! machine's stream there; `uplink/` is a machine's own end of that
+//! stream, which its panes' connected-tool requests cross.
 
 mod activation;
 mod caps;
@@ -41,6 +45,7 @@ mod refusal;
 mod relay;
 mod serve;
 mod sessions;
+mod uplink;
 
 pub use activation::Passed;
 pub use doors::Admitted;
@@ -124,6 +129,9 @@ pub(crate) struct Shared {
     pub(crate) console: console::Console,
     /// Each backend's health, asked over connections kept open.
     pub(crate) health: clankie_runtime::clients::Health,
+    /// On a machine enrolled with a main stack: its link, which its panes'
+    /// connected-tool requests cross (`relay/`).
+    pub(crate) relay_out: Option<Arc<uplink::Outbox>>,
 }
 
 /// The gateway; cheap to clone.
@@ -148,6 +156,7 @@ impl Options {
                 .ok();
         let (catalog, _) = watch::channel(mcphost_pb::CatalogInfo::default());
         let (settings, _) = watch::channel(admission_pb::FleetSettings::default());
+        let relay_out = uplink::Outbox::load(&self.paths);
         let gateway = Gateway {
             shared: Arc::new(Shared {
                 paths: self.paths,
@@ -169,6 +178,7 @@ impl Options {
                 owner,
                 console: console::Console::default(),
                 health,
+                relay_out,
             }),
         };
         tokio::spawn(feeds::watch_catalog(

@@ -131,7 +131,11 @@ impl Served for Listening {
                 None => Ok(()),
             }
         };
-        let machine = crate::relay::machine::keep(self.paths.clone(), shutdown.clone());
+        let machine = crate::uplink::keep(
+            self.paths.clone(),
+            self.gateway.shared.relay_out.clone(),
+            shutdown.clone(),
+        );
         // The first listener to fail ends the others (and the process).
         tokio::try_join!(
             relay,

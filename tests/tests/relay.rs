@@ -155,8 +155,13 @@ async fn an_unreadable_machines_file_is_reported_kept_and_never_overwritten() {
 /// A main stack that takes remote machines: its relay listener on a free
 /// loopback port.
 fn relay_options() -> StackOptions {
+    relay_at(0)
+}
+
+/// A main stack whose relay listener is on `port` (kept across restarts).
+fn relay_at(port: u16) -> StackOptions {
     StackOptions {
-        env: vec![("CLANKIE_RELAY_ADDR".into(), "127.0.0.1:0".into())],
+        env: vec![("CLANKIE_RELAY_ADDR".into(), format!("127.0.0.1:{port}"))],
         ..Default::default()
     }
 }
@@ -365,4 +370,114 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
     let main_log =
         std::fs::read_to_string(main.state.path().join("logs/gateway.log")).expect("main log");
     assert!(main_log.contains("relay.link.down"), "{main_log}");
+}
+
+/// A remote machine's stack, enrolled as `pc` with `main` and started with
+/// its link: tmux session `work` linked, project `alpha`, a lead.
+async fn remote_machine(
+    main: &Stack,
+) -> (Stack, clankie_tests::TmuxServer, tempfile::TempDir, String) {
+    let secret = main
+        .clankie_ok(&["fleet", "machine", "add", "pc"])
+        .trim()
+        .to_string();
+    let (addr, pin) = relay_of(main);
+    let mut remote = Stack::start().await.expect("remote");
+    let tmux = clankie_tests::TmuxServer::start("work");
+    let socket = tmux.socket.display().to_string();
+    remote.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    let workspace = tempfile::tempdir().expect("workspace");
+    let ws = workspace.path().display().to_string();
+    remote.clankie_ok(&["project", "add", "alpha", "--workspace", &ws]);
+    let lead = remote.add_lead("Lead");
+    let out = enrol(remote.state.path(), "pc", &addr, &pin, &secret);
+    assert!(out.status.success(), "{}", stderr(&out));
+    remote
+        .restart(StackOptions::default())
+        .await
+        .expect("remote");
+    link_becomes(main, true, 0).await;
+    (remote, tmux, workspace, lead)
+}
+
+fn time_now() -> Value {
+    serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}})
+}
+
+/// A bridge in a remote machine's pane calls a tool connected on the main
+/// stack, with no token: its own stack proved the pane, the call crossed the
+/// link, and the main stack's audit names the machine and the pane. The
+/// machine's own stack dispatched nothing. After the main stack restarts,
+/// the link comes back by itself and calls go on; once the machine is
+/// removed, calls are refused with the fixed reason and nothing crosses.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_panes_call_crosses_the_link_and_is_audited_with_machine_and_pane() {
+    let port = clankie_tests::free_port();
+    let mut main = Stack::start_with(relay_at(port)).await.expect("main");
+    main.connect_stdio("time", &["mcp-server-time"], &[]);
+    let (remote, _tmux, _workspace, lead) = remote_machine(&main).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
+    let pane = seat.hire["paneId"].as_str().expect("pane").to_string();
+
+    // The main stack's catalog may still be loading: that refusal is
+    // retryable, and retried.
+    let r = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let r = seat.call("clankie_call", time_now()).await;
+        (r["result"]["error"]["code"] != "service_unavailable").then_some(r)
+    })
+    .await
+    .expect("answered");
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+    let receipt = r["result"]["receiptId"]
+        .as_str()
+        .expect("receipt")
+        .to_string();
+    let audit = clankie_tests::file_lines(&main.state.path().join("audit/connected-calls.jsonl"));
+    let principal = format!("fleet:local:machine:pc:pane:{pane}");
+    assert!(
+        audit
+            .iter()
+            .any(|l| l.contains(&principal) && l.contains(&receipt) && l.contains("\"dispatch\"")),
+        "{principal} in {audit:?}"
+    );
+    assert!(
+        clankie_tests::file_lines(&remote.state.path().join("audit/connected-calls.jsonl"))
+            .is_empty(),
+        "the machine's own stack dispatched nothing"
+    );
+    // The receipt reads back across the link.
+    let again = seat
+        .call("clankie_call", serde_json::json!({ "receiptId": receipt }))
+        .await;
+    assert_eq!(again["result"]["fromReceipt"], true, "{again}");
+
+    // The main stack restarts: the link comes back by itself.
+    let since = link_of(&main)["sinceMs"].as_i64().expect("since");
+    main.restart(relay_at(port)).await.expect("restart");
+    link_becomes(&main, true, since).await;
+    let r = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let r = seat.call("clankie_call", time_now()).await;
+        (r["result"]["error"]["code"] != "service_unavailable").then_some(r)
+    })
+    .await
+    .expect("answered");
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+
+    // Removed: refused with the fixed reason, and nothing crosses.
+    main.clankie_ok(&["fleet", "machine", "remove", "pc"]);
+    let dispatched = |s: &Stack| {
+        clankie_tests::file_lines(&s.state.path().join("audit/connected-calls.jsonl"))
+            .iter()
+            .filter(|l| l.contains("\"dispatch\""))
+            .count()
+    };
+    let before = dispatched(&main);
+    let refused = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        let r = seat.call("clankie_call", time_now()).await;
+        (r["result"]["error"]["code"] == "relay_link_down").then_some(r)
+    })
+    .await;
+    assert!(refused.is_some(), "{}", remote.log_tails(&["gateway"], 20));
+    assert_eq!(dispatched(&main), before, "nothing crossed");
 }

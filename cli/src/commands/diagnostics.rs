@@ -25,6 +25,7 @@ fn stalled_of(
         pane_id: seat.pane_id.clone(),
         mode: AdmissionMode::Local as i32,
         link_id: seat.link_id.clone(),
+        machine: String::new(),
     });
     stalled
         .iter()

@@ -24,6 +24,7 @@ fn principal(grant_id: &str) -> Principal {
         pane_id: String::new(),
         mode: AdmissionMode::Grant as i32,
         link_id: grant_id.to_string(),
+        machine: String::new(),
     }
 }
 

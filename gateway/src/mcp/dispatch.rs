@@ -17,7 +17,7 @@ use crate::fleet::Op;
 
 /// A refusal as the member reads it: `{"error": …}`, and the receipt id
 /// when the refusal names one.
-pub(super) fn refused(e: &ClankieError) -> CallToolResult {
+pub(crate) fn refused(e: &ClankieError) -> CallToolResult {
     tracing::info!(reason = e.code.as_str(), "bridge.refused");
     let mut body = json!({ "error": e.body() });
     if let Some(id) = e.details_json().and_then(|d| {
@@ -45,7 +45,7 @@ pub(super) fn answer<T: Serialize>(r: Result<T, ClankieError>) -> CallToolResult
 /// `_meta`), with the receipt and outcome added to `_meta`. With no
 /// upstream result to pass on (uncertain, trimmed, a protocol error), the
 /// structured content is clankie's account of the call instead.
-pub(super) fn call_result(result: mcphost_pb::CallResult) -> CallToolResult {
+pub(crate) fn call_result(result: mcphost_pb::CallResult) -> CallToolResult {
     let upstream: Value = if result.result_json.is_empty() {
         Value::Null
     } else {
@@ -105,12 +105,20 @@ const REVIEW_SEAT: &str = "reviews need a native seat";
 
 /// Runs fleet tool `tool` for the operation's member. `hearing` is what
 /// the caller of a connected call asked to hear.
-pub(super) async fn dispatch(
+pub(crate) async fn dispatch(
     op: &Op<'_>,
     tool: FleetTool,
     args: Value,
     hearing: Option<&Hearing>,
 ) -> CallToolResult {
+    // On an enrolled machine, its panes' connected tools are the main
+    // stack's: they cross the link (`relayed.rs`).
+    if let Some(outbox) = &op.shared.relay_out
+        && op.who.is_seat()
+        && crate::uplink::crosses(tool)
+    {
+        return super::relayed::forward(op, outbox, tool, args).await;
+    }
     match tool {
         FleetTool::Tools => match parse::<ToolsArgs>(tool, args) {
             Ok(args) => answer(op.tools(args).await),

@@ -6,9 +6,10 @@
 //! Each request was admitted by a door (`doors/`); the handler parses it and
 //! runs the fleet operation (`fleet/`) it names.
 
-mod dispatch;
+pub(crate) mod dispatch;
 mod grant;
 mod hear;
+mod relayed;
 mod watch;
 
 pub(crate) use watch::announce;

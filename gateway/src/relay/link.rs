@@ -7,7 +7,8 @@
 //! taken for gone (a cut cable sends no reset). Removing the machine ends
 //! the hold, and this stream with it, with admission's reason.
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::relay::v1 as relay_pb;
@@ -18,12 +19,17 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Status, Streaming};
 
-use crate::Shared;
+use clankie_types::fleet::FleetTool;
 
-/// How often the main stack pings a machine.
-pub(crate) const PING: Duration = Duration::from_millis(500);
-/// How long a silent link lives.
-pub(crate) const SILENT: Duration = Duration::from_millis(1500);
+use crate::Shared;
+use crate::doors::Admitted;
+use crate::fleet::Op;
+use crate::mcp::dispatch::{dispatch, refused};
+use crate::uplink::{PING, SILENT};
+
+/// Most relayed requests one link has in flight; past it a request is
+/// refused (retryable), not queued.
+const MAX_RELAYED: usize = 64;
 
 /// What the machine reads from its link.
 pub(crate) type Downs = ReceiverStream<Result<relay_pb::Down, Status>>;
@@ -34,7 +40,7 @@ fn down(kind: relay_pb::down::Kind) -> Result<relay_pb::Down, Status> {
 
 /// Opens the link of the machine whose key is `key`, or refuses it.
 pub(crate) async fn open(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     key: String,
     ups: Streaming<relay_pb::Up>,
     shutdown: CancellationToken,
@@ -42,7 +48,7 @@ pub(crate) async fn open(
     let (report_tx, report_rx) = mpsc::channel(4);
     let _ = report_tx
         .send(admission_pb::LinkReport {
-            key_sha256: key,
+            key_sha256: key.clone(),
             rtt_ms: 0,
         })
         .await;
@@ -66,8 +72,13 @@ pub(crate) async fn open(
         })))
         .await;
     tracing::info!(fleet = %machine.fleet, machine = %machine.name, "relay.link.up");
+    let relayed = Relayed {
+        shared: shared.clone(),
+        key,
+        places: Arc::new(tokio::sync::Semaphore::new(MAX_RELAYED)),
+    };
     tokio::spawn(async move {
-        let reason = keep(ups, &mut held, &down_tx, &report_tx, &shutdown).await;
+        let reason = keep(ups, &mut held, &down_tx, &report_tx, &relayed, &shutdown).await;
         tracing::info!(machine = %machine.name, reason, "relay.link.down");
         // Dropping the reports ends admission's hold: the link is down
         // there now.
@@ -95,6 +106,7 @@ async fn keep(
     held: &mut Streaming<admission_pb::Machine>,
     down_tx: &mpsc::Sender<Result<relay_pb::Down, Status>>,
     report_tx: &mpsc::Sender<admission_pb::LinkReport>,
+    relayed: &Relayed,
     shutdown: &CancellationToken,
 ) -> &'static str {
     let mut tick = tokio::time::interval(PING);
@@ -129,6 +141,10 @@ async fn keep(
                         sent = None;
                     }
                 }
+                Ok(Some(relay_pb::Up { kind: Some(relay_pb::up::Kind::Request(r)) })) => {
+                    heard = Instant::now();
+                    relayed.serve(r, down_tx.clone());
+                }
                 Ok(Some(_)) => heard = Instant::now(),
                 _ => return "closed",
             },
@@ -146,4 +162,78 @@ async fn keep(
             () = shutdown.cancelled() => return "stopping",
         }
     }
+}
+
+/// Serves the requests a machine relays for its panes.
+struct Relayed {
+    shared: Arc<Shared>,
+    /// The key the link's TLS connection proved: each request is admitted
+    /// as this machine's, and only while this link is its current one.
+    key: String,
+    places: Arc<tokio::sync::Semaphore>,
+}
+
+impl Relayed {
+    /// Answers `r` on `down_tx`, in its own task.
+    fn serve(&self, r: relay_pb::Relayed, down_tx: mpsc::Sender<Result<relay_pb::Down, Status>>) {
+        let id = r.id;
+        let Ok(place) = self.places.clone().try_acquire_owned() else {
+            let full = ErrorCode::TooManyConnections
+                .err("this machine has the most relayed requests in flight; nothing was forwarded, retry shortly");
+            let _ = down_tx.try_send(answer(id, &refused(&full)));
+            return;
+        };
+        let (shared, key) = (self.shared.clone(), self.key.clone());
+        tokio::spawn(async move {
+            let _place = place;
+            let result = relayed(&shared, key, r).await;
+            let _ = down_tx.send(answer(id, &result)).await;
+        });
+    }
+}
+
+fn answer(id: u64, result: &rmcp::model::CallToolResult) -> Result<relay_pb::Down, Status> {
+    down(relay_pb::down::Kind::Answer(relay_pb::RelayedAnswer {
+        id,
+        result_json: serde_json::to_string(result).unwrap_or_default(),
+    }))
+}
+
+/// One relayed request: admitted as the machine's pane, then run as any
+/// member's fleet tool call.
+async fn relayed(
+    shared: &Shared,
+    key: String,
+    r: relay_pb::Relayed,
+) -> rmcp::model::CallToolResult {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!("relay.request", tool = %r.tool, otel.kind = "server");
+    async move {
+        let Some(tool) = FleetTool::parse(&r.tool).filter(|t| crate::uplink::crosses(*t)) else {
+            return refused(&ErrorCode::UnknownTool.err("only clankie_tools and clankie_call cross a relay link"));
+        };
+        let args: serde_json::Value = match serde_json::from_str(&r.args_json) {
+            Ok(a) => a,
+            Err(e) => return refused(&ErrorCode::ArgumentsInvalid.err(format!("{} arguments: {e}", tool.name()))),
+        };
+        let call = Call::new(admission_pb::AdmitRelayRequest {
+            key_sha256: key,
+            pane_id: r.pane_id,
+        })
+        .timeout(INTERNAL)
+        .request();
+        let admitted = match shared.admission.clone().admit_relay(call).await {
+            Ok(resp) => Admitted::from_admission(resp.into_inner()),
+            Err(s) => {
+                return refused(&crate::doors::admission_refusal(
+                    &s,
+                    "fleet admission is unavailable right now; nothing was forwarded, retry shortly",
+                ));
+            }
+        };
+        let op = Op::new(shared, &admitted);
+        dispatch(&op, tool, args, None).await
+    }
+    .instrument(span)
+    .await
 }

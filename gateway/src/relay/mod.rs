@@ -9,12 +9,13 @@
 //! binds that fingerprint.
 //!
 //! - `listen.rs`: the TLS listener (main stack);
-//! - `link.rs`: an enrolled machine's long-lived stream (main stack);
-//! - `machine.rs`: keeping that stream (remote stack).
+//! - `link.rs`: an enrolled machine's long-lived stream, and the requests
+//!   it relays.
+//!
+//! The machine's side of the stream is `uplink/`.
 
 mod link;
 mod listen;
-pub(crate) mod machine;
 
 use clankie_proto::admission::v1 as admission_pb;
 use clankie_proto::relay::v1 as relay_pb;

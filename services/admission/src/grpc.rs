@@ -234,6 +234,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             pane_id: proof.pane_id.clone(),
             mode: AdmissionMode::Local as i32,
             link_id: proof.link_id.clone(),
+            machine: String::new(),
         };
         let ticket = self.issue_ticket(
             proof.link_id.clone(),
@@ -405,6 +406,41 @@ impl admission_pb::admission_server::Admission for AdmissionService {
         let key = request.into_inner().key_sha256;
         let machine = machines::by_key(&lock(&self.inner.machines), &key).map_err(refused)?;
         Ok(Response::new(machine.to_pb()))
+    }
+
+    async fn admit_relay(
+        &self,
+        request: Request<admission_pb::AdmitRelayRequest>,
+    ) -> Result<Response<admission_pb::AdmitResponse>, Status> {
+        listener::require_service(&request, "gateway")?;
+        let req = request.into_inner();
+        if !machines::valid_pane(&req.pane_id) {
+            return Err(refused(
+                ErrorCode::InvalidArgument
+                    .err("a relayed pane id is 1 to 64 letters, digits or %_.-"),
+            ));
+        }
+        let machine =
+            machines::by_key(&lock(&self.inner.machines), &req.key_sha256).map_err(refused)?;
+        let Some(holder) = self.inner.machine_links.holder(&machine.name) else {
+            return Err(refused(ErrorCode::FleetAdmissionRevoked.err(
+                "this machine's relay link is down; its requests are admitted again once it is back",
+            )));
+        };
+        let principal = Principal {
+            fleet_id: machine.fleet.clone(),
+            pane_id: req.pane_id,
+            mode: AdmissionMode::Relay as i32,
+            link_id: format!("machine:{}", machine.name),
+            machine: machine.name.clone(),
+        };
+        let ticket = self.issue_relay_ticket(&machine.name, holder, principal.clone());
+        metrics::proved("relay");
+        Ok(Response::new(admission_pb::AdmitResponse {
+            ticket,
+            principal: Some(principal),
+            settings: Some(self.inner.settings.borrow().to_pb()),
+        }))
     }
 
     type HoldMachineLinkStream = MachineStream;

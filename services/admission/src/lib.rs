@@ -183,6 +183,9 @@ struct Ticket {
     verified_ns: Option<u64>,
     /// Set for local proofs: what the cheap recheck compares against.
     local: Option<(local::LocalLink, local::Proof)>,
+    /// Set for relayed requests: the machine and the hold of the link it
+    /// came on. The ticket lives only while that very link is up.
+    relay: Option<(String, u64)>,
 }
 
 /// A local proof's ticket lives while its connection is used: each
@@ -364,6 +367,7 @@ impl AdmissionService {
                 pane_id: String::new(),
                 mode: AdmissionMode::Bearer as i32,
                 link_id: link.link_id.clone(),
+                machine: String::new(),
             },
         ))
     }
@@ -393,8 +397,19 @@ impl AdmissionService {
                 expires: now + ttl,
                 verified_ns: clankie_runtime::clock::monotonic_ns(),
                 local,
+                relay: None,
             },
         );
+        ticket
+    }
+
+    /// A ticket for a request machine `machine` relayed on its link
+    /// `holder`.
+    fn issue_relay_ticket(&self, machine: &str, holder: u64, principal: Principal) -> String {
+        let ticket = self.issue_ticket(principal.link_id.clone(), principal, None);
+        if let Some(t) = lock(&self.inner.tickets).get_mut(&ticket) {
+            t.relay = Some((machine.to_string(), holder));
+        }
         ticket
     }
 
@@ -406,7 +421,7 @@ impl AdmissionService {
         ticket: &str,
         observe: bool,
     ) -> Result<(Principal, admission_pb::FleetSettings), ClankieError> {
-        let (link_id, principal, local) = {
+        let (link_id, principal, local, relay) = {
             let tickets = lock(&self.inner.tickets);
             let t = tickets.get(ticket).ok_or_else(|| {
                 ErrorCode::FleetCredentialRequired
@@ -415,8 +430,23 @@ impl AdmissionService {
             if t.expires <= Instant::now() {
                 return Err(ErrorCode::FleetCredentialRequired.err("the admission ticket expired"));
             }
-            (t.link_id.clone(), t.principal.clone(), t.local.clone())
+            (
+                t.link_id.clone(),
+                t.principal.clone(),
+                t.local.clone(),
+                t.relay.clone(),
+            )
         };
+        // A relayed request's admission lives with its machine's link.
+        if let Some((machine, holder)) = relay {
+            if !self.inner.machine_links.current(&machine, holder) {
+                lock(&self.inner.tickets).remove(ticket);
+                return Err(ErrorCode::FleetAdmissionRevoked
+                    .err("this machine's relay link ended; its requests are no longer admitted"));
+            }
+            let settings = self.inner.settings.borrow().to_pb();
+            return Ok((principal, settings));
+        }
         // A local proof is rechecked cheaply; a failure discards it.
         if let Some((link, proof)) = local.as_ref().filter(|_| observe) {
             let began = clankie_runtime::clock::monotonic_ns();

@@ -72,6 +72,15 @@ impl MachineLinks {
             .is_some_and(|l| l.holder == holder && l.up)
     }
 
+    /// `machine`'s current hold, while its link is up.
+    pub fn holder(&self, machine: &str) -> Option<u64> {
+        self.links
+            .lock()
+            .get(machine)
+            .filter(|l| l.up)
+            .map(|l| l.holder)
+    }
+
     /// Records a round-trip time measured on `holder`'s stream.
     pub fn rtt(&self, machine: &str, holder: u64, rtt_ms: u32) {
         if let Some(l) = self.links.lock().get_mut(machine)

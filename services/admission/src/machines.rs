@@ -176,6 +176,15 @@ fn enrolment_refused() -> ClankieError {
     )
 }
 
+/// Whether `pane` reads as a pane id a machine's stack proved: 1 to 64
+/// letters, digits or `%_.-` (tmux's `%3`, Herdr's ids).
+pub fn valid_pane(pane: &str) -> bool {
+    (1..=64).contains(&pane.len())
+        && pane
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"%_.-".contains(&b))
+}
+
 /// Whether `key` is a SHA-256 in lowercase hex.
 fn valid_key(key: &str) -> bool {
     key.len() == 64

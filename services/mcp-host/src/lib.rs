@@ -148,14 +148,19 @@ pub struct McpHost {
     inner: Arc<Inner>,
 }
 
-/// The audit principal: `fleet:ID:pane:PANE`, `pane:unverified` for bearers.
+/// The audit principal: `fleet:ID:pane:PANE`, `pane:unverified` for
+/// bearers, `fleet:ID:machine:M:pane:PANE` for a pane of a remote machine.
 pub fn audit_principal(p: &Principal) -> String {
     let pane = if p.pane_id.is_empty() {
         "unverified"
     } else {
         p.pane_id.as_str()
     };
-    format!("fleet:{}:pane:{}", p.fleet_id, pane)
+    if p.machine.is_empty() {
+        format!("fleet:{}:pane:{}", p.fleet_id, pane)
+    } else {
+        format!("fleet:{}:machine:{}:pane:{}", p.fleet_id, p.machine, pane)
+    }
 }
 
 /// Whose a call is: the owner route, or the principal admission proved.

@@ -72,6 +72,7 @@ codes! {
     MachineNotFound => "machine_not_found",
     MachineEnrolmentRefused => "machine_enrolment_refused",
     RelayCertificateMismatch => "relay_certificate_mismatch",
+    RelayLinkDown => "relay_link_down",
     ReceiptNotFound => "receipt_not_found",
     GrantInvalid => "grant_invalid",
     GrantExpired => "grant_expired",
@@ -196,6 +197,7 @@ impl ErrorCode {
             | ErrorCode::AccountUnavailable
             | ErrorCode::ReceiptStoreUnavailable
             | ErrorCode::ServiceUnavailable
+            | ErrorCode::RelayLinkDown
             | ErrorCode::SettingsUnreadable
             | ErrorCode::StateUnreadable
             | ErrorCode::ShuttingDown => Code::Unavailable,
@@ -284,6 +286,7 @@ impl ErrorCode {
             | ErrorCode::AccountUnavailable
             | ErrorCode::ReceiptStoreUnavailable
             | ErrorCode::ServiceUnavailable
+            | ErrorCode::RelayLinkDown
             | ErrorCode::SettingsUnreadable
             | ErrorCode::StateUnreadable
             | ErrorCode::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
@@ -302,6 +305,7 @@ impl ErrorCode {
             self,
             ErrorCode::FleetAdmissionUnavailable
                 | ErrorCode::ServiceUnavailable
+                | ErrorCode::RelayLinkDown
                 | ErrorCode::ShuttingDown
                 | ErrorCode::AccountUnavailable
                 | ErrorCode::TooManyConnections

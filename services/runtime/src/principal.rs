@@ -7,6 +7,10 @@
 use clankie_proto::common::v1::Principal;
 
 /// The owner key of a proven principal.
+///
+/// A relayed principal's link is `machine:NAME`, so the same pane id on two
+/// machines is two owners, and the key keeps the spelling receipts written
+/// before relays existed were stored under.
 pub fn owner_key(p: &Principal) -> String {
     format!("{}:{}:{}:{}", p.mode, p.fleet_id, p.link_id, p.pane_id)
 }
@@ -30,6 +34,7 @@ mod tests {
             link_id: "l".into(),
             pane_id: "%1".into(),
             mode: AdmissionMode::Local as i32,
+            ..Default::default()
         };
         assert_eq!(owner_key(&pane), owner_key(&pane.clone()));
         assert_ne!(

@@ -29,6 +29,7 @@ pub(crate) fn principal(grant: &GrantRecord) -> Principal {
         pane_id: String::new(),
         mode: AdmissionMode::Grant as i32,
         link_id: grant.grant_id.clone(),
+        machine: String::new(),
     }
 }
 
