@@ -16,6 +16,7 @@ mod herdr;
 mod http;
 mod mcp;
 pub mod model;
+pub mod netns;
 pub mod otel;
 mod pause;
 pub mod pi;

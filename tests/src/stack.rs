@@ -40,6 +40,8 @@ pub struct StackOptions {
     pub env: Vec<(String, String)>,
     /// Run the stack, and the CLI against it, as this account.
     pub user: Option<Account>,
+    /// Run the stack in this network namespace (`ip netns exec`; root).
+    pub netns: Option<String>,
 }
 
 /// An account a stack or a tmux server runs as: the test, when root,
@@ -473,7 +475,15 @@ fn launch(
             clankie.display()
         );
     }
-    let mut cmd = Command::new(&clankie);
+    let mut cmd = match &options.netns {
+        // `ip netns exec` execs clankie in place: the same process.
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&clankie);
+            c
+        }
+        None => Command::new(&clankie),
+    };
     cmd.args(["up", "--listen", "127.0.0.1:0", "--bin-dir"])
         .arg(bin_dir())
         .env("CLANKIE_STATE", state)

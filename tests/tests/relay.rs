@@ -185,8 +185,29 @@ fn relay_of(stack: &Stack) -> (String, String) {
 /// `clankie fleet machine enrol` run on a "remote machine" (its own state
 /// folder), with the secret on standard input.
 fn enrol(remote: &std::path::Path, name: &str, main: &str, pin: &str, secret: &str) -> Output {
+    enrol_in(None, remote, name, main, pin, secret)
+}
+
+/// [`enrol`], run in network namespace `ns` when one is named.
+fn enrol_in(
+    ns: Option<&str>,
+    remote: &std::path::Path,
+    name: &str,
+    main: &str,
+    pin: &str,
+    secret: &str,
+) -> Output {
     use std::io::Write as _;
-    let mut child = Command::new(clankie_tests::bin_dir().join("clankie"))
+    let clankie = clankie_tests::bin_dir().join("clankie");
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&clankie);
+            c
+        }
+        None => Command::new(&clankie),
+    };
+    let mut child = cmd
         .args([
             "fleet", "machine", "enrol", name, "--main", main, "--pin", pin,
         ])
@@ -377,12 +398,27 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
 async fn remote_machine(
     main: &Stack,
 ) -> (Stack, clankie_tests::TmuxServer, tempfile::TempDir, String) {
+    remote_machine_in(main, None, None).await
+}
+
+/// [`remote_machine`] in network namespace `ns`, reaching the main stack's
+/// relay at `main_at` (default: where its discovery file says).
+async fn remote_machine_in(
+    main: &Stack,
+    ns: Option<&str>,
+    main_at: Option<String>,
+) -> (Stack, clankie_tests::TmuxServer, tempfile::TempDir, String) {
     let secret = main
         .clankie_ok(&["fleet", "machine", "add", "pc"])
         .trim()
         .to_string();
     let (addr, pin) = relay_of(main);
-    let mut remote = Stack::start().await.expect("remote");
+    let addr = main_at.unwrap_or(addr);
+    let options = || StackOptions {
+        netns: ns.map(str::to_string),
+        ..Default::default()
+    };
+    let mut remote = Stack::start_with(options()).await.expect("remote");
     let tmux = clankie_tests::TmuxServer::start("work");
     let socket = tmux.socket.display().to_string();
     remote.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
@@ -390,12 +426,9 @@ async fn remote_machine(
     let ws = workspace.path().display().to_string();
     remote.clankie_ok(&["project", "add", "alpha", "--workspace", &ws]);
     let lead = remote.add_lead("Lead");
-    let out = enrol(remote.state.path(), "pc", &addr, &pin, &secret);
+    let out = enrol_in(ns, remote.state.path(), "pc", &addr, &pin, &secret);
     assert!(out.status.success(), "{}", stderr(&out));
-    remote
-        .restart(StackOptions::default())
-        .await
-        .expect("remote");
+    remote.restart(options()).await.expect("remote");
     link_becomes(main, true, 0).await;
     (remote, tmux, workspace, lead)
 }
@@ -480,4 +513,65 @@ async fn a_remote_panes_call_crosses_the_link_and_is_audited_with_machine_and_pa
     .await;
     assert!(refused.is_some(), "{}", remote.log_tails(&["gateway"], 20));
     assert_eq!(dispatched(&main), before, "nothing crossed");
+}
+
+/// Across two network namespaces joined by a veth pair: a remote pane's
+/// call crosses the real link; the link cut, the machine's calls are
+/// refused with the fixed reason and nothing reaches the main stack; the
+/// link restored, calls go through again by themselves.
+#[tokio::test(flavor = "multi_thread")]
+async fn across_namespaces_a_cut_link_refuses_calls_and_a_restored_one_serves_them() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    let net = clankie_tests::netns::NetPair::new();
+    let port = clankie_tests::free_port();
+    let main_at = format!("{}:{port}", net.main_addr);
+    let main = Stack::start_with(StackOptions {
+        env: vec![("CLANKIE_RELAY_ADDR".into(), main_at.clone())],
+        netns: Some(net.main_ns.clone()),
+        ..Default::default()
+    })
+    .await
+    .expect("main");
+    main.connect_stdio("time", &["mcp-server-time"], &[]);
+    let (remote, _tmux, _workspace, lead) =
+        remote_machine_in(&main, Some(&net.remote_ns), Some(main_at)).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
+    let answered = async || {
+        clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+            let r = seat.call("clankie_call", time_now()).await;
+            (r["result"]["error"]["code"] != "service_unavailable"
+                && r["result"]["error"]["code"] != "relay_link_down")
+                .then_some(r)
+        })
+        .await
+        .expect("answered")
+    };
+    let r = answered().await;
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+    let dispatched = || {
+        clankie_tests::file_lines(&main.state.path().join("audit/connected-calls.jsonl"))
+            .iter()
+            .filter(|l| l.contains("\"dispatch\"") && l.contains("machine:pc"))
+            .count()
+    };
+    let before = dispatched();
+
+    net.cut();
+    let refused = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        let r = seat.call("clankie_call", time_now()).await;
+        (r["result"]["error"]["code"] == "relay_link_down").then_some(r)
+    })
+    .await;
+    assert!(refused.is_some(), "{}", remote.log_tails(&["gateway"], 20));
+    link_becomes(&main, false, 0).await;
+    assert_eq!(dispatched(), before, "nothing crossed the cut link");
+
+    net.restore();
+    let r = answered().await;
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+    assert_eq!(dispatched(), before + 1);
 }

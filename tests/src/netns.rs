@@ -1,0 +1,100 @@
+//! Two network namespaces joined by a veth pair, for stacks that must
+//! reach each other over a real link the test can cut (root only).
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A main and a remote namespace, `10.77.N.1` and `10.77.N.2` on the two
+/// ends of one veth pair. Dropped, both namespaces (and the pair) go.
+pub struct NetPair {
+    pub main_ns: String,
+    pub remote_ns: String,
+    pub main_addr: String,
+    pub remote_addr: String,
+    remote_end: String,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("ip {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl NetPair {
+    /// Makes the two namespaces and the link between them, up.
+    pub fn new() -> NetPair {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        // Unique across the test processes nextest runs at once.
+        let tag = format!("{}x{n}", std::process::id() % 100_000);
+        let subnet = (std::process::id() % 200 + n) % 250 + 1;
+        let pair = NetPair {
+            main_ns: format!("ckm{tag}"),
+            remote_ns: format!("ckr{tag}"),
+            main_addr: format!("10.77.{subnet}.1"),
+            remote_addr: format!("10.77.{subnet}.2"),
+            remote_end: format!("ckv{tag}r"),
+        };
+        let main_end = format!("ckv{tag}m");
+        for ns in [&pair.main_ns, &pair.remote_ns] {
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        ip(&[
+            "link",
+            "add",
+            &main_end,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &pair.remote_end,
+        ]);
+        for (end, ns, addr) in [
+            (&main_end, &pair.main_ns, &pair.main_addr),
+            (&pair.remote_end, &pair.remote_ns, &pair.remote_addr),
+        ] {
+            ip(&["link", "set", end, "netns", ns]);
+            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", end]);
+            ip(&["-n", ns, "link", "set", end, "up"]);
+        }
+        pair
+    }
+
+    /// Cuts the link (the remote end goes down; no reset reaches anyone).
+    pub fn cut(&self) {
+        ip(&[
+            "-n",
+            &self.remote_ns,
+            "link",
+            "set",
+            &self.remote_end,
+            "down",
+        ]);
+    }
+
+    /// Restores a cut link.
+    pub fn restore(&self) {
+        ip(&["-n", &self.remote_ns, "link", "set", &self.remote_end, "up"]);
+    }
+}
+
+impl Default for NetPair {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for NetPair {
+    fn drop(&mut self) {
+        for ns in [&self.main_ns, &self.remote_ns] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
