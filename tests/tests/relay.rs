@@ -575,3 +575,63 @@ async fn across_namespaces_a_cut_link_refuses_calls_and_a_restored_one_serves_th
     assert_eq!(r["result"]["outcome"], "ok", "{r}");
     assert_eq!(dispatched(), before + 1);
 }
+
+/// kill -9 of the machine's gateway while its pane's call runs on the main
+/// stack: the pane's bridge answers under the receipt id it chose, the
+/// link comes back by itself, and that id then reads the call's one
+/// outcome across the link. The main stack dispatched it exactly once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_cut_off_by_kill_9_of_the_machine_reconciles_by_its_receipt_and_ran_once() {
+    let main = Stack::start_with(relay_options()).await.expect("main");
+    main.connect_stdio("everything", &["mcp-server-everything", "stdio"], &[]);
+    let (remote, _tmux, _workspace, lead) = remote_machine(&main).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
+    let long = serde_json::json!({
+        "name": "everything_trigger-long-running-operation",
+        "arguments": {"duration": 3, "steps": 3},
+    });
+    // The catalog may still be loading on the main stack.
+    let warm = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let r = seat
+            .call("clankie_tools", serde_json::json!({"query": "long"}))
+            .await;
+        r.to_string()
+            .contains("trigger-long-running-operation")
+            .then_some(())
+    })
+    .await;
+    assert!(warm.is_some(), "the main stack's catalog reached the pane");
+    let audit = main.state.path().join("audit/connected-calls.jsonl");
+    let n = seat.send(serde_json::json!({ "tool": "clankie_call", "args": long }));
+    let crossed = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        clankie_tests::file_lines(&audit)
+            .into_iter()
+            .find(|l| l.contains("\"dispatch\"") && l.contains("machine:pc"))
+    })
+    .await
+    .expect("the call crossed and was dispatched");
+    let since = link_of(&main)["sinceMs"].as_i64().expect("since");
+    remote.kill_restarted("gateway").await;
+    let cut = seat.result(n).await;
+    let receipt = cut["result"]["receiptId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("answered under its receipt id: {cut}"))
+        .to_string();
+    assert!(crossed.contains(&receipt), "{crossed}");
+    link_becomes(&main, true, since).await;
+    let settled = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let r = seat
+            .call("clankie_call", serde_json::json!({ "receiptId": receipt }))
+            .await;
+        (r["result"]["outcome"] == "ok").then_some(r)
+    })
+    .await
+    .expect("the receipt settles ok");
+    assert_eq!(settled["result"]["fromReceipt"], true, "{settled}");
+    let dispatches = clankie_tests::file_lines(&audit)
+        .iter()
+        .filter(|l| l.contains("\"dispatch\"") && l.contains(&receipt))
+        .count();
+    assert_eq!(dispatches, 1, "dispatched exactly once");
+}
