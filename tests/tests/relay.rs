@@ -433,6 +433,18 @@ async fn remote_machine_in(
     (remote, tmux, workspace, lead)
 }
 
+/// A connected call from `seat`, asked again while it is refused with a
+/// retryable reason (a main stack's catalog still loading, a link coming
+/// back): nothing was forwarded for those.
+async fn answered(seat: &clankie_tests::seat::Seat, args: Value) -> Value {
+    clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let r = seat.call("clankie_call", args.clone()).await;
+        (r["result"]["error"]["retryable"] != true).then_some(r)
+    })
+    .await
+    .expect("answered without a retryable refusal")
+}
+
 fn time_now() -> Value {
     serde_json::json!({"name": "time_get_current_time", "arguments": {"timezone": "Etc/UTC"}})
 }
@@ -453,14 +465,7 @@ async fn a_remote_panes_call_crosses_the_link_and_is_audited_with_machine_and_pa
     let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
     let pane = seat.hire["paneId"].as_str().expect("pane").to_string();
 
-    // The main stack's catalog may still be loading: that refusal is
-    // retryable, and retried.
-    let r = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
-        let r = seat.call("clankie_call", time_now()).await;
-        (r["result"]["error"]["code"] != "service_unavailable").then_some(r)
-    })
-    .await
-    .expect("answered");
+    let r = answered(&seat, time_now()).await;
     assert_eq!(r["result"]["outcome"], "ok", "{r}");
     let receipt = r["result"]["receiptId"]
         .as_str()
@@ -489,12 +494,7 @@ async fn a_remote_panes_call_crosses_the_link_and_is_audited_with_machine_and_pa
     let since = link_of(&main)["sinceMs"].as_i64().expect("since");
     main.restart(relay_at(port)).await.expect("restart");
     link_becomes(&main, true, since).await;
-    let r = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
-        let r = seat.call("clankie_call", time_now()).await;
-        (r["result"]["error"]["code"] != "service_unavailable").then_some(r)
-    })
-    .await
-    .expect("answered");
+    let r = answered(&seat, time_now()).await;
     assert_eq!(r["result"]["outcome"], "ok", "{r}");
 
     // Removed: refused with the fixed reason, and nothing crosses.
@@ -540,17 +540,7 @@ async fn across_namespaces_a_cut_link_refuses_calls_and_a_restored_one_serves_th
         remote_machine_in(&main, Some(&net.remote_ns), Some(main_at)).await;
     let dir = tempfile::tempdir().expect("dir");
     let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
-    let answered = async || {
-        clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
-            let r = seat.call("clankie_call", time_now()).await;
-            (r["result"]["error"]["code"] != "service_unavailable"
-                && r["result"]["error"]["code"] != "relay_link_down")
-                .then_some(r)
-        })
-        .await
-        .expect("answered")
-    };
-    let r = answered().await;
+    let r = answered(&seat, time_now()).await;
     assert_eq!(r["result"]["outcome"], "ok", "{r}");
     let dispatched = || {
         clankie_tests::file_lines(&main.state.path().join("audit/connected-calls.jsonl"))
@@ -571,7 +561,7 @@ async fn across_namespaces_a_cut_link_refuses_calls_and_a_restored_one_serves_th
     assert_eq!(dispatched(), before, "nothing crossed the cut link");
 
     net.restore();
-    let r = answered().await;
+    let r = answered(&seat, time_now()).await;
     assert_eq!(r["result"]["outcome"], "ok", "{r}");
     assert_eq!(dispatched(), before + 1);
 }
