@@ -306,6 +306,34 @@ async fn a_machine_enrols_once_over_the_pinned_certificate_and_its_secret_is_spe
     assert_eq!(machines(&main)["machines"][1]["keySha256"], pc["keySha256"]);
     assert_eq!(machines(&main)["machines"][0]["enrolled"], false, "mac");
 
+    // A stack that copied the link file but never enrolled its own key is
+    // refused its link: a name and a pin are not a machine.
+    let mut stranger = Stack::start().await.expect("stranger");
+    std::fs::create_dir_all(stranger.state.path().join("relay")).expect("relay dir");
+    std::fs::copy(
+        remote.path().join("relay/link.json"),
+        stranger.state.path().join("relay/link.json"),
+    )
+    .expect("copied link");
+    stranger
+        .restart(StackOptions::default())
+        .await
+        .expect("stranger");
+    let refused = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        std::fs::read_to_string(stranger.state.path().join("logs/gateway.log"))
+            .ok()?
+            .contains("relay.link.refused reason=machine_not_found")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        refused.is_some(),
+        "{}",
+        stranger.log_tails(&["gateway"], 20)
+    );
+    let pc = &machines(&main)["machines"][1];
+    assert_eq!(pc["link"]["up"], false, "{pc}");
+
     // Restarted, the main stack shows the same certificate.
     main.restart(relay_options()).await.expect("restart");
     let (_, again) = relay_of(&main);
