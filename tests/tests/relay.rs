@@ -380,6 +380,15 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
         .expect("remote");
     let first = link_becomes(&main, true, 0).await;
     assert!(first["rttMs"].is_u64(), "{first}");
+    assert_eq!(first["inFlight"], 0, "{first}");
+    // Fleet status shows it too.
+    let status = json_of(&main.clankie_ok(&["fleet", "status", "--json"]));
+    assert_eq!(status["machines"][0]["link"]["up"], true, "{status}");
+    let plain = main.clankie_ok(&["fleet", "status"]);
+    assert!(
+        plain.contains("machine pc fleet=local link up for"),
+        "{plain}"
+    );
     let since = first["sinceMs"].as_i64().expect("since");
 
     // Killed: the main stack hears the reset, and the restarted gateway

@@ -123,6 +123,7 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
                 "settingsRevision": settings.revision,
                 "problems": s.problems,
                 "links": links,
+                "machines": s.machines.iter().map(super::machine::machine_json).collect::<Vec<_>>(),
                 "localProofs": {
                     "proofs": stats.proofs,
                     "reuses": stats.reuses,
@@ -150,6 +151,10 @@ fn print_status(s: &admission_pb::FleetStatusResponse, json: bool) {
             "off"
         }
     );
+    let now = clankie_runtime::now_ms();
+    for m in &s.machines {
+        println!("machine {}", super::machine::machine_line(m, now));
+    }
     if let Some(stats) = &s.local_proofs {
         let mut refusals: Vec<String> = stats
             .refusals

@@ -65,26 +65,53 @@ pub struct RelayLink {
     pub enrolled_at_ms: i64,
 }
 
+/// One machine as `--json` shows it (never a secret).
+pub(super) fn machine_json(m: &admission_pb::Machine) -> serde_json::Value {
+    serde_json::json!({
+        "name": m.name, "fleet": m.fleet, "addedAtMs": m.added_at_ms,
+        "enrolled": m.enrolled,
+        "enrolledAtMs": (m.enrolled_at_ms != 0).then_some(m.enrolled_at_ms),
+        "enrolmentExpiresAtMs": (!m.enrolled).then_some(m.enrolment_expires_at_ms),
+        "keySha256": (!m.key_sha256.is_empty()).then_some(&m.key_sha256),
+        "link": {
+            "up": m.link_up,
+            "sinceMs": (m.link_since_ms != 0).then_some(m.link_since_ms),
+            "rttMs": m.link_up.then_some(m.link_rtt_ms),
+            "inFlight": m.link_up.then_some(m.link_in_flight),
+        },
+    })
+}
+
+/// One machine as a line: its name, fleet, and where its link stands.
+pub(super) fn machine_line(m: &admission_pb::Machine, now: i64) -> String {
+    let state = if m.link_up {
+        format!(
+            "link up for {} (round trip {} ms, {} relayed call(s) in flight)",
+            super::fleet::left(now, m.link_since_ms),
+            m.link_rtt_ms,
+            m.link_in_flight
+        )
+    } else if m.enrolled && m.link_since_ms != 0 {
+        format!(
+            "enrolled, link down for {}",
+            super::fleet::left(now, m.link_since_ms)
+        )
+    } else if m.enrolled {
+        "enrolled, not linked yet".to_string()
+    } else if m.enrolment_expires_at_ms <= now {
+        "enrolment secret expired".to_string()
+    } else {
+        format!(
+            "waiting to enrol, secret expires in {}",
+            super::fleet::left(m.enrolment_expires_at_ms, now)
+        )
+    };
+    format!("{} fleet={} {state}", m.name, m.fleet)
+}
+
 fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
     if json {
-        let machines: Vec<_> = list
-            .machines
-            .iter()
-            .map(|m| {
-                serde_json::json!({
-                    "name": m.name, "fleet": m.fleet, "addedAtMs": m.added_at_ms,
-                    "enrolled": m.enrolled,
-                    "enrolledAtMs": (m.enrolled_at_ms != 0).then_some(m.enrolled_at_ms),
-                    "enrolmentExpiresAtMs": (!m.enrolled).then_some(m.enrolment_expires_at_ms),
-                    "keySha256": (!m.key_sha256.is_empty()).then_some(&m.key_sha256),
-                    "link": {
-                        "up": m.link_up,
-                        "sinceMs": (m.link_since_ms != 0).then_some(m.link_since_ms),
-                        "rttMs": m.link_up.then_some(m.link_rtt_ms),
-                    },
-                })
-            })
-            .collect();
+        let machines: Vec<_> = list.machines.iter().map(machine_json).collect();
         println!(
             "{}",
             serde_json::json!({ "machines": machines, "unreadable": list.unreadable })
@@ -102,28 +129,7 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
     }
     let now = clankie_runtime::now_ms();
     for m in &list.machines {
-        let state = if m.link_up {
-            format!(
-                "link up for {} (round trip {} ms)",
-                super::fleet::left(now, m.link_since_ms),
-                m.link_rtt_ms
-            )
-        } else if m.enrolled && m.link_since_ms != 0 {
-            format!(
-                "enrolled, link down for {}",
-                super::fleet::left(now, m.link_since_ms)
-            )
-        } else if m.enrolled {
-            "enrolled, not linked yet".to_string()
-        } else if m.enrolment_expires_at_ms <= now {
-            "enrolment secret expired".to_string()
-        } else {
-            format!(
-                "waiting to enrol, secret expires in {}",
-                super::fleet::left(m.enrolment_expires_at_ms, now)
-            )
-        };
-        println!("{} fleet={} {state}", m.name, m.fleet);
+        println!("{}", machine_line(m, now));
     }
 }
 

@@ -50,6 +50,7 @@ pub(crate) async fn open(
         .send(admission_pb::LinkReport {
             key_sha256: key.clone(),
             rtt_ms: 0,
+            in_flight: 0,
         })
         .await;
     let mut admission = shared.admission.clone();
@@ -137,6 +138,7 @@ async fn keep(
                         let _ = report_tx.try_send(admission_pb::LinkReport {
                             key_sha256: String::new(),
                             rtt_ms,
+                            in_flight: relayed.in_flight(),
                         });
                         sent = None;
                     }
@@ -174,6 +176,11 @@ struct Relayed {
 }
 
 impl Relayed {
+    /// How many of this link's requests are being served.
+    fn in_flight(&self) -> u32 {
+        u32::try_from(MAX_RELAYED - self.places.available_permits()).unwrap_or(u32::MAX)
+    }
+
     /// Answers `r` on `down_tx`, in its own task.
     fn serve(&self, r: relay_pb::Relayed, down_tx: mpsc::Sender<Result<relay_pb::Down, Status>>) {
         let id = r.id;

@@ -470,7 +470,7 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             let ended = loop {
                 tokio::select! {
                     report = reports.message() => match report {
-                        Ok(Some(r)) => inner.machine_links.rtt(&name, holder, r.rtt_ms),
+                        Ok(Some(r)) => inner.machine_links.report(&name, holder, r.rtt_ms, r.in_flight),
                         // The gateway let go: the stream with the machine ended.
                         _ => break None,
                     },

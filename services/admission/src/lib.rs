@@ -617,11 +617,16 @@ impl AdmissionService {
                     .to_string(),
             );
         }
+        let mut machines = machines::list(&lock(&self.inner.machines)).machines;
+        for m in &mut machines {
+            self.inner.machine_links.fill(m);
+        }
         let stats = lock(&self.inner.stats);
         admission_pb::FleetStatusResponse {
             settings: Some(settings),
             links,
             problems,
+            machines,
             local_proofs: Some(admission_pb::LocalProofStats {
                 proofs: stats.proofs,
                 reuses: stats.reuses,

@@ -21,6 +21,7 @@ struct Link {
     up: bool,
     since_ms: i64,
     rtt_ms: u32,
+    in_flight: u32,
 }
 
 /// Every machine's link, and a signal each time the machines or their
@@ -58,6 +59,7 @@ impl MachineLinks {
                 up: true,
                 since_ms: now_ms,
                 rtt_ms: 0,
+                in_flight: 0,
             },
         );
         self.touch();
@@ -81,12 +83,14 @@ impl MachineLinks {
             .map(|l| l.holder)
     }
 
-    /// Records a round-trip time measured on `holder`'s stream.
-    pub fn rtt(&self, machine: &str, holder: u64, rtt_ms: u32) {
+    /// Records what `holder`'s stream last reported: its round-trip time
+    /// and the relayed requests being served.
+    pub fn report(&self, machine: &str, holder: u64, rtt_ms: u32, in_flight: u32) {
         if let Some(l) = self.links.lock().get_mut(machine)
             && l.holder == holder
         {
             l.rtt_ms = rtt_ms;
+            l.in_flight = in_flight;
         }
     }
 
@@ -123,6 +127,7 @@ impl MachineLinks {
             m.link_up = l.up;
             m.link_since_ms = l.since_ms;
             m.link_rtt_ms = if l.up { l.rtt_ms } else { 0 };
+            m.link_in_flight = if l.up { l.in_flight } else { 0 };
         }
     }
 }
@@ -135,13 +140,13 @@ mod tests {
     fn a_newer_hold_replaces_the_older_and_only_the_current_one_closes_the_link() {
         let links = MachineLinks::default();
         let first = links.open("pc", 10);
-        links.rtt("pc", first, 7);
+        links.report("pc", first, 7, 2);
         let mut m = admission_pb::Machine {
             name: "pc".into(),
             ..Default::default()
         };
         links.fill(&mut m);
-        assert!(m.link_up && m.link_since_ms == 10 && m.link_rtt_ms == 7);
+        assert!(m.link_up && m.link_since_ms == 10 && m.link_rtt_ms == 7 && m.link_in_flight == 2);
         let second = links.open("pc", 20);
         assert!(!links.current("pc", first) && links.current("pc", second));
         links.close("pc", first, 30);
