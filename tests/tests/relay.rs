@@ -435,7 +435,7 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
 async fn remote_machine(
     main: &Stack,
 ) -> (Stack, clankie_tests::TmuxServer, tempfile::TempDir, String) {
-    remote_machine_in(main, None, None).await
+    remote_machine_in(main, None, None, Vec::new()).await
 }
 
 /// [`remote_machine`] in network namespace `ns`, reaching the main stack's
@@ -444,6 +444,7 @@ async fn remote_machine_in(
     main: &Stack,
     ns: Option<&str>,
     main_at: Option<String>,
+    env: Vec<(String, String)>,
 ) -> (Stack, clankie_tests::TmuxServer, tempfile::TempDir, String) {
     let secret = main
         .clankie_ok(&["fleet", "machine", "add", "pc"])
@@ -453,6 +454,7 @@ async fn remote_machine_in(
     let addr = main_at.unwrap_or(addr);
     let options = || StackOptions {
         netns: ns.map(str::to_string),
+        env: env.clone(),
         ..Default::default()
     };
     let mut remote = Stack::start_with(options()).await.expect("remote");
@@ -574,7 +576,7 @@ async fn across_namespaces_a_cut_link_refuses_calls_and_a_restored_one_serves_th
     .expect("main");
     main.connect_stdio("time", &["mcp-server-time"], &[]);
     let (remote, _tmux, _workspace, lead) =
-        remote_machine_in(&main, Some(&net.remote_ns), Some(main_at)).await;
+        remote_machine_in(&main, Some(&net.remote_ns), Some(main_at), Vec::new()).await;
     let dir = tempfile::tempdir().expect("dir");
     let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
     let r = answered(&seat, time_now()).await;
@@ -661,4 +663,46 @@ async fn a_call_cut_off_by_kill_9_of_the_machine_reconciles_by_its_receipt_and_r
         .filter(|l| l.contains("\"dispatch\"") && l.contains(&receipt))
         .count();
     assert_eq!(dispatches, 1, "dispatched exactly once");
+}
+
+/// One call from a remote pane is one trace: the machine's gateway hands
+/// its trace context across the link, and the main stack's relayed request
+/// and the services it calls hang from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_panes_call_is_one_trace_across_both_stacks() {
+    let receiver = clankie_tests::otel::OtlpReceiver::start();
+    let otlp = vec![
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
+            receiver.grpc_endpoint(),
+        ),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL".into(), "grpc".into()),
+        ("OTEL_BSP_SCHEDULE_DELAY".into(), "200".into()),
+    ];
+    let mut options = relay_options();
+    options.env.extend(otlp.clone());
+    let main = Stack::start_with(options).await.expect("main");
+    main.connect_stdio("time", &["mcp-server-time"], &[]);
+    let (remote, _tmux, _workspace, lead) = remote_machine_in(&main, None, None, otlp).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let seat = clankie_tests::seat::Seat::hire(&remote, dir.path(), "w", &lead).await;
+    let r = answered(&seat, time_now()).await;
+    assert_eq!(r["result"]["outcome"], "ok", "{r}");
+
+    let found = clankie_tests::eventually(std::time::Duration::from_secs(20), async || {
+        let spans = receiver.spans();
+        let relayed = spans.iter().find(|s| s.name == "relay.request")?;
+        let trace: Vec<_> = spans.iter().filter(|s| s.trace == relayed.trace).collect();
+        let ids: std::collections::BTreeSet<&str> = trace.iter().map(|s| s.span.as_str()).collect();
+        let hangs = ids.contains(relayed.parent.as_str());
+        let remote_side = trace.iter().any(|s| s.name.starts_with("mcp.tools_call"));
+        let host = trace.iter().any(|s| s.service.contains("mcp-host"));
+        (hangs && remote_side && host).then(|| trace.len())
+    })
+    .await;
+    assert!(
+        found.is_some(),
+        "one trace from the remote gateway through the main stack: {:#?}",
+        receiver.spans()
+    );
 }

@@ -50,11 +50,14 @@ pub(crate) async fn forward(
         Ok(left) => left,
         Err(e) => return refused(&e),
     };
+    let mut trace = std::collections::HashMap::new();
+    clankie_runtime::telemetry::inject_map(&mut trace);
     let request = relay_pb::Relayed {
         id: 0,
         pane_id: op.who.principal.pane_id.clone(),
         tool: tool.name().to_string(),
         args_json: args.to_string(),
+        trace,
     };
     match outbox.send(request, left).await {
         Ok(json) => serde_json::from_str::<CallToolResult>(&json).unwrap_or_else(|e| {

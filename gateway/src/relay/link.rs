@@ -215,6 +215,7 @@ async fn relayed(
 ) -> rmcp::model::CallToolResult {
     use tracing::Instrument as _;
     let span = tracing::info_span!("relay.request", tool = %r.tool, otel.kind = "server");
+    clankie_runtime::telemetry::adopt_map_parent(&span, &r.trace);
     async move {
         let Some(tool) = FleetTool::parse(&r.tool).filter(|t| crate::uplink::crosses(*t)) else {
             return refused(&ErrorCode::UnknownTool.err("only clankie_tools and clankie_call cross a relay link"));

@@ -20,8 +20,8 @@ static PROVIDER: OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> = OnceLoc
 
 pub use http_client::{TraceHeaders, mcp_http_client, mcp_unix_client};
 pub use propagate::{
-    TRACEPARENT, TRACESTATE, adopt_http_parent, adopt_mcp_parent, adopt_meta_parent,
-    current_trace_id, inject_context, inject_meta, server_span,
+    TRACEPARENT, TRACESTATE, adopt_http_parent, adopt_map_parent, adopt_mcp_parent,
+    adopt_meta_parent, current_trace_id, inject_context, inject_map, inject_meta, server_span,
 };
 pub use scrape::Scrape;
 

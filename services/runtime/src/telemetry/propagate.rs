@@ -111,6 +111,21 @@ pub fn inject_meta(span: &tracing::Span, meta: &mut MetaObject) {
     propagator().inject_context(&span.context(), &mut MetaInject(meta));
 }
 
+/// Writes the current span's trace context into `carrier`: a message's own
+/// map, for a hop that is neither HTTP nor gRPC metadata (a request relayed
+/// inside a stream).
+pub fn inject_map(carrier: &mut std::collections::HashMap<String, String>) {
+    let cx = tracing::Span::current().context();
+    propagator().inject_context(&cx, carrier);
+}
+
+/// Parents `span` on the trace context in `carrier`, when it holds one.
+pub fn adopt_map_parent(span: &tracing::Span, carrier: &std::collections::HashMap<String, String>) {
+    if carrier.contains_key(TRACEPARENT) {
+        let _ = span.set_parent(propagator().extract(carrier));
+    }
+}
+
 /// The current span's trace id (hex), when one is sampled.
 pub fn current_trace_id() -> Option<String> {
     use opentelemetry::trace::TraceContextExt;
