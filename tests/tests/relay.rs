@@ -697,7 +697,7 @@ async fn a_remote_panes_call_is_one_trace_across_both_stacks() {
         let hangs = ids.contains(relayed.parent.as_str());
         let remote_side = trace.iter().any(|s| s.name.starts_with("mcp.tools_call"));
         let host = trace.iter().any(|s| s.service.contains("mcp-host"));
-        (hangs && remote_side && host).then(|| trace.len())
+        (hangs && remote_side && host).then_some(trace.len())
     })
     .await;
     assert!(
