@@ -506,6 +506,7 @@ mod auto;
 mod caller;
 mod console;
 mod faults;
+mod fleet;
 mod grants;
 mod harnesses;
 mod history;
@@ -528,6 +529,11 @@ async fn main() -> anyhow::Result<()> {
             anyhow::bail!("usage: clankie-bench seat DIR NAME");
         };
         return seats::seat_mode(dir.into(), name, what == "seat-idle").await;
+    }
+    // Inside a machine's pane: one caller of the fleet benchmark.
+    if what == "fleet-caller" {
+        let rest: Vec<String> = std::env::args().skip(2).collect();
+        return fleet::caller_mode(&rest).await;
     }
     let quick = std::env::var("CLANKIE_BENCH_QUICK").is_ok();
     let (rounds, secs, receipts, queries) = if quick {
@@ -571,6 +577,22 @@ async fn main() -> anyhow::Result<()> {
                 .await?
         }
         "console" => console::bench_console(if quick { 20 } else { 100 }).await?,
+        // Root only (network namespaces), and heavy: not part of `all`.
+        "fleet" => {
+            let env = |k: &str, d: u64| {
+                std::env::var(k)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(d)
+            };
+            fleet::bench_fleet(
+                env("CLANKIE_BENCH_HOSTS", if quick { 3 } else { 20 }) as usize,
+                env("CLANKIE_BENCH_SEATS_PER_HOST", if quick { 5 } else { 50 }) as usize,
+                env("CLANKIE_BENCH_INTERVAL_MS", 5_000),
+                Duration::from_secs(env("CLANKIE_BENCH_WINDOW_S", if quick { 10 } else { 20 })),
+            )
+            .await?
+        }
         "all" => {
             bench_search(queries);
             bench_receipts(receipts).await?;
@@ -597,7 +619,7 @@ async fn main() -> anyhow::Result<()> {
         }
         other => {
             anyhow::bail!(
-                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, history, recovery, grants, pi, sandbox, harnesses, observability, console or all"
+                "unknown benchmark {other}: call, receipts, search, proof, caller, seats, tracker, auto, memory, history, recovery, grants, pi, sandbox, harnesses, observability, console, fleet or all"
             )
         }
     }

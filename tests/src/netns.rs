@@ -98,3 +98,62 @@ impl Drop for NetPair {
         }
     }
 }
+
+/// One main namespace and `n` remote ones, each remote joined to the main
+/// by its own veth pair: remote `i` is `10.78.i.2`, and reaches the main at
+/// `10.78.i.1`. Dropped, every namespace (and pair) goes.
+pub struct NetStar {
+    pub main_ns: String,
+    pub remotes: Vec<String>,
+}
+
+impl NetStar {
+    /// Makes the main namespace and `n` remotes (at most 250).
+    pub fn new(n: usize) -> NetStar {
+        assert!(n <= 250, "at most 250 remotes");
+        let tag = std::process::id() % 100_000;
+        let star = NetStar {
+            main_ns: format!("cksm{tag}"),
+            remotes: (0..n).map(|i| format!("cksr{tag}x{i}")).collect(),
+        };
+        ip(&["netns", "add", &star.main_ns]);
+        ip(&["-n", &star.main_ns, "link", "set", "lo", "up"]);
+        for (i, ns) in star.remotes.iter().enumerate() {
+            let (main_end, remote_end) = (format!("ck{tag}m{i}"), format!("ck{tag}r{i}"));
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+            ip(&[
+                "link",
+                "add",
+                &main_end,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &remote_end,
+            ]);
+            for (end, at, addr) in [
+                (&main_end, &star.main_ns, format!("10.78.{}.1", i + 1)),
+                (&remote_end, ns, format!("10.78.{}.2", i + 1)),
+            ] {
+                ip(&["link", "set", end, "netns", at]);
+                ip(&["-n", at, "addr", "add", &format!("{addr}/24"), "dev", end]);
+                ip(&["-n", at, "link", "set", end, "up"]);
+            }
+        }
+        star
+    }
+
+    /// The main stack's address as remote `i` reaches it.
+    pub fn main_addr_for(&self, i: usize) -> String {
+        format!("10.78.{}.1", i + 1)
+    }
+}
+
+impl Drop for NetStar {
+    fn drop(&mut self) {
+        for ns in std::iter::once(&self.main_ns).chain(&self.remotes) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
