@@ -8,6 +8,7 @@
 //! [gateway]
 //! listen = "127.0.0.1:7755"          # CLANKIE_GATEWAY_ADDR, --listen
 //! allowed_hosts = ["fleet.lan"]      # --allowed-host (the file's and the flags' together)
+//! relay_listen = "0.0.0.0:7756"      # CLANKIE_RELAY_ADDR: where remote machines connect (off when unset)
 //!
 //! [services]
 //! bin_dir = "/usr/local/lib/clankie" # CLANKIE_BIN_DIR, --bin-dir
@@ -48,6 +49,7 @@ pub struct Gateway {
     pub listen: Option<std::net::SocketAddr>,
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    pub relay_listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -129,9 +131,9 @@ fn parse(text: &str) -> anyhow::Result<File> {
 /// The settings of `up` after the file, with their sources.
 pub struct Resolved {
     pub rows: Vec<(&'static str, serde_json::Value, Source)>,
-    /// OTLP variables the services are started with (the file's, where
-    /// the environment has none).
-    pub otel_env: Vec<(&'static str, String)>,
+    /// Variables the services are started with (the file's relay listener
+    /// and OTLP settings, where the environment has none).
+    pub service_env: Vec<(&'static str, String)>,
 }
 
 /// Applies the file to `args` where neither a flag nor the environment
@@ -171,8 +173,13 @@ pub fn apply(file: &File, args: &mut UpArgs, matches: &clap::ArgMatches) -> Reso
         _ => bin,
     };
     rows.push(("services.bin_dir", json!(args.bin_dir), bin));
-    let mut otel_env = Vec::new();
+    let mut service_env = Vec::new();
     for (key, var, from_file) in [
+        (
+            "gateway.relay_listen",
+            "CLANKIE_RELAY_ADDR",
+            file.gateway.relay_listen.map(|a| a.to_string()),
+        ),
         (
             "telemetry.otlp_endpoint",
             "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -187,14 +194,14 @@ pub fn apply(file: &File, args: &mut UpArgs, matches: &clap::ArgMatches) -> Reso
         let (value, source) = match (std::env::var(var).ok().filter(|v| !v.is_empty()), from_file) {
             (Some(v), _) => (Some(v), Source::Env),
             (None, Some(v)) => {
-                otel_env.push((var, v.clone()));
+                service_env.push((var, v.clone()));
                 (Some(v), Source::File)
             }
             (None, None) => (None, Source::Default),
         };
         rows.push((key, json!(value), source));
     }
-    Resolved { rows, otel_env }
+    Resolved { rows, service_env }
 }
 
 /// `clankie config check`: the file read strictly, then every setting of
@@ -244,6 +251,8 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(f.gateway.listen.map(|a| a.port()), Some(9000));
+        let relay = parse("[gateway]\nrelay_listen = \"0.0.0.0:7756\"\n").expect("relay");
+        assert_eq!(relay.gateway.relay_listen.map(|a| a.port()), Some(7756));
         assert!(matches!(
             f.telemetry.otlp_protocol,
             Some(OtlpProtocol::HttpProtobuf)

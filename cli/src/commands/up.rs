@@ -113,7 +113,7 @@ fn spawn(
     service: Service,
     args: &UpArgs,
     passed: &Passed,
-    otel_env: &[(&'static str, String)],
+    service_env: &[(&'static str, String)],
 ) -> anyhow::Result<Child> {
     let name = service.name();
     let logs = paths.logs_dir();
@@ -137,7 +137,7 @@ fn spawn(
         .process_group(0)
         .kill_on_drop(true);
     activation::strip(&mut cmd);
-    cmd.envs(otel_env.iter().map(|(k, v)| (k, v)));
+    cmd.envs(service_env.iter().map(|(k, v)| (k, v)));
     if service == Service::Gateway {
         passed.hand_to(&mut cmd)?;
         cmd.arg("--listen").arg(&args.listen);
@@ -332,7 +332,7 @@ pub async fn run(
             service,
             &args,
             &passed,
-            &resolved.otel_env,
+            &resolved.service_env,
         )?;
         if let Err(e) = wait_healthy(&paths, service, &mut child).await {
             for s in services.iter_mut().rev() {
@@ -400,7 +400,7 @@ pub async fn run(
                     s.service,
                     &args,
                     &passed,
-                    &resolved.otel_env,
+                    &resolved.service_env,
                 ) {
                     Ok(mut child) => match wait_healthy(&paths, s.service, &mut child).await {
                         Ok(()) => {
