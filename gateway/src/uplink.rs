@@ -145,6 +145,34 @@ impl Outbox {
     }
 }
 
+/// Writes where the link stands to `run/fleet/uplink.json` when that
+/// changed (so `doctor` and `fleet status` on this machine can say).
+struct Said {
+    path: std::path::PathBuf,
+    main: String,
+    last: Option<(String, String)>,
+}
+
+impl Said {
+    fn say(&mut self, state: &str, reason: &str) {
+        let now = (state.to_string(), reason.to_string());
+        if self.last.as_ref() == Some(&now) {
+            return;
+        }
+        let status = clankie_types::discovery::UplinkStatus {
+            state: now.0.clone(),
+            since_ms: clankie_runtime::now_ms(),
+            reason: now.1.clone(),
+            main: self.main.clone(),
+            pid: std::process::id(),
+        };
+        if let Err(e) = clankie_runtime::state::save_json(&self.path, &status) {
+            tracing::warn!(error = %e, "relay link state not written");
+        }
+        self.last = Some(now);
+    }
+}
+
 /// How a link ended.
 enum Ended {
     /// It was up, then dropped: try again soon.
@@ -164,29 +192,57 @@ pub(crate) async fn keep(
     let Some(outbox) = outbox else {
         return Ok(());
     };
+    let mut said = Said {
+        path: paths.uplink_status(),
+        main: outbox
+            .target
+            .as_ref()
+            .map(|l| l.main.clone())
+            .unwrap_or_default(),
+        last: None,
+    };
     let Some(link) = outbox.target.as_ref() else {
+        said.say("unreadable", "the link file relay/link.json cannot be read");
         return Ok(());
     };
     let identity = match Identity::load_or_create(&paths.relay_identity(), "clankie-machine") {
         Ok(i) => i,
         Err(e) => {
             tracing::error!(error = %e, "relay identity unreadable; no link to the main stack");
+            said.say(
+                "unreadable",
+                "the key file relay/identity.json cannot be read",
+            );
             return Ok(());
         }
     };
     let channel = relay_tls::channel(&link.main, &identity, &link.pin)?;
     let mut wait = FIRST_WAIT;
     loop {
-        let ended = hold(channel.clone(), &outbox, &shutdown).await;
+        let ended = hold(channel.clone(), &outbox, &mut said, &shutdown).await;
         outbox.went_down();
         match ended {
             Ended::Stopping => return Ok(()),
             Ended::AfterUp(why) => {
                 tracing::info!(reason = why, "relay.link.down");
+                said.say("down", why);
                 wait = FIRST_WAIT;
             }
             Ended::Refused(reason) => {
+                // A connection that failed as a transport failure may have
+                // failed on the pin: the main stack's key changed.
+                let reason = if reason == "service_unavailable"
+                    && relay_tls::check_pin(&link.main, &identity, &link.pin)
+                        .await
+                        .is_err_and(|e| {
+                            e.code == clankie_runtime::ErrorCode::RelayCertificateMismatch
+                        }) {
+                    "relay_certificate_mismatch".to_string()
+                } else {
+                    reason
+                };
                 tracing::info!(reason = %reason, "relay.link.refused");
+                said.say("refused", &reason);
             }
         }
         let jittered = wait.mul_f64(rand::random::<f64>());
@@ -202,6 +258,7 @@ pub(crate) async fn keep(
 async fn hold(
     channel: tonic::transport::Channel,
     outbox: &Outbox,
+    said: &mut Said,
     shutdown: &CancellationToken,
 ) -> Ended {
     let (up_tx, up_rx) = mpsc::channel(64);
@@ -232,6 +289,7 @@ async fn hold(
             relay_pb::down::Kind::Linked(l) => {
                 up = true;
                 outbox.went_up(up_tx.clone());
+                said.say("up", "");
                 tracing::info!(machine = %l.machine, fleet = %l.fleet, "relay.link.up");
             }
             relay_pb::down::Kind::Ping(p) => {

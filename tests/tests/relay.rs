@@ -16,6 +16,13 @@ fn machines(stack: &Stack) -> Value {
     json_of(&stack.clankie_ok(&["fleet", "machine", "list", "--json"]))
 }
 
+/// `clankie doctor --json` (it exits 1 when something is unhealthy).
+fn doctor(stack: &Stack) -> Value {
+    json_of(&String::from_utf8_lossy(
+        &stack.clankie(&["doctor", "--json"]).stdout,
+    ))
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
@@ -390,6 +397,13 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
         "{plain}"
     );
     let since = first["sinceMs"].as_i64().expect("since");
+    // The machine's own doctor says its link is up.
+    let up = doctor(&remote)["uplink"].clone();
+    assert_eq!(
+        (&up["state"], &up["healthy"]),
+        (&Value::from("up"), &Value::from(true)),
+        "{up}"
+    );
 
     // Killed: the main stack hears the reset, and the restarted gateway
     // links again.
@@ -407,6 +421,22 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
     let gateway = remote.service_pid("gateway").expect("gateway");
     clankie_tests::pause(gateway);
     link_becomes(&main, false, 0).await;
+    // The main stack's doctor names the machine whose link is down.
+    let seen = doctor(&main);
+    assert_eq!(seen["healthy"], false, "{seen}");
+    let pc = &seen["machines"][0];
+    assert_eq!(
+        (&pc["name"], &pc["healthy"]),
+        (&Value::from("pc"), &Value::from(false)),
+        "{pc}"
+    );
+    assert!(
+        pc["explain"]
+            .as_str()
+            .unwrap_or("")
+            .contains("link is down"),
+        "{pc}"
+    );
     clankie_tests::resume(gateway);
     link_becomes(&main, true, since).await;
 
@@ -425,6 +455,21 @@ async fn an_enrolled_machine_keeps_one_link_that_comes_back_and_ends_when_remove
         remote.log_tails(&["gateway"], 20)
     );
     assert_eq!(machines(&main)["machines"], serde_json::json!([]));
+    // The machine's doctor says why, and what to do.
+    let told = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        let u = doctor(&remote)["uplink"].clone();
+        (u["reason"] == "machine_not_found").then_some(u)
+    })
+    .await
+    .expect("the machine's doctor explains");
+    assert_eq!(told["healthy"], false, "{told}");
+    assert!(
+        told["explain"]
+            .as_str()
+            .unwrap_or("")
+            .contains("enrol again"),
+        "{told}"
+    );
     let main_log =
         std::fs::read_to_string(main.state.path().join("logs/gateway.log")).expect("main log");
     assert!(main_log.contains("relay.link.down"), "{main_log}");
@@ -704,5 +749,63 @@ async fn a_remote_panes_call_is_one_trace_across_both_stacks() {
         found.is_some(),
         "one trace from the remote gateway through the main stack: {:#?}",
         receiver.spans()
+    );
+}
+
+/// Seats stay on their machine: a remote seat lists the seats of its own
+/// machine and no other, messages one of them, and a send to a seat of the
+/// main stack is refused as unknown in this fleet, with nothing delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_seat_sees_and_messages_only_the_seats_of_its_own_machine() {
+    let main = Stack::start_with(relay_options()).await.expect("main");
+    let main_tmux = clankie_tests::TmuxServer::start("work");
+    let socket = main_tmux.socket.display().to_string();
+    main.clankie_ok(&["fleet", "link", "--tmux", &socket, "--session", "work"]);
+    let main_ws = tempfile::tempdir().expect("workspace");
+    let ws = main_ws.path().display().to_string();
+    main.clankie_ok(&["project", "add", "alpha", "--workspace", &ws]);
+    let main_lead = main.add_lead("Main lead");
+    let dir = tempfile::tempdir().expect("dir");
+    let here = clankie_tests::seat::Seat::hire(&main, dir.path(), "m", &main_lead).await;
+    let (remote, _tmux, _workspace, lead) = remote_machine(&main).await;
+    let a = clankie_tests::seat::Seat::hire(&remote, dir.path(), "a", &lead).await;
+    let b = clankie_tests::seat::Seat::hire(&remote, dir.path(), "b", &lead).await;
+
+    let listed = a.call("list_fleet_seats", serde_json::json!({})).await;
+    assert_eq!(listed["isError"], false, "{listed}");
+    let seats: Vec<String> = listed["result"]["seats"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|s| s["seatId"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(seats.contains(&b.seat_id()), "{listed}");
+    assert!(!seats.contains(&here.seat_id()), "{listed}");
+
+    let across = a
+        .call(
+            "message_peer",
+            serde_json::json!({ "seat": here.seat_id(), "text": "across", "receiptId": "x1" }),
+        )
+        .await;
+    assert_eq!(
+        across["result"]["error"]["code"], "recipient_unknown",
+        "{across}"
+    );
+    let same = a
+        .call(
+            "message_peer",
+            serde_json::json!({ "seat": b.seat_id(), "text": "same machine", "receiptId": "x2" }),
+        )
+        .await;
+    assert_eq!(same["isError"], false, "{same}");
+    b.wait_inbox("same machine").await;
+    assert!(
+        !here
+            .inbox_contains("across", std::time::Duration::from_secs(2))
+            .await,
+        "nothing crossed"
     );
 }

@@ -30,6 +30,28 @@ pub struct GatewayDiscovery {
     pub relay: Option<RelayDiscovery>,
 }
 
+/// `run/fleet/uplink.json`: where an enrolled machine's link to its main
+/// stack stands, as its gateway last saw it (written on each change).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UplinkStatus {
+    /// `up`, `down` (it was up and dropped; retrying), `refused` (it did
+    /// not come up; retrying) or `unreadable` (this stack's link or key
+    /// file cannot be read; not trying).
+    pub state: String,
+    /// When it entered this state (unix ms).
+    pub since_ms: i64,
+    /// Why, for any state but `up`: a reason code (`machine_not_found`,
+    /// `relay_certificate_mismatch`, `service_unavailable`) or what the
+    /// link saw (`silent`, `closed`, `timed out`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// The main stack's relay address.
+    pub main: String,
+    /// The gateway that wrote it.
+    pub pid: u32,
+}
+
 /// Where remote machines reach this stack, and the certificate they pin.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -62,6 +62,11 @@ impl StatePaths {
         self.fleet_dir().join("gateway.json")
     }
 
+    /// An enrolled machine's link as its gateway last saw it.
+    pub fn uplink_status(&self) -> PathBuf {
+        self.fleet_dir().join("uplink.json")
+    }
+
     /// The owner credential (0600).
     pub fn owner_credential(&self) -> PathBuf {
         self.root.join("owner.token")
