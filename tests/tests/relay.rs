@@ -289,6 +289,19 @@ async fn a_machine_enrols_once_over_the_pinned_certificate_and_its_secret_is_spe
         ),
         "{link}"
     );
+    // `up --relay-to … --machine …` starts only as what it enrolled as.
+    let wrong = Command::new(clankie_tests::bin_dir().join("clankie"))
+        .args(["up", "--relay-to", &addr, "--machine", "mac"])
+        .env("CLANKIE_STATE", remote.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("up");
+    assert_eq!(wrong.status.code(), Some(1), "{}", stderr(&wrong));
+    assert!(
+        stderr(&wrong).contains("enrolled as pc"),
+        "{}",
+        stderr(&wrong)
+    );
     for file in ["relay/identity.json", "relay/link.json"] {
         let mode = std::fs::metadata(remote.path().join(file))
             .expect("meta")

@@ -133,6 +133,33 @@ fn print_machines(list: &admission_pb::ListMachinesResponse, json: bool) {
     }
 }
 
+/// Refuses unless this stack is enrolled as `machine` with the main stack
+/// at `to` (`up --relay-to TO --machine NAME`).
+pub fn check_enrolled(paths: &StatePaths, to: &str, machine: &str) -> anyhow::Result<()> {
+    let enrol_first = || {
+        anyhow::anyhow!(
+            "this stack is not enrolled as {machine} with {to}: run `clankie fleet machine enrol {machine} --main {to} --pin SHA256` first, with the secret `fleet machine add` printed on stdin"
+        )
+    };
+    let link: RelayLink = match std::fs::read(paths.relay_link()) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "{} cannot be read ({e}); enrol again",
+                paths.relay_link().display()
+            )
+        })?,
+        Err(_) => return Err(enrol_first()),
+    };
+    if link.main != to || link.machine != machine {
+        anyhow::bail!(
+            "this stack is enrolled as {} with {}, not as {machine} with {to}",
+            link.machine,
+            link.main
+        );
+    }
+    Ok(())
+}
+
 /// Reads the enrolment secret: one line of standard input.
 fn read_secret() -> anyhow::Result<String> {
     let mut line = String::new();

@@ -34,6 +34,15 @@ pub struct UpArgs {
     /// reach it by a name of its own (a reverse proxy, a DNS name).
     #[arg(long = "allowed-host")]
     pub allowed_hosts: Vec<String>,
+    /// On a remote machine: the main stack this stack relays to
+    /// (`HOST:PORT`). `up` refuses to start unless this stack is enrolled
+    /// there (`clankie fleet machine enrol`); an enrolled stack links
+    /// without it too.
+    #[arg(long, requires = "machine")]
+    pub relay_to: Option<String>,
+    /// On a remote machine: its name on the main stack.
+    #[arg(long, requires = "relay_to")]
+    pub machine: Option<String>,
     /// Start in the background: return once the stack is up (its output
     /// goes to `logs/up.log`; `clankie down` stops it).
     #[arg(long)]
@@ -236,6 +245,9 @@ async fn detach(paths: &StatePaths, args: &UpArgs) -> anyhow::Result<ExitCode> {
     for host in &args.allowed_hosts {
         cmd.arg("--allowed-host").arg(host);
     }
+    if let (Some(to), Some(machine)) = (&args.relay_to, &args.machine) {
+        cmd.args(["--relay-to", to, "--machine", machine]);
+    }
     use std::os::unix::process::CommandExt as _;
     let mut child = cmd
         .stdin(std::process::Stdio::null())
@@ -288,6 +300,9 @@ pub async fn run(
     // The state folder's config.toml, under the environment and the flags.
     let file = super::config::load(&paths)?;
     let resolved = super::config::apply(&file, &mut args, &matches);
+    if let (Some(to), Some(machine)) = (&args.relay_to, &args.machine) {
+        super::machine::check_enrolled(&paths, to, machine)?;
+    }
     if args.detach {
         return detach(&paths, &args).await;
     }
