@@ -581,6 +581,28 @@ async fn a_remote_panes_call_crosses_the_link_and_is_audited_with_machine_and_pa
             .is_empty(),
         "the machine's own stack dispatched nothing"
     );
+    // The owner's metrics count the link and the relayed call.
+    let owner = std::fs::read_to_string(main.paths().owner_credential()).expect("owner");
+    let auth = format!("Bearer {}", owner.trim());
+    let counted = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        let (status, page) = clankie_tests::http(
+            &format!("{}/metrics", main.url),
+            "GET",
+            &[("authorization", &auth)],
+            "",
+        );
+        let has = |name: &str, label: &str, value: &str| {
+            page.lines().any(|l| {
+                l.starts_with(name) && l.contains(label) && l.ends_with(&format!(" {value}"))
+            })
+        };
+        (status == 200
+            && has("clankie_relay_links_up", "", "1")
+            && has("clankie_relay_requests_total", "result=\"answered\"", "1"))
+        .then_some(())
+    })
+    .await;
+    assert!(counted.is_some(), "the link and the call are counted");
     // The receipt reads back across the link.
     let again = seat
         .call("clankie_call", serde_json::json!({ "receiptId": receipt }))

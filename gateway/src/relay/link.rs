@@ -193,7 +193,11 @@ impl Relayed {
         let (shared, key) = (self.shared.clone(), self.key.clone());
         tokio::spawn(async move {
             let _place = place;
+            // Named only as a tool this build knows: the machine's string
+            // never becomes a metric label.
+            let tool = FleetTool::parse(&r.tool).map_or("other", FleetTool::name);
             let result = relayed(&shared, key, r).await;
+            counted(tool, &result);
             let _ = down_tx.send(answer(id, &result)).await;
         });
     }
@@ -204,6 +208,32 @@ fn answer(id: u64, result: &rmcp::model::CallToolResult) -> Result<relay_pb::Dow
         id,
         result_json: serde_json::to_string(result).unwrap_or_default(),
     }))
+}
+
+/// Counts a relayed request by tool and whether it was answered or
+/// refused (`clankie.relay.requests`).
+fn counted(tool: &'static str, result: &rmcp::model::CallToolResult) {
+    use std::sync::OnceLock;
+    static REQUESTS: OnceLock<opentelemetry::metrics::Counter<u64>> = OnceLock::new();
+    let requests = REQUESTS.get_or_init(|| {
+        clankie_runtime::telemetry::metrics::meter()
+            .u64_counter("clankie.relay.requests")
+            .with_description("Requests remote machines relayed, by tool and result.")
+            .with_unit("{request}")
+            .build()
+    });
+    let result = if result.is_error == Some(true) {
+        "refused"
+    } else {
+        "answered"
+    };
+    requests.add(
+        1,
+        &[
+            opentelemetry::KeyValue::new("tool", tool),
+            opentelemetry::KeyValue::new("result", result),
+        ],
+    );
 }
 
 /// One relayed request: admitted as the machine's pane, then run as any

@@ -258,6 +258,7 @@ impl Options {
         }
         let (settings_tx, _) = watch::channel(settings);
         let helper = helper::HelperClient::start(self.helper, shutdown);
+        let machine_links = Arc::new(machine_links::MachineLinks::default());
         Ok(AdmissionService {
             inner: Arc::new(Inner {
                 stats: Mutex::new(LocalStats::default()),
@@ -267,7 +268,8 @@ impl Options {
                 owner,
                 links: Mutex::new(links),
                 machines: Mutex::new(machines),
-                machine_links: machine_links::MachineLinks::default(),
+                _links_gauge: metrics::links_up(machine_links.clone()),
+                machine_links,
                 settings: settings_tx,
                 tickets: Mutex::new(HashMap::new()),
             }),
@@ -298,7 +300,9 @@ struct Inner {
     /// Remote machines of the fleets (`machines.rs`).
     machines: Mutex<Guarded<machines::MachinesFile>>,
     /// Which machines have their relay stream up (`machine_links.rs`).
-    machine_links: machine_links::MachineLinks,
+    machine_links: Arc<machine_links::MachineLinks>,
+    /// Kept so the links gauge is read at each collection.
+    _links_gauge: opentelemetry::metrics::ObservableGauge<u64>,
     settings: watch::Sender<Settings>,
     tickets: Mutex<HashMap<String, Ticket>>,
 }

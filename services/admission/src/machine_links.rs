@@ -105,6 +105,11 @@ impl MachineLinks {
         }
     }
 
+    /// How many links are up now.
+    pub fn up(&self) -> u64 {
+        self.links.lock().values().filter(|l| l.up).count() as u64
+    }
+
     /// Forgets a removed machine's link.
     pub fn forget(&self, machine: &str) {
         self.links.lock().remove(machine);

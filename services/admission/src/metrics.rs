@@ -57,6 +57,19 @@ pub(crate) fn refused(door: &'static str, reason: &'static str) {
     );
 }
 
+/// How many remote machines have their link up, read at each collection;
+/// keep the gauge.
+pub(crate) fn links_up(
+    links: std::sync::Arc<crate::machine_links::MachineLinks>,
+) -> ObservableGauge<u64> {
+    clankie_runtime::telemetry::metrics::meter()
+        .u64_observable_gauge("clankie.relay.links.up")
+        .with_description("Remote machines whose relay link is up now.")
+        .with_unit("{link}")
+        .with_callback(move |o| o.observe(links.up(), &[]))
+        .build()
+}
+
 /// The helper queue's depth, read at each collection; keep the gauge.
 pub(crate) fn helper_queue(helper: HelperClient) -> ObservableGauge<u64> {
     clankie_runtime::telemetry::metrics::meter()
