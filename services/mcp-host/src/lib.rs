@@ -151,16 +151,7 @@ pub struct McpHost {
 /// The audit principal: `fleet:ID:pane:PANE`, `pane:unverified` for
 /// bearers, `fleet:ID:machine:M:pane:PANE` for a pane of a remote machine.
 pub fn audit_principal(p: &Principal) -> String {
-    let pane = if p.pane_id.is_empty() {
-        "unverified"
-    } else {
-        p.pane_id.as_str()
-    };
-    if p.machine.is_empty() {
-        format!("fleet:{}:pane:{}", p.fleet_id, pane)
-    } else {
-        format!("fleet:{}:machine:{}:pane:{}", p.fleet_id, p.machine, pane)
-    }
+    clankie_runtime::principal::actor(p)
 }
 
 /// Whose a call is: the owner route, or the principal admission proved.

@@ -377,13 +377,9 @@ impl MailboxService {
                     .answer()?
                     .principal
                     .unwrap_or_default();
-                let pane = if principal.pane_id.is_empty() {
-                    "unverified"
-                } else {
-                    principal.pane_id.as_str()
-                };
                 info.role = Role::Worker.wire();
-                info.actor = format!("fleet:{}:pane:{pane}", principal.fleet_id);
+                // A remote machine's pane is named with its machine.
+                info.actor = clankie_runtime::principal::actor(&principal);
             }
         }
         let repo = request.into_inner().repo;
