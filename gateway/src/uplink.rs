@@ -109,23 +109,28 @@ impl Outbox {
         request.id = id;
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().insert(id, tx);
-        let sent = up
-            .send(relay_pb::Up {
-                kind: Some(relay_pb::up::Kind::Request(request)),
-            })
-            .await;
-        if sent.is_err() {
-            self.waiting.lock().remove(&id);
-            return Err(Unanswered::NotSent);
+        // However this ends (answered, timed out, or its caller gone), its
+        // place in `waiting` goes with it.
+        let _waiting = Waiting { outbox: self, id };
+        let up_msg = relay_pb::Up {
+            kind: Some(relay_pb::up::Kind::Request(request)),
+        };
+        let began = tokio::time::Instant::now();
+        match tokio::time::timeout(within, up.send(up_msg)).await {
+            Ok(Ok(())) => {}
+            // The link closed, or it is so backed up nothing left in time:
+            // either way nothing was sent.
+            Ok(Err(_)) | Err(_) => return Err(Unanswered::NotSent),
         }
-        match tokio::time::timeout(within, rx).await {
+        let left = within.saturating_sub(began.elapsed());
+        match tokio::time::timeout(left, rx).await {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(_)) => Err(Unanswered::Lost),
-            Err(_) => {
-                self.waiting.lock().remove(&id);
-                Err(Unanswered::Lost)
-            }
+            Ok(Err(_)) | Err(_) => Err(Unanswered::Lost),
         }
+    }
+
+    fn forget(&self, id: u64) {
+        self.waiting.lock().remove(&id);
     }
 
     fn went_up(&self, up: mpsc::Sender<relay_pb::Up>) {
@@ -170,6 +175,18 @@ impl Said {
             tracing::warn!(error = %e, "relay link state not written");
         }
         self.last = Some(now);
+    }
+}
+
+/// A request's place among the waiting, removed on drop.
+struct Waiting<'a> {
+    outbox: &'a Outbox,
+    id: u64,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.outbox.forget(self.id);
     }
 }
 
@@ -296,8 +313,16 @@ async fn hold(
                 let pong = relay_pb::Up {
                     kind: Some(relay_pb::up::Kind::Pong(relay_pb::Pong { nonce: p.nonce })),
                 };
-                if up_tx.send(pong).await.is_err() {
-                    return ended(up, "closed", String::new());
+                // Never waits: a stream so backed up that a pong finds no
+                // room is as good as silent.
+                match up_tx.try_send(pong) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        return ended(up, "backlogged", String::new());
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        return ended(up, "closed", String::new());
+                    }
                 }
             }
             relay_pb::down::Kind::Answer(a) => outbox.answered(a),

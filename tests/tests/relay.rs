@@ -844,3 +844,35 @@ async fn a_remote_seat_sees_and_messages_only_the_seats_of_its_own_machine() {
         "nothing crossed"
     );
 }
+
+/// Any key gets through the handshake, so the listener bounds one address
+/// before it knows who it is: with 8 sockets held silent, a ninth is closed
+/// at once; once they go, a new one is taken again. A stop is not held up
+/// by them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_relay_listener_bounds_what_one_address_holds_before_knowing_who_it_is() {
+    use std::io::Read as _;
+    let mut main = Stack::start_with(relay_options()).await.expect("main");
+    let (addr, _) = relay_of(&main);
+    let closed_at_once = |s: &mut std::net::TcpStream| {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .expect("timeout");
+        let mut b = [0u8; 1];
+        // EOF or a reset: closed; a timeout: still held open.
+        !matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+            || e.kind() == std::io::ErrorKind::TimedOut)
+    };
+    let held: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    let mut ninth = std::net::TcpStream::connect(&addr).expect("connect");
+    assert!(closed_at_once(&mut ninth), "the ninth socket is closed");
+    drop(held);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut again = std::net::TcpStream::connect(&addr).expect("connect");
+    assert!(!closed_at_once(&mut again), "a place is free again");
+    let _held: Vec<std::net::TcpStream> = (0..7)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    assert!(main.stop(), "the stop is not held up by silent sockets");
+}

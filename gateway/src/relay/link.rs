@@ -27,9 +27,14 @@ use crate::fleet::Op;
 use crate::mcp::dispatch::{dispatch, refused};
 use crate::uplink::{PING, SILENT};
 
-/// Most relayed requests one link has in flight; past it a request is
-/// refused (retryable), not queued.
-const MAX_RELAYED: usize = 64;
+/// Most relayed requests one machine has in flight, across every link it
+/// opens; past it a request is refused (retryable), not queued.
+pub(crate) const MAX_RELAYED: usize = 64;
+/// How long an answer may wait for room on the stream before it is given
+/// up (the machine answers its caller `uncertain` by then).
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How many pings may be out at once for a round trip to be measured.
+const PINGS_OUT: usize = 8;
 
 /// What the machine reads from its link.
 pub(crate) type Downs = ReceiverStream<Result<relay_pb::Down, Status>>;
@@ -44,6 +49,7 @@ pub(crate) async fn open(
     key: String,
     ups: Streaming<relay_pb::Up>,
     shutdown: CancellationToken,
+    places: impl FnOnce(&str) -> Arc<tokio::sync::Semaphore>,
 ) -> Result<Downs, Status> {
     let (report_tx, report_rx) = mpsc::channel(4);
     let _ = report_tx
@@ -75,11 +81,15 @@ pub(crate) async fn open(
     tracing::info!(fleet = %machine.fleet, machine = %machine.name, "relay.link.up");
     let relayed = Relayed {
         shared: shared.clone(),
+        places: places(&key),
         key,
-        places: Arc::new(tokio::sync::Semaphore::new(MAX_RELAYED)),
+        ended: CancellationToken::new(),
     };
     tokio::spawn(async move {
         let reason = keep(ups, &mut held, &down_tx, &report_tx, &relayed, &shutdown).await;
+        // Requests still running on this link can no longer be answered
+        // on it: they end with it (a call's receipt settles as ever).
+        relayed.ended.cancel();
         tracing::info!(machine = %machine.name, reason, "relay.link.down");
         // Dropping the reports ends admission's hold: the link is down
         // there now.
@@ -114,7 +124,7 @@ async fn keep(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut heard = Instant::now();
     let mut nonce = 0u64;
-    let mut sent: Option<(u64, Instant)> = None;
+    let mut sent: std::collections::VecDeque<(u64, Instant)> = Default::default();
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -122,25 +132,31 @@ async fn keep(
                     return "silent";
                 }
                 nonce += 1;
-                sent = Some((nonce, Instant::now()));
+                if sent.len() == PINGS_OUT {
+                    sent.pop_front();
+                }
+                sent.push_back((nonce, Instant::now()));
                 let ping = relay_pb::down::Kind::Ping(relay_pb::Ping { nonce });
-                if down_tx.send(down(ping)).await.is_err() {
-                    return "closed";
+                // Never waits: a machine that stops reading is as gone as a
+                // silent one, and must not stall this loop.
+                match down_tx.try_send(down(ping)) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => return "backlogged",
+                    Err(mpsc::error::TrySendError::Closed(_)) => return "closed",
                 }
             }
             up = ups.message() => match up {
                 Ok(Some(relay_pb::Up { kind: Some(relay_pb::up::Kind::Pong(p)) })) => {
                     heard = Instant::now();
-                    if let Some((n, at)) = sent
-                        && n == p.nonce
-                    {
+                    if let Some(i) = sent.iter().position(|(n, _)| *n == p.nonce) {
+                        let at = sent[i].1;
+                        sent.drain(..=i);
                         let rtt_ms = u32::try_from(at.elapsed().as_millis()).unwrap_or(u32::MAX);
                         let _ = report_tx.try_send(admission_pb::LinkReport {
                             key_sha256: String::new(),
                             rtt_ms,
                             in_flight: relayed.in_flight(),
                         });
-                        sent = None;
                     }
                 }
                 Ok(Some(relay_pb::Up { kind: Some(relay_pb::up::Kind::Request(r)) })) => {
@@ -155,7 +171,7 @@ async fn keep(
                 // Admission's reason (the machine was removed, or a newer
                 // link replaced this one) goes to the machine as it came.
                 Err(s) => {
-                    let _ = down_tx.send(Err(from_admission(&s))).await;
+                    let _ = down_tx.try_send(Err(from_admission(&s)));
                     return "ended by admission";
                 }
                 Ok(None) => return "ended by admission",
@@ -170,13 +186,16 @@ async fn keep(
 struct Relayed {
     shared: Arc<Shared>,
     /// The key the link's TLS connection proved: each request is admitted
-    /// as this machine's, and only while this link is its current one.
+    /// as this machine's, and only while its link is up.
     key: String,
+    /// The machine's places, shared by all its links.
     places: Arc<tokio::sync::Semaphore>,
+    /// Cancelled when this link ends.
+    ended: CancellationToken,
 }
 
 impl Relayed {
-    /// How many of this link's requests are being served.
+    /// How many of the machine's requests are being served.
     fn in_flight(&self) -> u32 {
         u32::try_from(MAX_RELAYED - self.places.available_permits()).unwrap_or(u32::MAX)
     }
@@ -184,29 +203,46 @@ impl Relayed {
     /// Answers `r` on `down_tx`, in its own task.
     fn serve(&self, r: relay_pb::Relayed, down_tx: mpsc::Sender<Result<relay_pb::Down, Status>>) {
         let id = r.id;
+        // Named only as a tool this build knows: the machine's string never
+        // becomes a metric label or a log field.
+        let tool = FleetTool::parse(&r.tool).map_or("other", FleetTool::name);
+        let ended = self.ended.clone();
         let Ok(place) = self.places.clone().try_acquire_owned() else {
             let full = ErrorCode::TooManyConnections
                 .err("this machine has the most relayed requests in flight; nothing was forwarded, retry shortly");
-            let _ = down_tx.try_send(answer(id, &refused(&full)));
+            let refusal = refused(&full);
+            counted(tool, &refusal);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(ANSWER_WAIT, down_tx.send(answer(id, &refusal))).await;
+            });
             return;
         };
         let (shared, key) = (self.shared.clone(), self.key.clone());
         tokio::spawn(async move {
             let _place = place;
-            // Named only as a tool this build knows: the machine's string
-            // never becomes a metric label.
-            let tool = FleetTool::parse(&r.tool).map_or("other", FleetTool::name);
-            let result = relayed(&shared, key, r).await;
+            let result = tokio::select! {
+                r = relayed(&shared, key, tool, r) => r,
+                () = ended.cancelled() => return,
+            };
             counted(tool, &result);
-            let _ = down_tx.send(answer(id, &result)).await;
+            let _ = tokio::time::timeout(ANSWER_WAIT, down_tx.send(answer(id, &result))).await;
         });
     }
 }
 
+/// The answer to request `id`. One too large for the stream is refused on
+/// its own rather than sent to end the link.
 fn answer(id: u64, result: &rmcp::model::CallToolResult) -> Result<relay_pb::Down, Status> {
+    let mut result_json = serde_json::to_string(result).unwrap_or_default();
+    if result_json.len() > super::listen::MAX_MESSAGE - 1024 {
+        let e = ErrorCode::PayloadTooLarge.err(
+            "the answer is larger than a relay link carries; the call's receipt holds its outcome",
+        );
+        result_json = serde_json::to_string(&refused(&e)).unwrap_or_default();
+    }
     down(relay_pb::down::Kind::Answer(relay_pb::RelayedAnswer {
         id,
-        result_json: serde_json::to_string(result).unwrap_or_default(),
+        result_json,
     }))
 }
 
@@ -241,10 +277,11 @@ fn counted(tool: &'static str, result: &rmcp::model::CallToolResult) {
 async fn relayed(
     shared: &Shared,
     key: String,
+    tool_name: &'static str,
     r: relay_pb::Relayed,
 ) -> rmcp::model::CallToolResult {
     use tracing::Instrument as _;
-    let span = tracing::info_span!("relay.request", tool = %r.tool, otel.kind = "server");
+    let span = tracing::info_span!("relay.request", tool = tool_name, otel.kind = "server");
     clankie_runtime::telemetry::adopt_map_parent(&span, &r.trace);
     async move {
         let Some(tool) = FleetTool::parse(&r.tool).filter(|t| crate::uplink::crosses(*t)) else {

@@ -2,6 +2,12 @@
 //! (bounded in number and in time, so a slow or silent peer holds no one
 //! else up), and a finished one goes to the gRPC server with the
 //! fingerprint of the certificate its peer proved.
+//!
+//! Any key gets through the handshake (which machine it is, if any, is
+//! decided after), so what one peer may hold is bounded before that: at
+//! most [`MAX_PER_PEER`] sockets per address, handshaking or not, and
+//! [`MAX_CONNECTIONS`] in all; a few HTTP/2 streams per connection, kept
+//! alive by pings; messages of at most [`MAX_MESSAGE`].
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -25,6 +31,58 @@ use crate::Shared;
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// Most handshakes in progress at once; past it a new connection is closed.
 const MAX_HANDSHAKES: usize = 64;
+/// Most sockets one address holds (a machine needs one, two while it
+/// enrols or reconnects).
+const MAX_PER_PEER: usize = 8;
+/// Most sockets the listener holds.
+const MAX_CONNECTIONS: usize = 1024;
+/// Most concurrent HTTP/2 streams on one connection (the link, an enrol).
+const MAX_STREAMS: u32 = 4;
+/// Largest message either way; a relayed answer past it is refused alone
+/// (`link.rs`), never sent to tear the link down.
+pub(crate) const MAX_MESSAGE: usize = 4 << 20;
+/// How long the stop waits for streams to end before it ends them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The sockets held, by address and in all.
+#[derive(Default)]
+struct Held {
+    by_peer: parking_lot::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+/// One socket's place in [`Held`], given back when it closes.
+pub(crate) struct Place {
+    held: Arc<Held>,
+    ip: std::net::IpAddr,
+}
+
+impl Held {
+    fn take(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Place> {
+        let mut by_peer = self.by_peer.lock();
+        let total: usize = by_peer.values().sum();
+        let mine = by_peer.entry(ip).or_default();
+        if *mine >= MAX_PER_PEER || total >= MAX_CONNECTIONS {
+            return None;
+        }
+        *mine += 1;
+        Some(Place {
+            held: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut by_peer = self.held.by_peer.lock();
+        if let Some(n) = by_peer.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                by_peer.remove(&self.ip);
+            }
+        }
+    }
+}
 
 /// A bound relay listener with this stack's identity.
 pub struct Bound {
@@ -63,11 +121,12 @@ impl Bound {
     ) -> anyhow::Result<()> {
         let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<TlsConn>>(MAX_HANDSHAKES);
         let handshakes = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKES));
+        let held = Arc::new(Held::default());
         let Bound { tcp, tls, .. } = self;
         let stop = shutdown.clone();
         let accept = async move {
             loop {
-                let (sock, _) = tokio::select! {
+                let (sock, peer) = tokio::select! {
                     () = stop.cancelled() => return,
                     r = tcp.accept() => match r {
                         Ok(s) => s,
@@ -78,6 +137,9 @@ impl Bound {
                             continue;
                         }
                     },
+                };
+                let Some(place) = held.take(peer.ip()) else {
+                    continue;
                 };
                 let Ok(permit) = handshakes.clone().try_acquire_owned() else {
                     continue;
@@ -96,23 +158,36 @@ impl Bound {
                         .send(Ok(TlsConn {
                             inner: stream,
                             key: MachineKey(key),
+                            _place: place,
                         }))
                         .await;
                 });
             }
         };
+        let face = RelayServer::new(RelayFace::new(shared, shutdown.clone()))
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
         let server = tonic::transport::Server::builder()
-            .add_service(RelayServer::new(RelayFace {
-                shared,
-                shutdown: shutdown.clone(),
-            }))
+            .max_concurrent_streams(Some(MAX_STREAMS))
+            .http2_keepalive_interval(Some(Duration::from_secs(10)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+            .add_service(face)
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::ReceiverStream::new(rx),
-                shutdown.cancelled_owned(),
+                shutdown.clone().cancelled_owned(),
             );
-        let (_, served) = tokio::join!(accept, server);
-        served?;
-        Ok(())
+        let accepting = tokio::spawn(accept);
+        // The stop waits for streams a grace period, then ends them: a peer
+        // that never finishes a request does not hold the gateway up.
+        let served = tokio::select! {
+            r = server => r.map_err(anyhow::Error::from),
+            () = async {
+                shutdown.cancelled().await;
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            } => Ok(()),
+        };
+        accepting.abort();
+        served
     }
 }
 
@@ -120,6 +195,8 @@ impl Bound {
 pub(crate) struct TlsConn {
     inner: TlsStream<TcpStream>,
     key: MachineKey,
+    /// Given back when the connection closes.
+    _place: Place,
 }
 
 impl Connected for TlsConn {

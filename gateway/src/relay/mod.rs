@@ -31,12 +31,38 @@ pub struct MachineKey(pub String);
 
 /// The relay's gRPC face.
 pub(crate) struct RelayFace {
-    pub(crate) shared: std::sync::Arc<crate::Shared>,
+    shared: std::sync::Arc<crate::Shared>,
     /// Ends every link when the gateway stops.
-    pub(crate) shutdown: tokio_util::sync::CancellationToken,
+    shutdown: tokio_util::sync::CancellationToken,
+    /// Each machine's places for relayed requests, by key, shared by every
+    /// link it opens: a machine that opens link after link gets no more.
+    places: parking_lot::Mutex<
+        std::collections::HashMap<String, std::sync::Arc<tokio::sync::Semaphore>>,
+    >,
 }
 
 impl RelayFace {
+    pub(crate) fn new(
+        shared: std::sync::Arc<crate::Shared>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) -> RelayFace {
+        RelayFace {
+            shared,
+            shutdown,
+            places: Default::default(),
+        }
+    }
+
+    /// The places of the machine whose key is `key` (made on its first
+    /// proven link, so only enrolled keys get one).
+    fn places(&self, key: &str) -> std::sync::Arc<tokio::sync::Semaphore> {
+        self.places
+            .lock()
+            .entry(key.to_string())
+            .or_insert_with(|| std::sync::Arc::new(tokio::sync::Semaphore::new(link::MAX_RELAYED)))
+            .clone()
+    }
+
     /// The key of the connection `req` came on.
     fn key<T>(req: &Request<T>) -> Result<String, ClankieError> {
         req.extensions()
@@ -72,6 +98,7 @@ impl relay_pb::relay_server::Relay for RelayFace {
             key,
             request.into_inner(),
             self.shutdown.clone(),
+            |key| self.places(key),
         )
         .await?;
         Ok(Response::new(downs))

@@ -456,11 +456,17 @@ impl admission_pb::admission_server::Admission for AdmissionService {
             .await?
             .ok_or_else(|| refused(ErrorCode::InvalidArgument.err("a link opens with its key")))?;
         let key = first.key_sha256;
-        let machine = machines::by_key(&lock(&self.inner.machines), &key).map_err(refused)?;
-        let name = machine.name.clone();
-        let holder = self.inner.machine_links.open(&name, now_ms());
-        tracing::info!(fleet = %machine.fleet, machine = %name, "machine linked");
+        // Subscribed first, and proven and opened under the machines lock:
+        // a removal or a newer link after this point is always heard.
         let mut changed = self.inner.machine_links.subscribe();
+        let (machine, holder) = {
+            let file = lock(&self.inner.machines);
+            let machine = machines::by_key(&file, &key).map_err(refused)?;
+            let holder = self.inner.machine_links.open(&machine.name, now_ms());
+            (machine, holder)
+        };
+        let name = machine.name.clone();
+        tracing::info!(fleet = %machine.fleet, machine = %name, "machine linked");
         let mut first = machine.to_pb();
         self.inner.machine_links.fill(&mut first);
         let (tx, rx) = tokio::sync::mpsc::channel(4);

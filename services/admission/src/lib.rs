@@ -272,6 +272,7 @@ impl Options {
                 machine_links,
                 settings: settings_tx,
                 tickets: Mutex::new(HashMap::new()),
+                relay_tickets: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -305,6 +306,8 @@ struct Inner {
     _links_gauge: opentelemetry::metrics::ObservableGauge<u64>,
     settings: watch::Sender<Settings>,
     tickets: Mutex<HashMap<String, Ticket>>,
+    /// The live ticket of each (machine, link, pane), reused while it lives.
+    relay_tickets: Mutex<HashMap<(String, u64, String), String>>,
 }
 
 /// The admission service; cheap to clone.
@@ -408,12 +411,29 @@ impl AdmissionService {
     }
 
     /// A ticket for a request machine `machine` relayed on its link
-    /// `holder`.
+    /// `holder` for its pane `principal.pane_id`: the same one again while
+    /// it lives (a busy machine does not fill the ticket map), a new one
+    /// after.
     fn issue_relay_ticket(&self, machine: &str, holder: u64, principal: Principal) -> String {
+        let key = (machine.to_string(), holder, principal.pane_id.clone());
+        let now = Instant::now();
+        if let Some(t) = lock(&self.inner.relay_tickets).get(&key)
+            && lock(&self.inner.tickets)
+                .get(t)
+                .is_some_and(|t| t.expires > now + TICKET_TTL / 2)
+        {
+            return t.clone();
+        }
         let ticket = self.issue_ticket(principal.link_id.clone(), principal, None);
         if let Some(t) = lock(&self.inner.tickets).get_mut(&ticket) {
             t.relay = Some((machine.to_string(), holder));
         }
+        let mut reused = lock(&self.inner.relay_tickets);
+        if reused.len() > 4096 {
+            let tickets = lock(&self.inner.tickets);
+            reused.retain(|_, t| tickets.get(t).is_some_and(|t| t.expires > now));
+        }
+        reused.insert(key, ticket.clone());
         ticket
     }
 

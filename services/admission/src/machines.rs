@@ -209,7 +209,17 @@ pub fn enrol(
         return Err(guard_refusal(GuardError::Unreadable));
     }
     let offered = owner::token_hash(secret);
-    file.try_update(|next| {
+    file.try_update_when(|next| {
+        // The same machine with the same key again (its answer was lost, or
+        // its link file not saved): it holds the key bound to this name, so
+        // it is that machine; nothing changes.
+        if let Some(m) = next
+            .machines
+            .iter()
+            .find(|m| m.name == name && m.key_sha256 == key && m.enrolled_at_ms != 0)
+        {
+            return Ok((m.clone(), false));
+        }
         if next.machines.iter().any(|m| m.key_sha256 == key) {
             // One key, one machine: a second machine cannot borrow a key.
             return Err(enrolment_refused());
@@ -228,7 +238,7 @@ pub fn enrol(
         m.enrolment_sha256.clear();
         m.enrolled_at_ms = now_ms;
         m.key_sha256 = key.to_string();
-        Ok(m.clone())
+        Ok((m.clone(), true))
     })
     .map_err(refusal)
 }
@@ -321,6 +331,9 @@ mod tests {
         let m = enrol(&mut file, "pc", &secret, KEY, 2_000).expect("enrol");
         assert_eq!((m.enrolled_at_ms, m.key_sha256.as_str()), (2_000, KEY));
         assert!(m.enrolment_sha256.is_empty(), "spent");
+        // The same machine again, with its key: answered as it is.
+        let again = enrol(&mut file, "pc", "clkm_anything", KEY, 2_500).expect("same key");
+        assert_eq!(again.enrolled_at_ms, 2_000, "nothing changed");
         let other = KEY.replace('0', "1");
         let replay = enrol(&mut file, "pc", &secret, &other, 3_000).expect_err("replay");
         assert_eq!(replay.code, ErrorCode::MachineEnrolmentRefused);

@@ -62,28 +62,39 @@ impl Identity {
     /// enrolment made with the old one.
     pub fn load_or_create(path: &Path, name: &str) -> io::Result<Identity> {
         match std::fs::read(path) {
-            Ok(bytes) => Self::parse(&bytes).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{} is unreadable ({e}); not replacing it", path.display()),
-                )
-            }),
+            Ok(bytes) => Self::read(path, &bytes),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let made = Self::generate(name)?;
-                if let Some(dir) = path.parent() {
-                    crate::state::private_dir(dir)?;
-                }
                 let file = IdentityFile {
                     version: 1,
                     cert_der: hex::encode(made.cert.as_ref()),
                     key_pkcs8: hex::encode(&made.key),
                 };
                 let bytes = serde_json::to_vec(&file).map_err(io::Error::other)?;
-                crate::state::atomic_write(path, &bytes)?;
-                Ok(made)
+                if publish_new(path, &bytes)? {
+                    Ok(made)
+                } else {
+                    // Another process made one first: that one is the key.
+                    Self::read(path, &std::fs::read(path)?)
+                }
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// The identity in `bytes` (read from `path`), or an error naming the
+    /// file without its folder (errors reach logs).
+    fn read(path: &Path, bytes: &[u8]) -> io::Result<Identity> {
+        Self::parse(bytes).map_err(|e| {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the relay identity {} is unreadable ({e}); not replacing it",
+                    name.unwrap_or_default()
+                ),
+            )
+        })
     }
 
     fn parse(bytes: &[u8]) -> Result<Identity, String> {
@@ -109,6 +120,42 @@ impl Identity {
             vec![self.cert.clone()],
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.clone())),
         )
+    }
+}
+
+/// Writes `bytes` (0600, fsynced) to `path` only if nothing is there:
+/// published by a hard link, which never replaces a file, so two processes
+/// making an identity at once end with one. Answers whether it was ours.
+fn publish_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no folder"))?;
+    crate::state::private_dir(dir)?;
+    let tmp = dir.join(format!(
+        ".identity-{}-{:016x}.tmp",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            crate::state::sync_dir(dir)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -353,6 +400,25 @@ mod tests {
         std::fs::write(&path, b"{ torn").expect("tear");
         assert!(Identity::load_or_create(&path, "main").is_err());
         assert_eq!(std::fs::read(&path).expect("kept"), b"{ torn");
+    }
+
+    #[test]
+    fn two_makers_at_once_end_with_one_identity() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("relay/identity.json");
+        let made: Vec<String> = std::thread::scope(|s| {
+            let makers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| Identity::load_or_create(&path, "m").map(|i| i.fingerprint())))
+                .collect();
+            makers
+                .into_iter()
+                .map(|m| m.join().expect("joined").expect("made"))
+                .collect()
+        });
+        let kept = Identity::load_or_create(&path, "m")
+            .expect("kept")
+            .fingerprint();
+        assert!(made.iter().all(|f| *f == kept), "{made:?} vs {kept}");
     }
 
     #[test]
