@@ -26,6 +26,23 @@ fn ip(args: &[&str]) {
     );
 }
 
+/// A new namespace with its loopback up.
+fn namespace(ns: &str) {
+    ip(&["netns", "add", ns]);
+    ip(&["-n", ns, "link", "set", "lo", "up"]);
+}
+
+/// A veth pair between two namespaces: each end (name, namespace,
+/// address) moved there, addressed in a /24, and up.
+fn join(a: (&str, &str, &str), b: (&str, &str, &str)) {
+    ip(&["link", "add", a.0, "type", "veth", "peer", "name", b.0]);
+    for (end, ns, addr) in [a, b] {
+        ip(&["link", "set", end, "netns", ns]);
+        ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", end]);
+        ip(&["-n", ns, "link", "set", end, "up"]);
+    }
+}
+
 impl NetPair {
     /// Makes the two namespaces and the link between them, up.
     pub fn new() -> NetPair {
@@ -41,29 +58,12 @@ impl NetPair {
             remote_addr: format!("10.77.{subnet}.2"),
             remote_end: format!("ckv{tag}r"),
         };
-        let main_end = format!("ckv{tag}m");
-        for ns in [&pair.main_ns, &pair.remote_ns] {
-            ip(&["netns", "add", ns]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        ip(&[
-            "link",
-            "add",
-            &main_end,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &pair.remote_end,
-        ]);
-        for (end, ns, addr) in [
-            (&main_end, &pair.main_ns, &pair.main_addr),
+        namespace(&pair.main_ns);
+        namespace(&pair.remote_ns);
+        join(
+            (&format!("ckv{tag}m"), &pair.main_ns, &pair.main_addr),
             (&pair.remote_end, &pair.remote_ns, &pair.remote_addr),
-        ] {
-            ip(&["link", "set", end, "netns", ns]);
-            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", end]);
-            ip(&["-n", ns, "link", "set", end, "up"]);
-        }
+        );
         pair
     }
 
@@ -116,30 +116,17 @@ impl NetStar {
             main_ns: format!("cksm{tag}"),
             remotes: (0..n).map(|i| format!("cksr{tag}x{i}")).collect(),
         };
-        ip(&["netns", "add", &star.main_ns]);
-        ip(&["-n", &star.main_ns, "link", "set", "lo", "up"]);
+        namespace(&star.main_ns);
         for (i, ns) in star.remotes.iter().enumerate() {
-            let (main_end, remote_end) = (format!("ck{tag}m{i}"), format!("ck{tag}r{i}"));
-            ip(&["netns", "add", ns]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-            ip(&[
-                "link",
-                "add",
-                &main_end,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &remote_end,
-            ]);
-            for (end, at, addr) in [
-                (&main_end, &star.main_ns, format!("10.78.{}.1", i + 1)),
-                (&remote_end, ns, format!("10.78.{}.2", i + 1)),
-            ] {
-                ip(&["link", "set", end, "netns", at]);
-                ip(&["-n", at, "addr", "add", &format!("{addr}/24"), "dev", end]);
-                ip(&["-n", at, "link", "set", end, "up"]);
-            }
+            namespace(ns);
+            join(
+                (
+                    &format!("ck{tag}m{i}"),
+                    &star.main_ns,
+                    &star.main_addr_for(i),
+                ),
+                (&format!("ck{tag}r{i}"), ns, &format!("10.78.{}.2", i + 1)),
+            );
         }
         star
     }

@@ -868,9 +868,13 @@ async fn the_relay_listener_bounds_what_one_address_holds_before_knowing_who_it_
     let mut ninth = std::net::TcpStream::connect(&addr).expect("connect");
     assert!(closed_at_once(&mut ninth), "the ninth socket is closed");
     drop(held);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let mut again = std::net::TcpStream::connect(&addr).expect("connect");
-    assert!(!closed_at_once(&mut again), "a place is free again");
+    // The listener gives a place back once it sees the socket close.
+    let again = clankie_tests::eventually(std::time::Duration::from_secs(10), async || {
+        let mut s = std::net::TcpStream::connect(&addr).ok()?;
+        (!closed_at_once(&mut s)).then_some(s)
+    })
+    .await;
+    assert!(again.is_some(), "a place is free again");
     let _held: Vec<std::net::TcpStream> = (0..7)
         .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
         .collect();
